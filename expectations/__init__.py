@@ -1,0 +1,1 @@
+"""Great Expectations suites and alert routing."""

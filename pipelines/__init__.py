@@ -1,0 +1,1 @@
+"""Entry points and I/O: everything that touches Kafka, Delta, Spark sessions and config."""

@@ -1,0 +1,1 @@
+"""Embedded single-node Kafka broker, broker-log shipper and demo scenarios for a laptop or CI."""

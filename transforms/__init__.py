@@ -1,0 +1,1 @@
+"""Pure logic, no I/O: bytes and rows in, rows out."""

@@ -1,0 +1,1 @@
+"""Stateful detectors and their rules."""

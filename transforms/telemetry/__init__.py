@@ -1,0 +1,1 @@
+"""Parsers that turn telemetry records into heartbeat events."""
