@@ -1,0 +1,235 @@
+"""Every table, column, heartbeat event kind and detection kind, declared once and used by name.
+
+Columns are Spark SQL DDL types so the same declaration builds Spark schemas, Arrow schemas and SQL views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: its name, its Spark SQL type and what it holds."""
+
+    name: str
+    ddl: str
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A table's name, layer (bronze/silver/gold), columns and partition columns."""
+
+    name: str
+    layer: str
+    columns: tuple[Column, ...]
+    partition_by: tuple[str, ...] = ()
+
+    @property
+    def ddl(self) -> str:
+        """The schema as a Spark DDL string (`a INT, b STRING`)."""
+        return ", ".join(f"`{c.name}` {c.ddl}" for c in self.columns)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+# Kafka coordinates every row keeps, so any fact can be traced to the record that produced it.
+SOURCE_COLUMNS: tuple[Column, ...] = (
+    Column("cluster", "STRING", "logical cluster name from config"),
+    Column("src_topic", "STRING", "Kafka topic the record was read from"),
+    Column("src_partition", "INT", "Kafka partition of the record"),
+    Column("src_offset", "BIGINT", "Kafka offset of the record"),
+    Column("src_timestamp", "TIMESTAMP", "Kafka record timestamp"),
+)
+
+
+def _table(name: str, layer: str, columns: tuple[Column, ...], partition_by: tuple[str, ...] = ()) -> TableSchema:
+    return TableSchema(name, layer, SOURCE_COLUMNS + columns, partition_by)
+
+
+OFFSETS_RAW = _table(
+    "offsets_raw",
+    "bronze",
+    (
+        Column("key", "BINARY"),
+        Column("value", "BINARY", "null for a tombstone"),
+        Column("ingest_date", "DATE"),
+    ),
+    ("ingest_date",),
+)
+
+TELEMETRY_RAW = _table(
+    "telemetry_raw",
+    "bronze",
+    (
+        Column("key", "BINARY"),
+        Column("value", "BINARY"),
+        Column("ingest_date", "DATE"),
+    ),
+    ("ingest_date",),
+)
+
+OFFSET_COMMITS = _table(
+    "offset_commits",
+    "silver",
+    (
+        Column("group_id", "STRING"),
+        Column("topic", "STRING"),
+        Column("partition", "INT"),
+        Column("committed_offset", "BIGINT"),
+        Column("leader_epoch", "INT", "-1 when the value version has none"),
+        Column("metadata", "STRING"),
+        Column("commit_ts", "TIMESTAMP"),
+        Column("expire_ts", "TIMESTAMP", "only value version 1"),
+        Column("topic_id", "STRING", "Kafka's base64url topic id, value version 4+"),
+        Column("is_tombstone", "BOOLEAN"),
+        Column("key_version", "SMALLINT", "record type: 0 legacy, 1 current"),
+        Column("value_version", "SMALLINT"),
+        Column("commit_date", "DATE"),
+    ),
+    ("commit_date",),
+)
+
+MEMBER_STRUCT_DDL = (
+    "STRUCT<member_id: STRING, group_instance_id: STRING, client_id: STRING, client_host: STRING, "
+    "rebalance_timeout_ms: INT, session_timeout_ms: INT, subscribed_topics: ARRAY<STRING>, "
+    "assigned_partitions: ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>, owned_partitions: "
+    "ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>, subscription_generation: INT, rack_id: STRING, "
+    "subscription_version: SMALLINT, assignment_version: SMALLINT, embedded_error: STRING, "
+    "subscription: BINARY, assignment: BINARY>"
+)
+
+GROUP_METADATA = _table(
+    "group_metadata",
+    "silver",
+    (
+        Column("group_id", "STRING"),
+        Column("protocol_type", "STRING"),
+        Column("generation", "INT"),
+        Column("protocol", "STRING"),
+        Column("leader", "STRING"),
+        Column("state_ts", "TIMESTAMP", "currentStateTimestamp, value version 2+"),
+        Column("member_count", "INT"),
+        Column("members", f"ARRAY<{MEMBER_STRUCT_DDL}>"),
+        Column("is_tombstone", "BOOLEAN"),
+        Column("value_version", "SMALLINT"),
+    ),
+)
+
+GROUP_RECORDS = _table(
+    "group_records",
+    "silver",
+    (
+        Column("group_id", "STRING"),
+        Column("group_type", "STRING", "consumer | share | streams"),
+        Column("record_type", "STRING", "record name, e.g. ConsumerGroupMemberMetadata"),
+        Column("record_type_id", "SMALLINT"),
+        Column("key_version", "SMALLINT"),
+        Column("value_version", "SMALLINT"),
+        Column("epoch", "INT", "group epoch, assignment epoch or member epoch, whichever the record carries"),
+        Column("member_id", "STRING"),
+        Column("is_tombstone", "BOOLEAN"),
+        Column("payload", "STRING", "decoded value as JSON text in Kafka's conventions"),
+    ),
+)
+
+HEARTBEAT_EVENTS = _table(
+    "heartbeat_events",
+    "silver",
+    (
+        Column("event_time", "TIMESTAMP"),
+        Column("group_id", "STRING"),
+        Column("member_id", "STRING"),
+        Column("group_instance_id", "STRING"),
+        Column("generation", "INT", "classic generation"),
+        Column("member_epoch", "INT", "KIP-848/1071 member epoch"),
+        Column("event", "STRING", "one of HeartbeatEventKind"),
+        Column("error", "STRING", "Kafka error name"),
+        Column("reason", "STRING"),
+        Column("client_id", "STRING"),
+        Column("host", "STRING"),
+        Column("source", "STRING", "one of TelemetrySource"),
+        Column("details", "MAP<STRING, STRING>"),
+    ),
+)
+
+QUARANTINE = _table(
+    "quarantine",
+    "silver",
+    (
+        Column("stage", "STRING", "the stage that refused the record, e.g. decode_offsets"),
+        Column("kind", "STRING", "malformed | unsupported | unrecognised"),
+        Column("reason", "STRING"),
+        Column("record_type", "SMALLINT"),
+        Column("value_version", "SMALLINT"),
+        Column("error_offset", "INT", "byte offset where decoding stopped"),
+        Column("key", "BINARY"),
+        Column("value", "BINARY"),
+    ),
+)
+
+TABLES: dict[str, TableSchema] = {
+    t.name: t
+    for t in (OFFSETS_RAW, TELEMETRY_RAW, OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, QUARANTINE)
+}
+
+
+class HeartbeatEventKind(StrEnum):
+    """Normalised `heartbeat_events.event` values (DESIGN §5)."""
+
+    HEARTBEAT = "heartbeat"
+    HEARTBEAT_FAILED = "heartbeat_failed"
+    SESSION_TIMEOUT = "session_timeout"
+    POLL_TIMEOUT = "poll_timeout"
+    JOIN = "join"
+    JOIN_FAILED = "join_failed"
+    SYNC = "sync"
+    SYNC_FAILED = "sync_failed"
+    LEAVE = "leave"
+    MEMBER_REMOVED = "member_removed"
+    MEMBER_EXPIRED = "member_expired"
+    REBALANCE_PREPARE = "rebalance_prepare"
+    REBALANCE_STABLE = "rebalance_stable"
+    GROUP_EMPTY = "group_empty"
+    COMMIT = "commit"
+    COMMIT_FAILED = "commit_failed"
+    FOLLOWUP_REBALANCE = "followup_rebalance"
+    PROBING_REBALANCE = "probing_rebalance"
+    VERSION_PROBING = "version_probing"
+    SHUTDOWN_REQUESTED = "shutdown_requested"
+    ASSIGNMENT = "assignment"
+
+
+class TelemetrySource(StrEnum):
+    """Where a heartbeat event came from (`heartbeat_events.source`)."""
+
+    BROKER_LOG = "broker_log"
+    CLIENT_LOG = "client_log"
+    LIBRDKAFKA_STATS = "librdkafka_stats"
+    JSON = "json"
+    PROTOCOL = "protocol"
+
+
+class DetectionKind(StrEnum):
+    """`detections.kind` values (DESIGN §6)."""
+
+    FAILING_GENERATION = "failing_generation"
+    ZOMBIE_COMMIT = "zombie_commit"
+    HEARTBEAT_EXPIRATION = "heartbeat_expiration"
+    HEARTBEAT_AT_RISK = "heartbeat_at_risk"
+    REBALANCE_STORM = "rebalance_storm"
+    PROBING_REBALANCE_LOOP = "probing_rebalance_loop"
+    MEMBERSHIP_FLAPPING = "membership_flapping"
+    LEADER_INSTABILITY = "leader_instability"
+    OFFSET_REGRESSION = "offset_regression"
+
+
+class QuarantineStage(StrEnum):
+    """Which stage refused a record (`quarantine.stage`)."""
+
+    DECODE_OFFSETS = "decode_offsets"
+    PARSE_TELEMETRY = "parse_telemetry"

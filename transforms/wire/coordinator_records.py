@@ -1,0 +1,138 @@
+"""`__consumer_offsets` records: the int16 record type in the key picks the key and value definitions.
+
+Framing (Kafka's CoordinatorRecordSerde): key = int16 record type + key message at version 0 (never flexible);
+value = int16 value version + value message at that version; a null value is a tombstone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from transforms.wire import primitives as prim
+from transforms.wire.errors import DecodeError, DecodeErrorKind
+from transforms.wire.messages import coordinator
+from transforms.wire.reader import read_message
+from transforms.wire.spec import MessageSpec
+from transforms.wire.writer import write_message
+
+
+@dataclass(frozen=True)
+class RecordType:
+    """One coordinator record type: its id (the key prefix), name, key and value definitions."""
+
+    id: int
+    name: str
+    key: MessageSpec
+    value: MessageSpec
+
+    @property
+    def group_type(self) -> str:
+        """Which kind of group writes it: offsets, classic, consumer (KIP-848), share (KIP-932), streams."""
+        if self.id in (0, 1):
+            return "offsets"
+        if self.id == 2:
+            return "classic"
+        for prefix, kind in (("ConsumerGroup", "consumer"), ("ShareGroup", "share"), ("StreamsGroup", "streams")):
+            if self.name.startswith(prefix):
+                return kind
+        return "unknown"
+
+
+def _record_types() -> dict[int, RecordType]:
+    keys = {m.api_key: m for m in coordinator.MESSAGES if m.kind == "coordinator-key"}
+    values = {m.api_key: m for m in coordinator.MESSAGES if m.kind == "coordinator-value"}
+    if keys.keys() != values.keys():
+        raise RuntimeError(f"coordinator keys and values disagree: {sorted(keys.keys() ^ values.keys())}")
+    return {
+        api_key: RecordType(api_key, keys[api_key].short_name, keys[api_key], values[api_key])
+        for api_key in sorted(keys)  # type: ignore[type-var]
+    }
+
+
+RECORD_TYPES: dict[int, RecordType] = _record_types()
+RECORD_TYPES_BY_NAME: dict[str, RecordType] = {t.name: t for t in RECORD_TYPES.values()}
+
+
+@dataclass(frozen=True)
+class CoordinatorRecord:
+    """A decoded `__consumer_offsets` record. `value is None` means tombstone."""
+
+    record_type: int
+    name: str
+    key: dict[str, Any]
+    value_version: int | None
+    value: dict[str, Any] | None
+    key_trailing_bytes: int = 0
+    value_trailing_bytes: int = 0
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None
+
+
+def record_type_of(key: bytes) -> RecordType:
+    """The record type named by a key's int16 prefix; unknown types are `unsupported`, not malformed."""
+    if key is None or len(key) < 2:
+        raise DecodeError("key is shorter than its 2-byte record type", offset=0, part="key")
+    type_id = prim.INT16.unpack_from(key, 0)[0]
+    record_type = RECORD_TYPES.get(type_id)
+    if record_type is None:
+        raise DecodeError(
+            f"unknown record type {type_id}",
+            kind=DecodeErrorKind.UNSUPPORTED,
+            record_type=type_id,
+            offset=0,
+            part="key",
+        )
+    return record_type
+
+
+def decode_coordinator_key(key: bytes) -> tuple[RecordType, dict[str, Any], int]:
+    """The record type, the decoded key and the number of trailing key bytes."""
+    record_type = record_type_of(key)
+    try:
+        data, end = read_message(record_type.key, record_type.key.valid.low, key, 2)
+    except DecodeError as exc:
+        raise exc.with_context(record_type=record_type.id, part="key") from None
+    return record_type, data, len(key) - end
+
+
+def decode_coordinator_value(record_type: RecordType, value: bytes) -> tuple[int, dict[str, Any], int]:
+    """The value version, the decoded value and the number of trailing value bytes."""
+    if len(value) < 2:
+        raise DecodeError(
+            "value is shorter than its 2-byte version", offset=0, record_type=record_type.id, part="value"
+        )
+    version = prim.INT16.unpack_from(value, 0)[0]
+    if version < 0:
+        raise DecodeError(
+            f"negative value version {version}", offset=0, record_type=record_type.id, version=version, part="value"
+        )
+    try:
+        data, end = read_message(record_type.value, version, value, 2)
+    except DecodeError as exc:
+        raise exc.with_context(record_type=record_type.id, version=version, part="value") from None
+    return version, data, len(value) - end
+
+
+def decode_coordinator_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
+    """Decode one `__consumer_offsets` record; raises only `DecodeError`."""
+    record_type, key_data, key_trailing = decode_coordinator_key(key)
+    if value is None:
+        return CoordinatorRecord(record_type.id, record_type.name, key_data, None, None, key_trailing, 0)
+    version, value_data, value_trailing = decode_coordinator_value(record_type, value)
+    return CoordinatorRecord(
+        record_type.id, record_type.name, key_data, version, value_data, key_trailing, value_trailing
+    )
+
+
+def encode_coordinator_record(
+    record_type: int | str, key: dict[str, Any], value_version: int | None, value: dict[str, Any] | None
+) -> tuple[bytes, bytes | None]:
+    """Bytes of a coordinator record (tests and the simulator; production paths only read)."""
+    rt = RECORD_TYPES_BY_NAME[record_type] if isinstance(record_type, str) else RECORD_TYPES[record_type]
+    key_bytes = prim.INT16.pack(rt.id) + write_message(rt.key, rt.key.valid.low, key)
+    if value is None or value_version is None:
+        return key_bytes, None
+    return key_bytes, prim.INT16.pack(value_version) + write_message(rt.value, value_version, value)

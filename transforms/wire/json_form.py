@@ -1,0 +1,48 @@
+"""Kafka's JSON conventions for decoded values (what its console formatters print): bytes as base64,
+uuids as URL-safe base64 (already so in decoded values), field names in camelCase.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
+from transforms.wire.coordinator_records import CoordinatorRecord
+
+
+def to_kafka_json(value: Any) -> Any:
+    """A decoded value with bytes rendered as standard base64, ready for `json.dumps`."""
+    if isinstance(value, dict):
+        return {k: to_kafka_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_kafka_json(v) for v in value]
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return value
+
+
+def key_json(record: CoordinatorRecord) -> dict[str, Any]:
+    """`{"type": T, "data": {...}}` as Kafka's OffsetsMessageFormatter / GroupMetadataMessageFormatter print."""
+    return {"type": record.record_type, "data": to_kafka_json(record.key)}
+
+
+def value_json(record: CoordinatorRecord) -> dict[str, Any] | None:
+    """`{"version": V, "data": {...}}`, or None for a tombstone."""
+    if record.value is None:
+        return None
+    return {"version": record.value_version, "data": to_kafka_json(record.value)}
+
+
+def embedded_consumer_protocol_json(record: CoordinatorRecord) -> list[dict[str, Any]] | None:
+    """Decoded subscription/assignment of each classic member whose group speaks the `consumer` protocol."""
+    value = record.value
+    if record.record_type != 2 or value is None or value.get("protocolType") != CONSUMER_PROTOCOL_TYPE:
+        return None
+    return [
+        {
+            "subscription": decode_subscription(member.get("subscription")).as_json(),
+            "assignment": decode_assignment(member.get("assignment")).as_json(),
+        }
+        for member in value.get("members") or []
+    ]

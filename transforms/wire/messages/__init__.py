@@ -1,0 +1,1 @@
+"""Message definitions as data, one module per family."""
