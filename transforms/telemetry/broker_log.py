@@ -1,0 +1,522 @@
+"""Group-coordinator broker log lines -> heartbeat events, in the Scala and the Java coordinator's wording.
+
+Wording by version (Apache Kafka source):
+- 2.x-3.x, Scala `kafka.coordinator.group.GroupCoordinator`, prefix `[GroupCoordinator <broker>]: `:
+  "Preparing to rebalance group G in state S with old generation N (__consumer_offsets-P) (reason: R)",
+  "Stabilized group G generation N (__consumer_offsets-P)" (3.x appends " with K members"),
+  "Group G with generation N is now empty (__consumer_offsets-P)",
+  "Member M in group G has failed, removing it from the group" (reason "removing member M on heartbeat
+  expiration"), "Member MemberMetadata(memberId=M, groupInstanceId=..., clientId=..., clientHost=/h, ...) has
+  left group G through explicit `LeaveGroup`; client reason: R" (reason "Removing member M on LeaveGroup;
+  client reason: R"), "Assignment received from leader for group G for generation N. The group has K members,
+  S of which are static.", "Static member Some(i) of group G with unknown member id rejoins, assigning new
+  member id M2, while old member id M1 will be removed.", "Dynamic member with unknown member id joins group G
+  in S state. Created a new member id M ..." (2.x: "Dynamic Member ... for this member and add to the group").
+  Join reasons: "Adding new member M with group instance id None; client reason: R" and "Member M joining group
+  during S; client reason: R" / "Updating metadata for member M during S; client reason: R" (client reasons
+  since 3.2, KIP-800).
+- 4.x, Java `org.apache.kafka.coordinator.group.GroupMetadataManager`, prefix `[GroupCoordinator id=<broker>
+  topic=__consumer_offsets partition=P] `: the same sentences without the `(__consumer_offsets-P)` part and
+  with a final period ("... (reason: R).", "Stabilized group G generation N with K members.", "Group G with
+  generation N is now empty.", "Member M in group G has failed, removing it from the group." with reason
+  "removing member M on heartbeat expiration."), "Member M is joining group during S; client reason: R",
+  "Assignment received from leader M for group G ...", "[Group G] Member M has left group through explicit
+  `LeaveGroup` request; client reason: R" with prepare reason "explicit `LeaveGroup` request for (M) members.".
+- KIP-848 consumer groups (3.7+ preview, 4.0 GA), lines prefixed `[GroupId G] `: "Member M joins the consumer
+  group using the consumer protocol.", "Bumped group epoch to E." (4.1+: "... with metadata hash H."),
+  "Computed a new target assignment for epoch E with 'uniform' assignor in Tms...", "Member M new assignment
+  state: epoch=E, previousEpoch=P, state=S, ...", "Member M fenced from the group because its session
+  expired.", "Member M left the consumer group.".
+"""
+
+from __future__ import annotations
+
+import re
+
+from transforms.schemas import HeartbeatEventKind, TelemetrySource
+from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from transforms.telemetry.log_line import (
+    LogLine,
+    MessageRule,
+    apply_rules,
+    instance_id_value,
+    split_log_line,
+)
+
+SOURCE = TelemetrySource.BROKER_LOG
+Kind = HeartbeatEventKind
+
+BROKER_MARKERS: tuple[str, ...] = (
+    "GroupCoordinator",
+    "GroupMetadataManager",
+    "kafka.coordinator.group",
+    "[GroupId ",
+)
+
+_COORDINATOR_PREFIX = re.compile(r"\[GroupCoordinator (?:(\d+)\]|id=(\d+)(?: topic=\S+)?(?: partition=(\d+))?\])")
+_GROUP_CONTEXT = re.compile(r"\[Group(?:Id)? ([^\]\s]+)\]")
+_MEMBER_METADATA_FIELD = re.compile(r"(memberId|groupInstanceId|clientId|clientHost)=([^,)]*)")
+_CLIENT_REASON = re.compile(r"client reason: (.*?)\.?$")
+
+_REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE), "heartbeat_expiration"),
+    (re.compile(r"Removing member (\S+?) on LeaveGroup"), "member_left"),
+    (re.compile(r"explicit `LeaveGroup` request for \(([^)]*)\) members"), "member_left"),
+    (re.compile(r"Adding new member (\S+?) with group instance id"), "member_joined"),
+    (re.compile(r"Member (\S+?) (?:is )?joining group during"), "member_rejoined"),
+    (re.compile(r"Updating metadata for member (\S+?) during"), "member_rejoined"),
+    (re.compile(r"Leader (\S+?) re-joining group during"), "member_rejoined"),
+)
+
+# Client reasons (KIP-800) that say why a known member rejoined.
+_CLIENT_REASON_CAUSES: tuple[tuple[str, str], ...] = (
+    ("followup rebalance", "enforced"),
+    ("probing", "enforced"),
+    ("version probing", "enforced"),
+    ("shutdown", "enforced"),
+    ("subscription", "subscription_change"),
+    ("metadata has changed", "subscription_change"),
+    ("rebalance failed", "failed_previous"),
+    ("need to re-join with the given member-id", "member_joined"),
+    ("poll timeout", "poll_timeout"),
+)
+
+
+def cause_of_reason(reason: str) -> tuple[str, str | None, str | None]:
+    """(cause, member id, client reason) of a coordinator rebalance reason, cause as in DESIGN §6."""
+    client_reason_found = _CLIENT_REASON.search(reason)
+    client_reason = client_reason_found.group(1) if client_reason_found else None
+    for pattern, cause in _REASON_CAUSES:
+        found = pattern.search(reason)
+        if found is None:
+            continue
+        member = found.group(1)
+        if cause == "member_rejoined":
+            cause = next((c for key, c in _CLIENT_REASON_CAUSES if client_reason and key in client_reason), "unknown")
+        return cause, (member if "," not in member else None), client_reason
+    return "unknown", None, client_reason
+
+
+def _group(found_group: str | None, line: LogLine) -> str | None:
+    if found_group:
+        return found_group
+    context = _GROUP_CONTEXT.search(line.message)
+    return context.group(1) if context else None
+
+
+def _coordinator_details(line: LogLine, offsets_partition: str | None = None) -> dict[str, str]:
+    details: dict[str, str] = {}
+    prefix = _COORDINATOR_PREFIX.search(line.message)
+    if prefix is not None:
+        broker_scala, broker_java, partition = prefix.groups()
+        details["coordinator"] = broker_scala or broker_java
+        offsets_partition = offsets_partition or partition
+    if offsets_partition is not None:
+        details["offsets_partition"] = offsets_partition
+    if line.logger:
+        details["logger"] = line.logger
+    return details
+
+
+def _rebalance_prepare(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    reason = m.group("reason").removesuffix(".")
+    cause, member, client_reason = cause_of_reason(reason)
+    details = _coordinator_details(line, m.group("partition"))
+    details.update(state=m.group("state"), cause=cause, client_reason=client_reason)
+    return line.event(
+        Kind.REBALANCE_PREPARE,
+        SOURCE,
+        group_id=m.group("group"),
+        member_id=member,
+        generation=int(m.group("generation")),
+        reason=reason,
+        details=details,
+    )
+
+
+def _rebalance_stable(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line, m.group(3))
+    details["member_count"] = m.group(4)
+    return line.event(Kind.REBALANCE_STABLE, SOURCE, group_id=m.group(1), generation=int(m.group(2)), details=details)
+
+
+def _group_empty(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.GROUP_EMPTY,
+        SOURCE,
+        group_id=m.group(1),
+        generation=int(m.group(2)),
+        details=_coordinator_details(line, m.group(3)),
+    )
+
+
+def _member_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_EXPIRED,
+        SOURCE,
+        group_id=m.group(2),
+        member_id=m.group(1),
+        reason="heartbeat expiration",
+        details=_coordinator_details(line),
+    )
+
+
+def _heartbeat_expiration_reason(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_EXPIRED,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        reason="heartbeat expiration",
+        details=_coordinator_details(line),
+    )
+
+
+def _member_left_explicitly(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    member_text = m.group("member")
+    details = _coordinator_details(line)
+    member_id, instance_id, client_id, host = member_text, None, None, None
+    if member_text.startswith("MemberMetadata("):
+        fields = dict(_MEMBER_METADATA_FIELD.findall(member_text))
+        member_id = fields.get("memberId", member_text)
+        instance_id = instance_id_value(fields.get("groupInstanceId"))
+        client_id = fields.get("clientId")
+        host = (fields.get("clientHost") or "").lstrip("/") or None
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(m.group("group"), line),
+        member_id=member_id,
+        group_instance_id=instance_id,
+        client_id=client_id,
+        host=host,
+        reason=m.group("reason"),
+        details=details,
+    )
+
+
+def _removing_on_leave(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        reason=m.group(2),
+        details=_coordinator_details(line),
+    )
+
+
+def _consumer_group_leave(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        details={**_coordinator_details(line), "protocol": "consumer"},
+    )
+
+
+def _static_member_temporarily_left(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        group_instance_id=m.group(2),
+        details={**_coordinator_details(line), "temporary": "true"},
+    )
+
+
+def _member_joining(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details["state"] = m.group(2)
+    return line.event(
+        Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), reason=m.group(3), details=details
+    )
+
+
+def _updating_member_metadata(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(state=m.group(2), metadata_update="true")
+    return line.event(
+        Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), reason=m.group(3), details=details
+    )
+
+
+def _adding_new_member(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        group_instance_id=instance_id_value(m.group(2)),
+        reason=m.group(3),
+        details={**_coordinator_details(line), "new_member": "true"},
+    )
+
+
+def _dynamic_member_unknown_id(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(state=m.group(2), pending="true")
+    return line.event(Kind.JOIN, SOURCE, group_id=m.group(1), member_id=m.group(3), details=details)
+
+
+def _pending_member_joins(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details["state"] = m.group(3)
+    return line.event(Kind.JOIN, SOURCE, group_id=m.group(2), member_id=m.group(1), details=details)
+
+
+def _joins_consumer_group(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details["protocol"] = m.group(2)
+    return line.event(Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), details=details)
+
+
+def _static_member_replaced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(cause="static_member_replaced", new_member_id=m.group(3))
+    return line.event(
+        Kind.MEMBER_REMOVED,
+        SOURCE,
+        group_id=_group(m.group(2), line),
+        member_id=m.group(4),
+        group_instance_id=instance_id_value(m.group(1)),
+        reason="static member replaced",
+        details=details,
+    )
+
+
+def _assignment_from_leader(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(member_count=m.group(4), static_member_count=m.group(5), leader="true")
+    return line.event(
+        Kind.ASSIGNMENT,
+        SOURCE,
+        group_id=m.group(2),
+        member_id=m.group(1),
+        generation=int(m.group(3)),
+        details=details,
+    )
+
+
+def _group_epoch_bumped(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(group_epoch=m.group(1), metadata_hash=m.group(2), protocol="consumer", cause="epoch_bump")
+    return line.event(Kind.REBALANCE_PREPARE, SOURCE, group_id=_group(None, line), details=details)
+
+
+def _target_assignment(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(target_assignment_epoch=m.group(1), assignor=m.group(2), duration_ms=m.group(3))
+    return line.event(Kind.ASSIGNMENT, SOURCE, group_id=_group(None, line), details=details)
+
+
+def _member_assignment_state(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update(previous_member_epoch=m.group(3), member_state=m.group(4))
+    return line.event(
+        Kind.ASSIGNMENT,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        member_epoch=int(m.group(2)),
+        details=details,
+    )
+
+
+def _fenced_session_expired(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_EXPIRED,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        reason="session expired",
+        details={**_coordinator_details(line), "protocol": "consumer"},
+    )
+
+
+def _fenced_other(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_REMOVED,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        reason=m.group(2).rstrip("."),
+        details={**_coordinator_details(line), "fenced": "true"},
+    )
+
+
+def _pending_member_expired(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_EXPIRED,
+        SOURCE,
+        group_id=m.group(2),
+        member_id=m.group(1),
+        reason="pending member session timeout",
+        details={**_coordinator_details(line), "pending": "true"},
+    )
+
+
+def _members_removed_unjoined(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_REMOVED,
+        SOURCE,
+        group_id=m.group(1),
+        reason=f"members who haven't {m.group(2)}",
+        details={**_coordinator_details(line), "members": m.group(3).strip()},
+    )
+
+
+# Order matters: a prepare line quotes other sentences (join, leave, expiration) inside its reason.
+RULES: tuple[MessageRule, ...] = (
+    MessageRule(
+        "Preparing to rebalance",
+        re.compile(
+            r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\w+) with old generation "
+            r"(?P<generation>-?\d+)(?: \(__consumer_offsets-(?P<partition>\d+)\))? \(reason: (?P<reason>.*)\)\.?\s*$"
+        ),
+        _rebalance_prepare,
+    ),
+    MessageRule(
+        "Stabilized group",
+        re.compile(
+            r"Stabilized group (\S+) generation (\d+)(?: \(__consumer_offsets-(\d+)\))?(?: with (\d+) members)?"
+        ),
+        _rebalance_stable,
+    ),
+    MessageRule(
+        "is now empty",
+        re.compile(r"Group (\S+) with generation (\d+) is now empty(?: \(__consumer_offsets-(\d+)\))?"),
+        _group_empty,
+    ),
+    MessageRule(
+        "has failed, removing",
+        re.compile(r"Member (\S+) in group (\S+) has failed, removing it from the group"),
+        _member_failed,
+    ),
+    MessageRule(
+        "through explicit",
+        re.compile(
+            r"Member (?P<member>MemberMetadata\(.*?\)|\S+) has left group (?:(?P<group>\S+) )?through explicit "
+            r"`LeaveGroup`(?: request)?(?:; client reason: (?P<reason>.*?))?\s*$"
+        ),
+        _member_left_explicitly,
+    ),
+    MessageRule(
+        "with unknown member id rejoins",
+        re.compile(
+            r"Static member (\S+?)(?: of group (\S+))? with unknown member id rejoins, assigning new member id "
+            r"(\S+?), while old member(?: id)? (\S+?) will be removed"
+        ),
+        _static_member_replaced,
+    ),
+    MessageRule(
+        "unknown member id joins group",
+        re.compile(
+            r"Dynamic [Mm]ember with unknown member id joins group (\S+) in (\w+) state\. Created a new member id (\S+)"
+        ),
+        _dynamic_member_unknown_id,
+    ),
+    MessageRule(
+        "Pending dynamic member",
+        re.compile(r"Pending dynamic member with id (\S+) joins group (\S+) in (\w+) state"),
+        _pending_member_joins,
+    ),
+    MessageRule(
+        "Assignment received from leader",
+        re.compile(
+            r"Assignment received from leader (?:(\S+) )?for group (\S+) for generation (\d+)\. "
+            r"The group has (\d+) members, (\d+) of which are static"
+        ),
+        _assignment_from_leader,
+    ),
+    MessageRule(
+        "joins the consumer group",
+        re.compile(r"Member (\S+) joins the consumer group using the (\w+) protocol"),
+        _joins_consumer_group,
+    ),
+    MessageRule(
+        "Bumped group epoch",
+        re.compile(r"Bumped group epoch to (\d+)(?: with metadata hash (-?\d+))?"),
+        _group_epoch_bumped,
+    ),
+    MessageRule(
+        "Computed a new target assignment",
+        re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor in (\d+)ms"),
+        _target_assignment,
+    ),
+    MessageRule(
+        "new assignment state",
+        re.compile(r"Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=(-?\d+), state=(\w+)"),
+        _member_assignment_state,
+    ),
+    MessageRule(
+        "fenced from the group because its session expired",
+        re.compile(r"Member (\S+) fenced from the group because its session expired"),
+        _fenced_session_expired,
+    ),
+    MessageRule(
+        "fenced from the group", re.compile(r"Member (\S+) fenced from the group because (.*)$"), _fenced_other
+    ),
+    MessageRule(
+        "temporarily left the consumer group",
+        re.compile(r"Static member (\S+) with instance id (\S+) temporarily left the consumer group"),
+        _static_member_temporarily_left,
+    ),
+    MessageRule("left the consumer group", re.compile(r"Member (\S+) left the consumer group"), _consumer_group_leave),
+    MessageRule(
+        "after session timeout expiration",
+        re.compile(r"Pending member (\S+) in group (\S+) has been removed after session timeout expiration"),
+        _pending_member_expired,
+    ),
+    MessageRule(
+        "who haven't",
+        re.compile(r"Group (\S+) removed (?:dynamic )?members who haven't (joined|sent their sync requests?):? (.*)$"),
+        _members_removed_unjoined,
+    ),
+    # The coordinator's rebalance reasons, quoted on their own (the seeds quote them that way).
+    MessageRule(
+        "on heartbeat expiration",
+        re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE),
+        _heartbeat_expiration_reason,
+    ),
+    MessageRule(
+        "on LeaveGroup",
+        re.compile(r"Removing member (\S+) on LeaveGroup(?:; client reason: (.*?))?\s*$"),
+        _removing_on_leave,
+    ),
+    MessageRule(
+        "joining group during",
+        re.compile(r"Member (\S+) (?:is )?joining group during (\w+)(?:; client reason: (.*?))?\s*$"),
+        _member_joining,
+    ),
+    MessageRule(
+        "Updating metadata for member",
+        re.compile(r"Updating metadata for member (\S+) during (\w+)(?:; client reason: (.*?))?\s*$"),
+        _updating_member_metadata,
+    ),
+    MessageRule(
+        "Adding new member",
+        re.compile(r"Adding new member (\S+) with group instance id ([^;\s]+?)(?:; client reason: (.*?))?\s*$"),
+        _adding_new_member,
+    ),
+)
+
+
+def looks_like_broker_log(text: str) -> bool:
+    """Whether a line carries a group-coordinator marker (for counting unrecognised lines per source)."""
+    return any(marker in text for marker in BROKER_MARKERS)
+
+
+def parse_broker_message(line: LogLine) -> HeartbeatEvent | None:
+    """The heartbeat event of a broker log line already split into its envelope, or None."""
+    return apply_rules(RULES, line)
+
+
+def parse_broker_log_line(text: str, record_timestamp_ms: int, tz: str = "UTC") -> ParseOutcome:
+    """One plain-text broker log line -> outcome (the line's own time, else the record's)."""
+    event = parse_broker_message(split_log_line(text, record_timestamp_ms, tz))
+    if event is None:
+        return ParseOutcome.unrecognised(SOURCE, "no known group-coordinator message")
+    return ParseOutcome((event,), SOURCE)

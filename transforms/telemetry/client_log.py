@@ -1,0 +1,560 @@
+"""Java consumer and Kafka Streams client log lines -> heartbeat events.
+
+Consumer lines carry `[Consumer clientId=C, groupId=G]` (with `instanceId=I, ` first for static members) from
+`AbstractCoordinator`/`ConsumerCoordinator`; Streams lines carry `stream-thread [<app>-<process>-StreamThread-n]`
+(the `-consumer` suffix from `StreamsPartitionAssignor`), whose application id is the group id. Wording is
+the 3.x/4.x classic consumer's (`Generation{generationId=N, memberId='M', protocol='P'}`); 2.x's "Attempt to
+heartbeat failed since group is rebalancing" is also read. The "N client nodes and M consumers participating
+in this rebalance" summary exists since Streams 3.6; earlier versions list nodes on separate lines only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from transforms.schemas import HeartbeatEventKind, TelemetrySource
+from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from transforms.telemetry.kafka_errors import error_name_in_text
+from transforms.telemetry.log_line import (
+    GENERATION,
+    EventBuilder,
+    LogLine,
+    MessageRule,
+    apply_rules,
+    instance_id_value,
+    split_log_line,
+)
+
+SOURCE = TelemetrySource.CLIENT_LOG
+Kind = HeartbeatEventKind
+
+CLIENT_MARKERS: tuple[str, ...] = (
+    "[Consumer ",
+    "stream-thread [",
+    "stream-client [",
+    "ConsumerCoordinator",
+    "AbstractCoordinator",
+    "StreamsPartitionAssignor",
+    "org.apache.kafka.clients",
+    "org.apache.kafka.streams",
+    "o.a.k.c.c.internals",
+)
+
+_COORDINATOR_UNAVAILABLE = re.compile(r"Group coordinator (.+?) is unavailable or invalid")
+_NEEDS_MEMBER_ID = re.compile(r"need to re-join with the given member-id:? (\S+)")
+_FAILURE_TEXT = re.compile(r"(?:Sync|Join)Group failed(?: with a fatal error)?:? ?(.*?)\s*(?:Sent generation was|$)")
+
+
+def _generation(line: LogLine) -> int | None:
+    found = GENERATION.search(line.message)
+    return int(found.group(1)) if found else None
+
+
+def _generation_member(line: LogLine) -> str | None:
+    found = GENERATION.search(line.message)
+    return (found.group(2) or None) if found else None
+
+
+def _protocol_details(line: LogLine, **extra: str | None) -> dict[str, str | None]:
+    found = GENERATION.search(line.message)
+    details: dict[str, str | None] = {"protocol": found.group(3) if found and found.group(3) else None}
+    if line.logger:
+        details["logger"] = line.logger
+    details.update(extra)
+    return details
+
+
+def _partition_count(partitions: str) -> str:
+    inner = partitions.strip().strip("[]").strip()
+    return str(len([p for p in inner.split(",") if p.strip()])) if inner else "0"
+
+
+def _leave_group_request(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    reason = m.group(3).rstrip(".") if m.group(3) else None
+    cause = "poll_timeout" if reason and "poll timeout" in reason else None
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        member_id=m.group(1),
+        reason=reason,
+        details=_protocol_details(line, coordinator=m.group(2), cause=cause),
+    )
+
+
+def _leave_group_response(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    failure = m.group(2)
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line),
+        error=error_name_in_text(failure) if failure else None,
+        reason=failure.strip() if failure else None,
+        details=_protocol_details(line, response="failed" if failure else "success"),
+    )
+
+
+def _heartbeat_attempt_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    stale, generation, member, _protocol, raw_generation, instance, error, outcome = m.groups()
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        member_id=member,
+        generation=int(generation) if generation is not None else None,
+        group_instance_id=instance_id_value(instance),
+        error=error,
+        reason=outcome,
+        details=_protocol_details(
+            line,
+            stale="true" if stale else None,
+            sent_generation=raw_generation,
+            generation_reset="true" if outcome == "resetting generation" else None,
+        ),
+    )
+
+
+def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    cause = m.group(1).rstrip(".")
+    error = error_name_in_text(cause) or ("REBALANCE_IN_PROGRESS" if "rebalancing" in cause else None)
+    return line.event(Kind.HEARTBEAT_FAILED, SOURCE, error=error, reason=cause, details=_protocol_details(line))
+
+
+def _heartbeat_ok(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(Kind.HEARTBEAT, SOURCE, details=_protocol_details(line))
+
+
+def _heartbeat_error_ignored(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.HEARTBEAT,
+        SOURCE,
+        error=m.group(1),
+        details=_protocol_details(line, member_state=m.group(2), ignored="true"),
+    )
+
+
+def _fenced_instance_in_heartbeat(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        group_instance_id=instance_id_value(m.group(1)),
+        error="FENCED_INSTANCE_ID",
+        reason="fenced group.instance.id",
+        details=_protocol_details(line),
+    )
+
+
+def _heartbeat_thread_error(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    kind = (m.group(1) or "").strip()
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        error=error_name_in_text(line.message),
+        reason=f"{kind} error in heartbeat thread".strip(),
+        details=_protocol_details(line),
+    )
+
+
+def _unexpected_heartbeat_error(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    text = m.group(1).strip()
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        error=error_name_in_text(text),
+        reason=text or None,
+        details=_protocol_details(line),
+    )
+
+
+def _session_timed_out(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    coordinator = _COORDINATOR_UNAVAILABLE.search(line.message)
+    return line.event(
+        Kind.SESSION_TIMEOUT,
+        SOURCE,
+        reason="session timed out without receiving a heartbeat response",
+        details=_protocol_details(line, coordinator=coordinator.group(1) if coordinator else None),
+    )
+
+
+def _poll_timeout(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.POLL_TIMEOUT, SOURCE, reason="consumer poll timeout has expired", details=_protocol_details(line)
+    )
+
+
+def _group_request_failed(kind: HeartbeatEventKind) -> EventBuilder:
+    def build(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+        failure = _FAILURE_TEXT.search(line.message)
+        text = failure.group(1).strip() if failure else ""
+        text = text.removesuffix("Need to re-join the group.").strip() or None
+        return line.event(
+            kind,
+            SOURCE,
+            generation=_generation(line),
+            member_id=_generation_member(line),
+            error=error_name_in_text(line.message),
+            reason=text,
+            details=_protocol_details(line),
+        )
+
+    return build
+
+
+def _joined(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line),
+        details=_protocol_details(line, phase="joined"),
+    )
+
+
+def _synced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.SYNC,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line),
+        details=_protocol_details(line),
+    )
+
+
+def _join_requested(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    reason = m.group(1).strip()
+    member = _NEEDS_MEMBER_ID.search(reason)
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        member_id=member.group(1) if member else None,
+        error=error_name_in_text(reason),
+        reason=reason or None,
+        details=_protocol_details(line, phase="requested"),
+    )
+
+
+def _join_sent(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(Kind.JOIN, SOURCE, details=_protocol_details(line, phase="sent"))
+
+
+def _offset_commit_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    partition, offset, text = m.groups()
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line),
+        error=error_name_in_text(line.message),
+        reason=(text or "").strip() or None,
+        details=_protocol_details(line, partition=partition, offset=offset),
+    )
+
+
+def _auto_commit_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        error=error_name_in_text(m.group(3)),
+        reason=m.group(3).strip(),
+        details=_protocol_details(line, commit_mode=m.group(1).lower(), offsets=m.group(2)),
+    )
+
+
+def _commit_cannot_complete(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        error=error_name_in_text(line.message),
+        reason=m.group(1).strip().rstrip("."),
+        details=_protocol_details(line, exception="CommitFailedException"),
+    )
+
+
+def _commit_failed_not_in_group(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        reason="consumer is not part of an active group",
+        details=_protocol_details(line),
+    )
+
+
+def _committed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.COMMIT,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line),
+        details=_protocol_details(line, offset=m.group(1), partition=m.group(2)),
+    )
+
+
+def _followup_immediate(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.FOLLOWUP_REBALANCE,
+        SOURCE,
+        reason=m.group(2).strip().rstrip("."),
+        details=_protocol_details(line, requested_of=m.group(1), cause="tasks_changing_ownership"),
+    )
+
+
+def _probing_requested(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.PROBING_REBALANCE,
+        SOURCE,
+        reason="probe for caught-up replica tasks",
+        details=_protocol_details(line, requested_of=m.group(1), scheduled_for=m.group(2)),
+    )
+
+
+def _fixed(kind: HeartbeatEventKind, reason: str, **extra: str) -> EventBuilder:
+    def build(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+        scheduled = m.group(1) if m.re.groups else None
+        return line.event(
+            kind, SOURCE, reason=reason, details=_protocol_details(line, scheduled_for=scheduled, **extra)
+        )
+
+    return build
+
+
+def _unstable_assignment(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    probing = "probing" in line.message
+    return line.event(
+        Kind.PROBING_REBALANCE if probing else Kind.FOLLOWUP_REBALANCE,
+        SOURCE,
+        reason="unstable assignment",
+        details=_protocol_details(line),
+    )
+
+
+def _participants(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.ASSIGNMENT,
+        SOURCE,
+        details=_protocol_details(line, change="leader_assigning", client_nodes=m.group(1), consumers=m.group(2)),
+    )
+
+
+def _leader_finished_assignment(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.ASSIGNMENT,
+        SOURCE,
+        generation=int(m.group(1)),
+        details=_protocol_details(line, change="leader_assigned", leader="true"),
+    )
+
+
+def _partitions_change(change: str) -> EventBuilder:
+    def build(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+        partitions = m.group(1).strip().rstrip(".")
+        return line.event(
+            Kind.ASSIGNMENT,
+            SOURCE,
+            details=_protocol_details(
+                line, change=change, partitions=partitions, partition_count=_partition_count(partitions)
+            ),
+        )
+
+    return build
+
+
+def _thread_replaced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        reason="Replacing thread in the streams uncaught exception handler",
+        details=_protocol_details(line, cause="thread_replaced"),
+    )
+
+
+_GENERATION_TEXT = r"Generation\{generationId=(-?\d+), memberId='([^']*)', protocol='([^']*)'\}"
+
+# Order matters where one message quotes another (a LeaveGroup line quotes the poll-timeout sentence).
+RULES: tuple[MessageRule, ...] = (
+    MessageRule(
+        "sending LeaveGroup request",
+        re.compile(r"Member (\S+) sending LeaveGroup request to coordinator(?: (.*?))? due to (.*?)\s*$"),
+        _leave_group_request,
+    ),
+    MessageRule(
+        "LeaveGroup re",
+        re.compile(r"LeaveGroup re(?:sponse|quest) with (.*?) (?:returned successfully|failed with error: (.*))$"),
+        _leave_group_response,
+    ),
+    MessageRule(
+        "Attempt to heartbeat with",
+        re.compile(
+            r"Attempt to heartbeat with (stale )?(?:" + _GENERATION_TEXT + r"|(\S+)) and group instance id (\S+) "
+            r"failed due to (\w+), (resetting generation|ignoring the error)"
+        ),
+        _heartbeat_attempt_failed,
+    ),
+    MessageRule(
+        "Attempt to heartbeat failed",
+        re.compile(r"Attempt to heartbeat failed (?:for )?(?:since )?(.*)$"),
+        _heartbeat_failed_legacy,
+    ),
+    MessageRule(
+        "Received successful Heartbeat response", re.compile(r"Received successful Heartbeat response"), _heartbeat_ok
+    ),
+    MessageRule(
+        "Ignoring heartbeat response with error",
+        re.compile(r"Ignoring heartbeat response with error (\w+) during (\w+) state"),
+        _heartbeat_error_ignored,
+    ),
+    MessageRule(
+        "Caught fenced group.instance.id",
+        re.compile(r"Caught fenced group\.instance\.id (\S+) error in heartbeat thread"),
+        _fenced_instance_in_heartbeat,
+    ),
+    MessageRule(
+        "error occurred in the heartbeat thread",
+        re.compile(r"An? ((?:\w+ )*?)error occurred in the heartbeat thread"),
+        _heartbeat_thread_error,
+    ),
+    MessageRule(
+        "Unexpected error in heartbeat response",
+        re.compile(r"Unexpected error in heartbeat response:?(.*)$"),
+        _unexpected_heartbeat_error,
+    ),
+    MessageRule(
+        "session timed out without receiving a heartbeat response",
+        re.compile(r"session timed out without receiving a heartbeat response"),
+        _session_timed_out,
+    ),
+    MessageRule("consumer poll timeout has expired", re.compile(r"consumer poll timeout has expired"), _poll_timeout),
+    MessageRule("SyncGroup failed", re.compile(r"SyncGroup failed"), _group_request_failed(Kind.SYNC_FAILED)),
+    MessageRule("JoinGroup failed", re.compile(r"JoinGroup failed"), _group_request_failed(Kind.JOIN_FAILED)),
+    MessageRule("Successfully joined group", re.compile(r"Successfully joined group with generation"), _joined),
+    MessageRule("Successfully synced group", re.compile(r"Successfully synced group in generation"), _synced),
+    MessageRule("Request joining group due to", re.compile(r"Request joining group due to:? ?(.*)$"), _join_requested),
+    MessageRule("(Re-)joining group", re.compile(r"\(Re-\)joining group"), _join_sent),
+    MessageRule(
+        "Offset commit failed",
+        re.compile(r"Offset commit failed(?: on partition (\S+) at offset (\d+))?:? ?(.*)$"),
+        _offset_commit_failed,
+    ),
+    MessageRule(
+        "auto-commit of offsets",
+        re.compile(r"(Asynchronous|Synchronous) auto-commit of offsets (.*) failed: (.*)$"),
+        _auto_commit_failed,
+    ),
+    MessageRule(
+        "ommit cannot be completed",
+        re.compile(r"(?:Offset c|C)ommit cannot be completed since (.*?)(?:;|$)"),
+        _commit_cannot_complete,
+    ),
+    MessageRule(
+        "Failing OffsetCommit request",
+        re.compile(r"Failing OffsetCommit request since the consumer is not part of an active group"),
+        _commit_failed_not_in_group,
+    ),
+    MessageRule("Committed offset", re.compile(r"Committed offset (\d+) for partition (\S+)"), _committed),
+    MessageRule(
+        "Requesting followup rebalance be scheduled immediately",
+        re.compile(r"Requesting followup rebalance be scheduled immediately by (\S+) due to (.*)$"),
+        _followup_immediate,
+    ),
+    MessageRule(
+        "to probe for caught-up replica tasks",
+        re.compile(
+            r"Requesting followup rebalance be scheduled by (\S+) for (.+?) to probe for caught-up replica tasks"
+        ),
+        _probing_requested,
+    ),
+    MessageRule(
+        "to be safely revoked from current owner",
+        re.compile(r"Requested to schedule immediate rebalance for new tasks to be safely revoked from current owner"),
+        _fixed(Kind.FOLLOWUP_REBALANCE, "tasks to be safely revoked from current owner"),
+    ),
+    MessageRule(
+        "Requested to schedule next probing rebalance",
+        re.compile(r"Requested to schedule next probing rebalance at (.+?) to try for a more balanced assignment"),
+        _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
+    ),
+    MessageRule(
+        "Requested to schedule probing rebalance",
+        re.compile(r"Requested to schedule probing rebalance for (\d+ ?ms)"),
+        _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
+    ),
+    MessageRule(
+        "rebalance due to version probing",
+        re.compile(r"Requested to schedule immediate rebalance due to version probing"),
+        _fixed(Kind.VERSION_PROBING, "version probing"),
+    ),
+    MessageRule(
+        "version probing)",
+        re.compile(r"\(successful version probing\)|future \(version probing\) subscription"),
+        _fixed(Kind.VERSION_PROBING, "version probing"),
+    ),
+    MessageRule(
+        "update group with new host endpoint",
+        re.compile(r"Requested to schedule immediate rebalance to update group with new host endpoint"),
+        _fixed(Kind.FOLLOWUP_REBALANCE, "update group with new host endpoint", cause="host_endpoint_change"),
+    ),
+    MessageRule(
+        "Triggering the followup rebalance scheduled for",
+        re.compile(r"Triggering the followup rebalance scheduled for (.+?)\.?\s*$"),
+        _fixed(Kind.FOLLOWUP_REBALANCE, "scheduled followup rebalance triggered"),
+    ),
+    MessageRule(
+        "Finished unstable assignment", re.compile(r"Finished unstable assignment of tasks"), _unstable_assignment
+    ),
+    MessageRule(
+        "Detected that shutdown was requested",
+        re.compile(r"Detected that shutdown was requested"),
+        _fixed(Kind.SHUTDOWN_REQUESTED, "shutdown requested"),
+    ),
+    MessageRule(
+        "participating in this rebalance",
+        re.compile(r"(\d+) client nodes and (\d+) consumers participating in this rebalance"),
+        _participants,
+    ),
+    MessageRule(
+        "Finished assignment for group at generation",
+        re.compile(r"Finished assignment for group at generation (-?\d+)"),
+        _leader_finished_assignment,
+    ),
+    MessageRule(
+        "Notifying assignor about the new Assignment",
+        re.compile(r"Notifying assignor about the new Assignment\(partitions=(\[[^\]]*\])"),
+        _partitions_change("received"),
+    ),
+    MessageRule(
+        "Adding newly assigned partitions",
+        re.compile(r"Adding newly assigned partitions:? ?(.*)$"),
+        _partitions_change("assigned"),
+    ),
+    MessageRule(
+        "Revoke previously assigned partitions",
+        re.compile(r"Revoke previously assigned partitions:? ?(.*)$"),
+        _partitions_change("revoked"),
+    ),
+    MessageRule(
+        "Lost previously assigned partitions",
+        re.compile(r"Lost previously assigned partitions:? ?(.*)$"),
+        _partitions_change("lost"),
+    ),
+    MessageRule(
+        "Replacing thread in the streams uncaught exception handler",
+        re.compile(r"Replacing thread in the streams uncaught exception handler"),
+        _thread_replaced,
+    ),
+)
+
+
+def looks_like_client_log(text: str) -> bool:
+    """Whether a line carries a consumer/Streams logging marker (for counting unrecognised lines per source)."""
+    return any(marker in text for marker in CLIENT_MARKERS)
+
+
+def parse_client_message(line: LogLine) -> HeartbeatEvent | None:
+    """The heartbeat event of a client log line already split into its envelope, or None."""
+    return apply_rules(RULES, line)
+
+
+def parse_client_log_line(text: str, record_timestamp_ms: int, tz: str = "UTC") -> ParseOutcome:
+    """One plain-text consumer/Streams log line -> outcome (the line's own time, else the record's)."""
+    event = parse_client_message(split_log_line(text, record_timestamp_ms, tz))
+    if event is None:
+        return ParseOutcome.unrecognised(SOURCE, "no known consumer or Streams message")
+    return ParseOutcome((event,), SOURCE)
