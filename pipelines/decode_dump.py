@@ -1,0 +1,55 @@
+"""`radar decode`: dump files in, one JSON object per record out (Kafka's formatter conventions)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from pipelines.dump import DumpRecord, read_dump
+from transforms.wire.json_form import decoded_record_json
+
+
+@dataclass
+class DecodeCounts:
+    """What a decode run saw, so the summary on stderr reconciles: records = decoded + failed + telemetry."""
+
+    records: int = 0
+    decoded: int = 0
+    failed: int = 0
+    telemetry: int = 0
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
+
+
+def decode_dump_record(record: DumpRecord, *, embedded: bool = False) -> dict[str, Any]:
+    """The output object for one dump record; never raises for bad bytes (they become `error`)."""
+    src = {
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+    }
+    if not record.is_coordinator_record:
+        return {"src": src, "key": None, "value": None, "error": None, "telemetry": True}
+    return {"src": src, **decoded_record_json(record.key, record.value, embedded=embedded)}
+
+
+def run_decode(paths: Iterable[str], *, embedded: bool = False, out: IO[str] = sys.stdout) -> DecodeCounts:
+    """Decode every record of every dump to `out`; raises `DumpFormatError` for an unusable input."""
+    counts = DecodeCounts()
+    for record in read_dump(paths):
+        line = decode_dump_record(record, embedded=embedded)
+        counts.records += 1
+        if line.get("telemetry"):
+            counts.telemetry += 1
+        elif line["error"] is None:
+            counts.decoded += 1
+        else:
+            counts.failed += 1
+            kind = line["error"]["kind"]
+            counts.failures_by_kind[kind] = counts.failures_by_kind.get(kind, 0) + 1
+        out.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+        out.write("\n")
+    return counts

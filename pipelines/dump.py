@@ -1,0 +1,130 @@
+"""The dump format (DESIGN §2): JSON Lines, one Kafka record per line, read by `radar decode` and `radar replay`
+and written by `radar capture`.
+
+`{"topic", "partition", "offset", "timestamp" (ms), "key", "value", "codec": "base64"|"hex"|"utf8"}`;
+`codec` (default base64) applies to key and value; a null value is a tombstone.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+CODECS = ("base64", "hex", "utf8")
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class DumpFormatError(ValueError):
+    """An input that is not a usable dump (missing file, a line that is not a dump record)."""
+
+
+@dataclass(frozen=True)
+class DumpRecord:
+    """One Kafka record from a dump file."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+    @property
+    def is_coordinator_record(self) -> bool:
+        return self.topic == OFFSETS_TOPIC
+
+
+def _decode_payload(text: Any, codec: str, field: str, where: str) -> bytes | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise DumpFormatError(f"{where}: `{field}` must be a string or null, got {type(text).__name__}")
+    try:
+        if codec == "base64":
+            return base64.b64decode(text, validate=True)
+        if codec == "hex":
+            return bytes.fromhex(text)
+        return text.encode("utf-8")
+    except (binascii.Error, ValueError) as exc:
+        raise DumpFormatError(f"{where}: `{field}` is not valid {codec}: {exc}") from None
+
+
+def parse_dump_line(line: str, where: str) -> DumpRecord:
+    """One dump line; `where` (file:line) goes into the error so the user can find the bad line."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DumpFormatError(f"{where}: not a JSON object ({exc.msg}); is this a radar dump file?") from None
+    if not isinstance(obj, dict):
+        raise DumpFormatError(f"{where}: expected a JSON object per line, got {type(obj).__name__}")
+    codec = obj.get("codec", "base64")
+    if codec not in CODECS:
+        raise DumpFormatError(f"{where}: unknown codec {codec!r}; use one of {', '.join(CODECS)}")
+    try:
+        topic, partition, offset = obj["topic"], obj["partition"], obj["offset"]
+    except KeyError as exc:
+        raise DumpFormatError(
+            f"{where}: missing required field {exc.args[0]!r} (need topic, partition, offset)"
+        ) from None
+    timestamp = obj.get("timestamp", 0)
+    if not isinstance(topic, str) or not all(isinstance(v, int) for v in (partition, offset, timestamp)):
+        raise DumpFormatError(f"{where}: topic must be a string and partition/offset/timestamp integers")
+    return DumpRecord(
+        topic,
+        partition,
+        offset,
+        timestamp,
+        _decode_payload(obj.get("key"), codec, "key", where),
+        _decode_payload(obj.get("value"), codec, "value", where),
+    )
+
+
+def _lines(source: IO[str], name: str) -> Iterator[DumpRecord]:
+    for number, line in enumerate(source, 1):
+        if line.strip():
+            yield parse_dump_line(line, f"{name}:{number}")
+
+
+def read_dump(paths: Iterable[str | Path]) -> Iterator[DumpRecord]:
+    """Records of every dump file in order; `-` reads standard input."""
+    for path in paths:
+        if str(path) == "-":
+            yield from _lines(sys.stdin, "<stdin>")
+            continue
+        p = Path(path)
+        if not p.is_file():
+            raise DumpFormatError(f"{p}: no such dump file; pass a JSON Lines dump written by `radar capture`")
+        with p.open(encoding="utf-8") as fh:
+            yield from _lines(fh, str(p))
+
+
+def dump_line(record: DumpRecord, codec: str = "base64") -> str:
+    """The dump line for a record (the inverse of `parse_dump_line`)."""
+
+    def enc(raw: bytes | None) -> str | None:
+        if raw is None:
+            return None
+        if codec == "hex":
+            return raw.hex()
+        if codec == "utf8":
+            return raw.decode("utf-8")
+        return base64.b64encode(raw).decode("ascii")
+
+    return json.dumps(
+        {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": enc(record.key),
+            "value": enc(record.value),
+            "codec": codec,
+        },
+        separators=(",", ":"),
+    )
