@@ -1,0 +1,113 @@
+"""`radar decode` end to end: the sample dump, bad input, stdin, and the exit codes users rely on."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.decode_dump import run_decode
+from pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
+from pipelines.local.sample_dump import sample_records
+from transforms.wire.coordinator_records import RECORD_TYPES
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
+
+
+def _decode_lines(paths: list[str], embedded: bool = False) -> list[dict]:
+    out = io.StringIO()
+    run_decode(paths, embedded=embedded, out=out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_sample_dump_is_current() -> None:
+    """The committed sample is exactly what the generator writes (regenerate it when the codec changes)."""
+    expected = "".join(dump_line(r) + "\n" for r in sample_records())
+    assert SAMPLE.read_text(encoding="utf-8") == expected
+
+
+def test_sample_covers_every_record_type_tombstones_and_bad_records() -> None:
+    lines = _decode_lines([str(SAMPLE)])
+    offsets = [ln for ln in lines if ln["src"]["topic"] == "__consumer_offsets"]
+    decoded_types = {ln["key"]["type"] for ln in offsets if ln["error"] is None}
+    assert decoded_types == set(RECORD_TYPES)
+    assert any(ln["value"] is None and ln["error"] is None for ln in offsets)  # tombstones
+    kinds = [ln["error"]["kind"] for ln in offsets if ln["error"]]
+    assert kinds.count("unsupported") == 2 and kinds.count("malformed") == 3
+    # a failed value keeps its key
+    assert any(ln["error"] and ln["key"] is not None for ln in offsets)
+
+
+def test_offset_commit_decodes_to_kafka_formatter_form() -> None:
+    first = _decode_lines([str(SAMPLE)])[0]
+    assert first["key"] == {"type": 0, "data": {"group": "payments", "topic": "orders", "partition": 0}}
+    assert first["value"] == {
+        "version": 0,
+        "data": {"offset": 1200, "metadata": "", "commitTimestamp": 1763780000000},
+    }
+
+
+def test_embedded_renders_consumer_protocol() -> None:
+    lines = _decode_lines([str(SAMPLE)], embedded=True)
+    group = next(ln for ln in lines if ln.get("embedded_consumer_protocol"))
+    member = group["embedded_consumer_protocol"][0]
+    assert member["subscription"]["data"]["topics"] == ["orders"]
+    assert member["assignment"]["data"]["assignedPartitions"] == [{"topic": "orders", "partitions": [0]}]
+
+
+def test_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["decode", "--input", "does-not-exist.jsonl"]) == 2
+    assert "no such dump file" in capsys.readouterr().err
+
+
+def test_not_a_dump_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("this is not json\n")
+    assert main(["decode", "--input", str(bad)]) == 2
+    assert f"{bad}:1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"partition": 0, "offset": 1}', "missing required field 'topic'"),
+        ('{"topic": "t", "partition": 0, "offset": 1, "codec": "rot13"}', "unknown codec"),
+        ('{"topic": "t", "partition": 0, "offset": 1, "key": "zz!"}', "not valid base64"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
+def test_dump_line_errors(line: str, message: str) -> None:
+    with pytest.raises(DumpFormatError, match=message):
+        parse_dump_line(line, "x:1")
+
+
+@pytest.mark.parametrize("codec", ["base64", "hex", "utf8"])
+def test_dump_line_round_trip(codec: str) -> None:
+    record = DumpRecord("radar.telemetry", 3, 42, 1_700_000_000_000, b"k", b"some text")
+    assert parse_dump_line(dump_line(record, codec), "x:1") == record
+
+
+def test_console_script_reads_stdin() -> None:
+    """The installed `radar` entry point, with `-` as stdin, as the README shows."""
+    key = base64.b64encode(bytes.fromhex("0001000867726f75702d69640003666f6f00000001")).decode()
+    value = base64.b64encode(bytes.fromhex("0000000000000000006400086d6574616461746100000000000004d2")).decode()
+    line = json.dumps({"topic": "__consumer_offsets", "partition": 0, "offset": 5, "key": key, "value": value})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "decode", "--input", "-"],
+        input=line + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["value"]["data"] == {"offset": 100, "metadata": "metadata", "commitTimestamp": 1234}
+    assert "1 records: 1 decoded" in proc.stderr
