@@ -1,0 +1,319 @@
+"""Typed configuration: one YAML per environment (conf/<env>.yml) plus RADAR__* environment overrides.
+
+Secrets never live in these files: the security section holds only the *names* of environment
+variables or Databricks secret-scope keys, and `kafka_client_options` reads the values at run time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+ENV_PREFIX = "RADAR__"
+ENV_SEPARATOR = "__"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONF_PATH = Path("conf/local.yml")
+MASK = "****"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, phrased as a sentence that names the key and what is expected."""
+
+
+class FrozenSection(BaseModel):
+    """Base for every section: immutable, and unknown keys are errors (a typo must not be ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SecurityConfig(FrozenSection):
+    """How to authenticate to Kafka; holds only where the secrets are, never the secrets."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    # Names of environment variables that hold the values (local / CI / any cluster).
+    username_env: str | None = None
+    password_env: str | None = None
+    ssl_truststore_location_env: str | None = None
+    ssl_truststore_password_env: str | None = None
+    # A Databricks secret scope and the keys in it (used instead of the env names when set).
+    secret_scope: str | None = None
+    username_key: str | None = None
+    password_key: str | None = None
+    ssl_truststore_location_key: str | None = None
+    ssl_truststore_password_key: str | None = None
+
+    @model_validator(mode="after")
+    def _sasl_needs_a_mechanism_and_credentials(self) -> SecurityConfig:
+        if self.protocol.startswith("SASL"):
+            if self.sasl_mechanism is None:
+                raise ValueError(f"protocol {self.protocol} needs sasl_mechanism (PLAIN, SCRAM-SHA-256 "
+                                 "or SCRAM-SHA-512)")
+            has_env = self.username_env and self.password_env
+            has_scope = self.secret_scope and self.username_key and self.password_key
+            if not (has_env or has_scope):
+                raise ValueError(f"protocol {self.protocol} needs username_env+password_env (names of "
+                                 "environment variables) or secret_scope+username_key+password_key")
+        return self
+
+
+class KafkaConfig(FrozenSection):
+    """Where the records come from; an empty bootstrap_servers means: start the embedded broker."""
+
+    bootstrap_servers: str | None = None
+    offsets_topic: str = "__consumer_offsets"
+    telemetry_topics: tuple[str, ...] = ("radar.telemetry",)
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    security: SecurityConfig = SecurityConfig()
+
+    @property
+    def embedded(self) -> bool:
+        return not self.bootstrap_servers
+
+
+class SparkConfig(FrozenSection):
+    """Local SparkSession settings; ignored on Databricks, where the runtime owns the session."""
+
+    master: str = "local[2]"
+    app_name: str = "rebalance-radar"
+    shuffle_partitions: int = Field(default=2, gt=0)
+    # Use only the jars in this folder (as written by `radar jars --export`), never the network.
+    jars_dir: Path | None = None
+    # Where resolved jars are cached; default ~/.cache/rebalance-radar/jars.
+    jars_cache_dir: Path | None = None
+    # Explicit connector versions; None = the version of the installed pip package (pyspark / delta-spark).
+    kafka_connector_version: str | None = None
+    delta_version: str | None = None
+    extra_conf: dict[str, str] = Field(default_factory=dict)
+
+
+class StorageConfig(FrozenSection):
+    """Where tables live: a local data dir, or Unity Catalog catalog.schema on Databricks."""
+
+    data_dir: Path = Path(".radar")
+    catalog: str | None = None
+    schema_name: str | None = Field(default=None, alias="schema")
+    table_prefix: str = ""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class BrokerConfig(FrozenSection):
+    """The embedded Apache Kafka broker: version and the small group timeouts that keep tests fast."""
+
+    version: str = "4.3.1"
+    host: str = "127.0.0.1"
+    startup_timeout_s: float = Field(default=90.0, gt=0)
+    heap: str = "512m"
+    group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
+    group_min_session_timeout_ms: int = Field(default=1000, gt=0)
+    group_consumer_session_timeout_ms: int = Field(default=6000, gt=0)
+    group_consumer_min_session_timeout_ms: int = Field(default=1000, gt=0)
+    group_consumer_heartbeat_interval_ms: int = Field(default=1000, gt=0)
+    group_consumer_min_heartbeat_interval_ms: int = Field(default=500, gt=0)
+    extra_properties: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+class IngestConfig(FrozenSection):
+    """Streaming ingest: trigger, checkpoints (relative paths are under the data dir), bronze on/off."""
+
+    trigger_interval: str = "1 second"
+    checkpoint_location: Path = Path("checkpoints")
+    bronze_enabled: bool = True
+
+
+class RadarConfig(FrozenSection):
+    """The whole configuration of one environment."""
+
+    cluster: str = "local"
+    kafka: KafkaConfig = KafkaConfig()
+    spark: SparkConfig = SparkConfig()
+    storage: StorageConfig = StorageConfig()
+    broker: BrokerConfig = BrokerConfig()
+    ingest: IngestConfig = IngestConfig()
+
+    @property
+    def data_dir(self) -> Path:
+        return self.storage.data_dir
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        location = self.ingest.checkpoint_location
+        return location if location.is_absolute() else self.storage.data_dir / location
+
+    def with_data_dir(self, data_dir: Path) -> RadarConfig:
+        """A copy with another data dir (what `--data-dir` does)."""
+        storage = self.storage.model_copy(update={"data_dir": Path(data_dir)})
+        return self.model_copy(update={"storage": storage})
+
+
+def resolve_conf_path(path: str | os.PathLike[str]) -> Path:
+    """Find a config file as given, else relative to the repository (so `radar` works from any cwd)."""
+    candidate = Path(path)
+    if candidate.is_file():
+        return candidate
+    if not candidate.is_absolute() and (REPO_ROOT / candidate).is_file():
+        return REPO_ROOT / candidate
+    raise ConfigError(f"Config file {str(path)!r} does not exist (looked in {Path.cwd()} and {REPO_ROOT}); "
+                      "pass --conf with the path of a YAML file such as conf/local.yml.")
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """RADAR__KAFKA__BOOTSTRAP_SERVERS=x -> {"kafka": {"bootstrap_servers": "x"}}; values parsed as YAML."""
+    nested: dict[str, Any] = {}
+    for name, raw in sorted(env.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        keys = [part.lower() for part in name[len(ENV_PREFIX):].split(ENV_SEPARATOR)]
+        if not all(keys):
+            raise ConfigError(f"Environment variable {name} is not of the form RADAR__SECTION__KEY.")
+        target = nested
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+            if not isinstance(target, dict):
+                raise ConfigError(f"Environment variable {name} sets a key below {key!r}, which is a value.")
+        try:
+            target[keys[-1]] = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError:
+            target[keys[-1]] = raw
+    return nested
+
+
+def merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge: mappings merge key by key, anything else is replaced."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def describe_validation_error(error: ValidationError, source: str) -> str:
+    """One sentence per problem: the dotted key, what was found and what is expected."""
+    sentences = []
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        if problem["type"] == "extra_forbidden":
+            sentences.append(f"{key}: unknown key; check its spelling against pipelines/config.py.")
+        else:
+            found = problem.get("input")
+            shown = "" if isinstance(found, dict) else f" (got {found!r})"
+            sentences.append(f"{key}: {problem['msg']}{shown}.")
+    return f"Invalid configuration in {source}: " + " ".join(sentences)
+
+
+def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH,
+                env: Mapping[str, str] = os.environ) -> RadarConfig:
+    """Read conf/<env>.yml, apply RADAR__* overrides from `env`, validate into a frozen RadarConfig."""
+    conf_path = resolve_conf_path(path)
+    try:
+        loaded = yaml.safe_load(conf_path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{conf_path} is not valid YAML ({error}); fix the file.") from error
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{conf_path} must hold a mapping of sections (cluster, kafka, spark, ...).")
+    overrides = env_overrides(env)
+    source = str(conf_path) + (" with RADAR__* environment overrides" if overrides else "")
+    try:
+        return RadarConfig.model_validate(merge(loaded, overrides))
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(error, source)) from None
+
+
+# --- Kafka client options: secrets are read here, at run time, and masked in every printed form ---
+
+SecretLookup = Callable[[str, str], str]
+SECRET_OPTION_WORDS = ("password", "jaas")
+
+
+class KafkaClientOptions(Mapping[str, str]):
+    """Spark Kafka source options (`kafka.*`); a Mapping whose repr/str mask every secret value."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self._options = dict(options)
+
+    def __getitem__(self, key: str) -> str:
+        return self._options[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+    def masked(self) -> dict[str, str]:
+        return {key: (MASK if any(word in key for word in SECRET_OPTION_WORDS) else value)
+                for key, value in self._options.items()}
+
+    def __repr__(self) -> str:
+        return f"KafkaClientOptions({self.masked()!r})"
+
+    __str__ = __repr__
+
+
+def read_secret(name_env: str | None, scope: str | None, key: str | None, what: str,
+                env: Mapping[str, str], secret_lookup: SecretLookup | None) -> str | None:
+    """One secret from the secret scope (when configured) or from the named environment variable."""
+    if scope and key and secret_lookup is not None:
+        return secret_lookup(scope, key)
+    if name_env:
+        value = env.get(name_env)
+        if not value:
+            raise ConfigError(f"Environment variable {name_env} (kafka.security {what}) is not set; "
+                              f"export it before starting radar.")
+        return value
+    if scope and key:
+        raise ConfigError(f"kafka.security {what} is in secret scope {scope!r} but no secret lookup is "
+                          "available here; run on Databricks (dbutils.secrets) or set the *_env names.")
+    return None
+
+
+def kafka_client_options(kafka: KafkaConfig, bootstrap_servers: str | None = None,
+                         env: Mapping[str, str] = os.environ,
+                         secret_lookup: SecretLookup | None = None,
+                         shaded: bool = False) -> KafkaClientOptions:
+    """The `kafka.*` options for Spark's Kafka source, with credentials from env or the secret scope.
+
+    `shaded=True` uses Databricks' shaded login-module class names.
+    """
+    servers = bootstrap_servers or kafka.bootstrap_servers
+    if not servers:
+        raise ConfigError("kafka.bootstrap_servers is empty: start the embedded broker and pass its "
+                          "address, or set kafka.bootstrap_servers (RADAR__KAFKA__BOOTSTRAP_SERVERS).")
+    security = kafka.security
+    options = {"kafka.bootstrap.servers": servers, "kafka.security.protocol": security.protocol}
+    if security.protocol.startswith("SASL"):
+        username = read_secret(security.username_env, security.secret_scope, security.username_key,
+                               "username", env, secret_lookup)
+        password = read_secret(security.password_env, security.secret_scope, security.password_key,
+                               "password", env, secret_lookup)
+        module = ("plain.PlainLoginModule" if security.sasl_mechanism == "PLAIN"
+                  else "scram.ScramLoginModule")
+        prefix = "kafkashaded.org.apache.kafka" if shaded else "org.apache.kafka"
+        options["kafka.sasl.mechanism"] = str(security.sasl_mechanism)
+        options["kafka.sasl.jaas.config"] = (f'{prefix}.common.security.{module} required '
+                                             f'username="{username}" password="{password}";')
+    if security.protocol.endswith("SSL"):
+        location = read_secret(security.ssl_truststore_location_env, security.secret_scope,
+                               security.ssl_truststore_location_key, "truststore location", env,
+                               secret_lookup)
+        truststore_password = read_secret(security.ssl_truststore_password_env, security.secret_scope,
+                                          security.ssl_truststore_password_key, "truststore password",
+                                          env, secret_lookup)
+        if location:
+            options["kafka.ssl.truststore.location"] = location
+        if truststore_password:
+            options["kafka.ssl.truststore.password"] = truststore_password
+    return KafkaClientOptions(options)
