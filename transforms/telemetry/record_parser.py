@@ -1,0 +1,197 @@
+"""One telemetry Kafka record -> heartbeat events, auto-detecting its format per record.
+
+Detection is a registry: `parse_telemetry_record` asks each `RecordDetector` in order and takes the first
+answer. The default chain has one detector, for UTF-8 text, which splits the record into lines and reads
+each as JSON (`radar.event/*`, librdkafka stats, or a JSON-wrapped log line with a `message`) or as a plain
+broker/client log line. Protocol frames (binary Heartbeat/ConsumerGroupHeartbeat/... captured by a tap,
+decoded with `transforms.wire`) plug in as another detector placed *before* the text one:
+
+    parse_telemetry_record(value, ts, detectors=(protocol_frame_detector, *DEFAULT_DETECTORS))
+
+A detector returns None for bytes that are not its format, so the next one is asked. Nothing raises on bad
+input: empty, oversized, non-UTF-8 or unknown records are unrecognised outcomes, counted by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from transforms.schemas import TelemetrySource
+from transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
+from transforms.telemetry.client_log import looks_like_client_log, parse_client_message
+from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from transforms.telemetry.json_events import is_radar_event, parse_radar_event
+from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
+from transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
+
+# Larger records are refused unread: no telemetry format needs more, and regexes must stay bounded.
+MAX_RECORD_BYTES = 1 << 20
+# Plain-text lines are matched on their head only; every recognised message says what it is early on.
+MAX_TEXT_LINE_CHARS = 16 << 10
+
+_MESSAGE_KEYS = ("message", "msg", "log", "@message")
+_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "date")
+_LOGGER_KEYS = ("logger", "logger_name", "loggerName", "log.logger")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordContext:
+    """What a detector may use besides the bytes: the Kafka record time and the zone of naive log times."""
+
+    record_timestamp_ms: int
+    tz: str = "UTC"
+
+
+RecordDetector = Callable[[bytes, RecordContext], ParseOutcome | None]
+
+
+def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:
+    event = parse_broker_message(line)
+    if event is not None:
+        return ParseOutcome((event,), TelemetrySource.BROKER_LOG)
+    event = parse_client_message(line)
+    if event is not None:
+        return ParseOutcome((event,), TelemetrySource.CLIENT_LOG)
+    if looks_like_broker_log(hint):
+        return ParseOutcome.unrecognised(TelemetrySource.BROKER_LOG, "no known group-coordinator message")
+    if looks_like_client_log(hint):
+        return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
+    return ParseOutcome.unrecognised(None, "text matches no known log message")
+
+
+def parse_plain_log_line(text: str, context: RecordContext) -> ParseOutcome:
+    """A plain log4j-style line, broker or client: the wording decides which."""
+    head = text[:MAX_TEXT_LINE_CHARS]
+    return _text_outcome(split_log_line(head, context.record_timestamp_ms, context.tz), head)
+
+
+def _first_text(obj: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _wrapped_logger(obj: dict[str, Any]) -> str | None:
+    logger = _first_text(obj, _LOGGER_KEYS)
+    nested = obj.get("log")
+    if logger is None and isinstance(nested, dict):
+        logger = _first_text(nested, ("logger",))
+    return logger
+
+
+def _wrapped_host(obj: dict[str, Any]) -> str | None:
+    host = obj.get("host") or obj.get("hostname")
+    if isinstance(host, dict):
+        host = host.get("name") or host.get("hostname")
+    return host if isinstance(host, str) and host else None
+
+
+def parse_json_wrapped_log(obj: dict[str, Any], message: str, context: RecordContext) -> ParseOutcome:
+    """A log line shipped as JSON: the wrapper's time, logger and host win over what the text says."""
+    event_time = None
+    for key in _TIME_KEYS:
+        if key in obj:
+            event_time = timestamp_ms_from_value(obj[key], context.tz)
+            if event_time is not None:
+                break
+    logger = _wrapped_logger(obj)
+    line = split_log_line(
+        message[:MAX_TEXT_LINE_CHARS],
+        context.record_timestamp_ms,
+        context.tz,
+        event_time=event_time,
+        logger=logger,
+        host=_wrapped_host(obj),
+    )
+    return _text_outcome(line, f"{logger or ''} {line.message}")
+
+
+def parse_json_line(text: str, context: RecordContext) -> ParseOutcome:
+    """One JSON object: the project's event, librdkafka stats, or a wrapped log line."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return ParseOutcome.unrecognised(None, "invalid JSON")
+    if not isinstance(obj, dict):
+        return ParseOutcome.unrecognised(None, "JSON that is not an object")
+    if is_radar_event(obj):
+        return parse_radar_event(obj)
+    if is_librdkafka_stats(obj):
+        return parse_librdkafka_stats(obj, context.record_timestamp_ms)
+    message = _first_text(obj, _MESSAGE_KEYS)
+    if message is not None:
+        return parse_json_wrapped_log(obj, message, context)
+    return ParseOutcome.unrecognised(None, "JSON object of unknown shape")
+
+
+def _line_outcome(line: str, context: RecordContext) -> ParseOutcome:
+    if line.startswith("{"):
+        return parse_json_line(line, context)
+    return parse_plain_log_line(line, context)
+
+
+def text_record_detector(value: bytes, context: RecordContext) -> ParseOutcome | None:
+    """UTF-8 text: one line or many (a shipper's batch, JSON Lines); None for bytes that are not UTF-8."""
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    text = text.strip().lstrip("\ufeff")
+    if not text:
+        return ParseOutcome.unrecognised(None, "blank text")
+    if "\n" not in text:
+        return _line_outcome(text, context)
+    if text.startswith("{") and text.endswith("}"):
+        whole = parse_json_line(text, context)
+        if whole.reason != "invalid JSON":
+            return whole
+    events: list[HeartbeatEvent] = []
+    sources: list[TelemetrySource] = []
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line:
+            continue
+        outcome = _line_outcome(line, context)
+        events.extend(outcome.events)
+        if outcome.source is not None:
+            sources.append(outcome.source)
+    if events:
+        return ParseOutcome(tuple(events), events[0].source)
+    return ParseOutcome.unrecognised(sources[0] if sources else None, "no line of the record was recognised")
+
+
+DEFAULT_DETECTORS: tuple[RecordDetector, ...] = (text_record_detector,)
+
+
+def parse_telemetry_record(
+    value: bytes | None,
+    record_timestamp_ms: int,
+    tz: str = "UTC",
+    detectors: tuple[RecordDetector, ...] = DEFAULT_DETECTORS,
+) -> ParseOutcome:
+    """A telemetry record's value -> events or an unrecognised outcome; never raises on the bytes.
+
+    Times come from the record's content (naive ones read in `tz`, default UTC), else `record_timestamp_ms`.
+    An unknown `tz` is a configuration error and raises once, on the first record.
+    """
+    zone(tz)
+    if not value:
+        return ParseOutcome.unrecognised(None, "empty record")
+    if len(value) > MAX_RECORD_BYTES:
+        return ParseOutcome.unrecognised(None, f"record larger than {MAX_RECORD_BYTES} bytes")
+    context = RecordContext(record_timestamp_ms, tz)
+    data = value if isinstance(value, bytes) else bytes(value)
+    for detector in detectors:
+        try:
+            outcome = detector(data, context)
+        except (ValueError, OverflowError, RecursionError) as failure:
+            # A number too long for int() or a date out of range inside otherwise known text.
+            return ParseOutcome.unrecognised(None, f"unparseable field: {type(failure).__name__}")
+        if outcome is not None:
+            return outcome
+    return ParseOutcome.unrecognised(None, "not UTF-8 text nor a registered binary format")
