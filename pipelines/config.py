@@ -87,6 +87,8 @@ class SparkConfig(FrozenSection):
     jars_dir: Path | None = None
     # Where resolved jars are cached; default ~/.cache/rebalance-radar/jars.
     jars_cache_dir: Path | None = None
+    # Which connectors the session needs: replay/decode/sql need only delta.
+    connectors: tuple[Literal["kafka", "delta"], ...] = ("kafka", "delta")
     # Explicit connector versions; None = the version of the installed pip package (pyspark / delta-spark).
     kafka_connector_version: str | None = None
     delta_version: str | None = None
@@ -117,6 +119,8 @@ class BrokerConfig(FrozenSection):
     group_consumer_min_session_timeout_ms: int = Field(default=1000, gt=0)
     group_consumer_heartbeat_interval_ms: int = Field(default=1000, gt=0)
     group_consumer_min_heartbeat_interval_ms: int = Field(default=500, gt=0)
+    # Level of the group coordinator loggers (kafka.coordinator.group, org.apache.kafka.coordinator.group).
+    coordinator_log_level: Literal["INFO", "DEBUG", "TRACE"] = "INFO"
     extra_properties: dict[str, str] = Field(default_factory=dict)
 
     @property

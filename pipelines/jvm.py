@@ -116,14 +116,17 @@ def spark_connector_artifacts(config: RadarConfig) -> ArtifactSet:
     spark_version = config.spark.kafka_connector_version or installed_version("pyspark")
     pyspark_major_minor = ".".join(installed_version("pyspark").split(".")[:2])
     delta_version = config.spark.delta_version or installed_version("delta-spark")
+    roots = {
+        "kafka": MavenArtifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY_VERSION}",
+                               spark_version),
+        "delta": MavenArtifact("io.delta", f"delta-spark_{pyspark_major_minor}_{SCALA_BINARY_VERSION}",
+                               delta_version),
+    }
+    connectors = config.spark.connectors
     return ArtifactSet(
         name=SPARK_SET_NAME,
-        purpose="Spark connectors: format('kafka') and format('delta')",
-        roots=(
-            MavenArtifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY_VERSION}", spark_version),
-            MavenArtifact("io.delta", f"delta-spark_{pyspark_major_minor}_{SCALA_BINARY_VERSION}",
-                          delta_version),
-        ),
+        purpose="Spark connectors: " + " and ".join(f"format('{name}')" for name in connectors),
+        roots=tuple(roots[name] for name in connectors),
         skip_jars_in=pyspark_jars_dir(),
     )
 

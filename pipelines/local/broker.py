@@ -1,0 +1,245 @@
+"""The embedded Apache Kafka broker: a real single-node KRaft broker+controller from Kafka's Maven jars.
+
+Its group coordinator writes real `__consumer_offsets` records and its log4j output (server.log) is real
+coordinator telemetry, which is why it is a broker and not a simulator.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from pipelines.config import BrokerConfig, RadarConfig, SparkConfig
+from pipelines.jvm import broker_classpath
+
+STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
+BROKER_MAIN_CLASS = "kafka.Kafka"
+LOG_PATTERN = "[%d] %p %m (%c)%n"  # Kafka's own layout, so log parsers see what real brokers write
+COORDINATOR_LOGGERS = ("kafka.coordinator.group", "org.apache.kafka.coordinator.group")
+STOP_TIMEOUT_S = 20.0
+PR_SET_PDEATHSIG = 1
+
+
+class BrokerStartError(RuntimeError):
+    """The broker did not start; the message says where its log is."""
+
+
+def free_loopback_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def random_cluster_id() -> str:
+    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding (as `random-uuid` does)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def die_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM the broker if the Python process dies (even on SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def rebalance_protocols(version: str) -> str:
+    """3.x keeps the classic Scala GroupCoordinator (its log wording is what 3.x users see);
+    4.x enables KIP-848 `consumer`, and `streams` (KIP-1071) from 4.2 on."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    if major < 4:
+        return "classic"
+    return "classic,consumer,streams" if (major, minor) >= (4, 2) else "classic,consumer"
+
+
+def server_properties(broker: BrokerConfig, port: int, controller_port: int, data_dir: Path) -> dict[str, str]:
+    host = broker.host
+    properties = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(data_dir),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "true",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.coordinator.rebalance.protocols": rebalance_protocols(broker.version),
+        "group.initial.rebalance.delay.ms": str(broker.group_initial_rebalance_delay_ms),
+        "group.min.session.timeout.ms": str(broker.group_min_session_timeout_ms),
+        "group.consumer.session.timeout.ms": str(broker.group_consumer_session_timeout_ms),
+        "group.consumer.min.session.timeout.ms": str(broker.group_consumer_min_session_timeout_ms),
+        "group.consumer.heartbeat.interval.ms": str(broker.group_consumer_heartbeat_interval_ms),
+        "group.consumer.min.heartbeat.interval.ms": str(broker.group_consumer_min_heartbeat_interval_ms),
+    }
+    properties.update(broker.extra_properties)
+    return properties
+
+
+def log4j2_properties(log_file: Path, coordinator_level: str) -> str:
+    lines = ["status = warn", "appender.file.type = File", "appender.file.name = file",
+             f"appender.file.fileName = {log_file}", "appender.file.layout.type = PatternLayout",
+             f"appender.file.layout.pattern = {LOG_PATTERN}",
+             "rootLogger.level = INFO", "rootLogger.appenderRef.file.ref = file"]
+    for index, name in enumerate(COORDINATOR_LOGGERS):
+        lines += [f"logger.coordinator{index}.name = {name}", f"logger.coordinator{index}.level = {coordinator_level}"]
+    return "\n".join(lines) + "\n"
+
+
+def log4j1_properties(log_file: Path, coordinator_level: str) -> str:
+    lines = ["log4j.rootLogger=INFO, file", "log4j.appender.file=org.apache.log4j.FileAppender",
+             f"log4j.appender.file.File={log_file}", "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+             f"log4j.appender.file.layout.ConversionPattern={LOG_PATTERN}"]
+    lines += [f"log4j.logger.{name}={coordinator_level}" for name in COORDINATOR_LOGGERS]
+    return "\n".join(lines) + "\n"
+
+
+class EmbeddedKafka:
+    """A single-node KRaft Kafka (broker+controller) on loopback, its data and logs under <data_dir>/broker.
+
+    The storage is formatted afresh at each start (a random cluster id), so every run starts empty.
+    """
+
+    def __init__(self, broker: BrokerConfig, data_dir: Path, *, spark: SparkConfig | None = None) -> None:
+        self.broker = broker
+        self.home = Path(data_dir) / "broker"
+        self.log_dir = self.home / "logs"
+        self.log_file = self.log_dir / "server.log"
+        self.stdout_file = self.log_dir / "broker.out"
+        self._jar_settings = RadarConfig(broker=broker, spark=spark or SparkConfig())
+        self._process: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if self.port is None:
+            raise BrokerStartError("The embedded broker is not started; call start() or use it as a context "
+                                   "manager first.")
+        return f"{self.broker.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def java_command(self, classpath: list[Path], main: str, *args: str) -> list[str]:
+        java = shutil.which("java")
+        if java is None:
+            raise BrokerStartError("java is not on PATH; install a Java 17+ runtime to run the embedded broker.")
+        if self.broker.major >= 4:
+            logging = [f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}"]
+        else:
+            logging = [f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}"]
+        return [java, f"-Xmx{self.broker.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+                f"-Dkafka.logs.dir={self.log_dir}", *logging,
+                "-cp", ":".join(str(path) for path in classpath), main, *args]
+
+    def start(self) -> EmbeddedKafka:
+        """Resolve the jars, format the storage, launch the broker and wait until it answers."""
+        if self.is_running():
+            return self
+        started = time.monotonic()
+        classpath = broker_classpath(self._jar_settings)
+        data = self.home / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_loopback_port(self.broker.host)
+        controller_port = free_loopback_port(self.broker.host)
+        properties_file = self.home / "server.properties"
+        properties = server_properties(self.broker, self.port, controller_port, data)
+        properties_file.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
+        (self.home / "log4j2.properties").write_text(log4j2_properties(self.log_file,
+                                                                        self.broker.coordinator_log_level))
+        (self.home / "log4j.properties").write_text(log4j1_properties(self.log_file,
+                                                                      self.broker.coordinator_log_level))
+        print(f"starting Kafka {self.broker.version} broker on {self.bootstrap_servers} "
+              f"(logs: {self.log_file}) ...", file=sys.stderr, flush=True)
+        formatting = subprocess.run(
+            self.java_command(classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(),
+                              "-c", str(properties_file)),
+            capture_output=True, text=True, timeout=120, check=False)
+        if formatting.returncode != 0:
+            raise BrokerStartError(f"Formatting the Kafka storage in {data} failed: "
+                                   f"{(formatting.stderr or formatting.stdout).strip()[-1500:]}")
+        with self.stdout_file.open("wb") as out:
+            self._process = subprocess.Popen(
+                self.java_command(classpath, BROKER_MAIN_CLASS, str(properties_file)),
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent)  # the broker dies with this process, even on SIGKILL
+        atexit.register(self.stop)
+        try:
+            self.wait_until_ready(started)
+        except BaseException:
+            self.stop()
+            raise
+        print(f"Kafka {self.broker.version} broker ready at {self.bootstrap_servers} "
+              f"in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        return self
+
+    def wait_until_ready(self, started: float) -> None:
+        """Ready = an AdminClient lists topics; a broker that exits meanwhile is reported with its log."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000,
+                             "log_level": 0})  # refused connections while starting are expected
+        deadline = started + self.broker.startup_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise BrokerStartError(
+                    f"The Kafka {self.broker.version} broker exited during start (code "
+                    f"{self._process.returncode if self._process else '?'}); see {self.stdout_file} and "
+                    f"{self.log_file}. Last output: {self.tail(self.stdout_file)}")
+            try:
+                admin.list_topics(timeout=2)
+                del admin  # closes the client now, not at some later garbage collection
+                return
+            except Exception as error:  # KafkaException while the listener is not up yet
+                last_error = error
+                time.sleep(0.3)
+        raise BrokerStartError(f"The Kafka broker did not answer on {self.bootstrap_servers} within "
+                               f"{self.broker.startup_timeout_s:.0f} s ({last_error}); see {self.log_file}. "
+                               "Raise broker.startup_timeout_s on a slow machine.")
+
+    @staticmethod
+    def tail(path: Path, characters: int = 1500) -> str:
+        return path.read_text(errors="replace")[-characters:] if path.is_file() else "(no output)"
+
+    def stop(self) -> None:
+        """SIGTERM (a clean controlled shutdown), SIGKILL after a timeout; safe to call twice."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        atexit.unregister(self.stop)
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=STOP_TIMEOUT_S)
+
+    def __enter__(self) -> EmbeddedKafka:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.stop()
