@@ -377,7 +377,7 @@ RULES: tuple[MessageRule, ...] = (
     ),
     MessageRule(
         "LeaveGroup re",
-        re.compile(r"LeaveGroup re(?:sponse|quest) with (.*?) (?:returned successfully|failed with error: (.*))$"),
+        re.compile(r"LeaveGroup re(?:sponse|quest) with (.*?) (?:returned successfully.*|failed with error: (.*))$"),
         _leave_group_response,
     ),
     MessageRule(

@@ -19,8 +19,10 @@ from zoneinfo import ZoneInfo
 from transforms.schemas import HeartbeatEventKind, TelemetrySource
 from transforms.telemetry.events import HeartbeatEvent
 
-# Only the head of a line is searched for its time, so a date inside a long message is never taken for it.
-TIMESTAMP_SEARCH_CHARS = 96
+# A line's own time starts within its first characters (after at most a shipper's `host | ` or `file: `
+# prefix); a date further in belongs to the message ("scheduled for 2024-...") and is not the line's time.
+TIMESTAMP_MAX_START = 40
+TIMESTAMP_SEARCH_CHARS = TIMESTAMP_MAX_START + 36
 
 _DATETIME = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?: ?(Z|[+-]\d{2}:?\d{2})\b)?"
@@ -57,7 +59,7 @@ def timestamp_ms_in_text(text: str, record_timestamp_ms: int, tz: str = "UTC") -
     """Epoch ms of the first timestamp near the start of a log line, or None when it has none."""
     head = text[:TIMESTAMP_SEARCH_CHARS]
     found = _DATETIME.search(head)
-    if found is not None:
+    if found is not None and found.start() <= TIMESTAMP_MAX_START:
         year, month, day, hour, minute, second, fraction, offset = found.groups()
         try:
             moment = datetime(
@@ -74,7 +76,7 @@ def timestamp_ms_in_text(text: str, record_timestamp_ms: int, tz: str = "UTC") -
             return None
         return int(moment.timestamp() * 1000)
     found = _TIME_ONLY.search(head)
-    if found is None:
+    if found is None or found.start() > TIMESTAMP_MAX_START:
         return None
     hour, minute, second, fraction = found.groups()
     try:
