@@ -55,7 +55,7 @@ BROKER_MARKERS: tuple[str, ...] = (
 
 _COORDINATOR_PREFIX = re.compile(r"\[GroupCoordinator (?:(\d+)\]|id=(\d+)(?: topic=\S+)?(?: partition=(\d+))?\])")
 _GROUP_CONTEXT = re.compile(r"\[Group(?:Id)? ([^\]\s]+)\]")
-_MEMBER_METADATA_FIELD = re.compile(r"(memberId|groupInstanceId|clientId|clientHost)=([^,)]*)")
+_MEMBER_METADATA_FIELD = re.compile(r"(memberId|groupInstanceId|clientId|clientHost)=(Some\([^)]*\)|[^,)]*)")
 _CLIENT_REASON = re.compile(r"client reason: (.*?)\.?$")
 
 _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (

@@ -1,0 +1,208 @@
+"""Broker log lines in the Scala (2.x-3.x) and Java (4.x) coordinator wording, classic and KIP-848 groups."""
+
+from __future__ import annotations
+
+import pytest
+
+from transforms.schemas import HeartbeatEventKind as K
+from transforms.schemas import TelemetrySource as S
+from transforms.telemetry.broker_log import cause_of_reason, parse_broker_log_line
+from transforms.telemetry.events import HeartbeatEvent
+
+TS = 1_714_564_800_000
+SCALA = "(kafka.coordinator.group.GroupCoordinator)"
+JAVA = "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
+J = "[GroupCoordinator id=1 topic=__consumer_offsets partition=46]"
+
+
+def only_event(text: str) -> HeartbeatEvent:
+    outcome = parse_broker_log_line(text, TS)
+    assert outcome.recognised, outcome.reason
+    (event,) = outcome.events
+    assert event.source is S.BROKER_LOG
+    return event
+
+
+def test_scala_prepare_line_with_partition_reason_and_time() -> None:
+    event = only_event(
+        "[2022-03-16 17:14:07,064] INFO [GroupCoordinator 1]: Preparing to rebalance group TEST-SZL in state "
+        "PreparingRebalance with old generation 1 (__consumer_offsets-43) (reason: removing member "
+        f"consumer-2-f852e86d-7db8-4943-b378-097fe08415f8 on heartbeat expiration) {SCALA}"
+    )
+    assert (event.event, event.group_id, event.generation) == (K.REBALANCE_PREPARE, "TEST-SZL", 1)
+    assert event.member_id == "consumer-2-f852e86d-7db8-4943-b378-097fe08415f8"
+    assert event.event_time == 1_647_450_847_064
+    assert event.details["offsets_partition"] == "43"
+    assert event.details["coordinator"] == "1"
+    assert event.details["cause"] == "heartbeat_expiration"
+    assert event.details["logger"] == "kafka.coordinator.group.GroupCoordinator"
+
+
+def test_java_prepare_line_keeps_parenthesised_reason_whole() -> None:
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] INFO {J} Preparing to rebalance group console-consumer-4094 in state "
+        "PreparingRebalance with old generation 1 (reason: explicit `LeaveGroup` request for "
+        f"(console-consumer-bc42) members.). {JAVA}"
+    )
+    assert event.generation == 1
+    assert event.reason == "explicit `LeaveGroup` request for (console-consumer-bc42) members"
+    assert event.member_id == "console-consumer-bc42"
+    assert event.details["cause"] == "member_left"
+    assert event.details["offsets_partition"] == "46"
+
+
+def test_java_prepare_line_with_client_reason_ending_in_exception() -> None:
+    event = only_event(
+        f"{J} Preparing to rebalance group g in state PreparingRebalance with old generation 3 (reason: Member m-1 "
+        "is joining group during Stable; client reason: rebalance failed due to 'x' (RebalanceInProgressException)). "
+        f"{JAVA}"
+    )
+    assert event.reason.endswith("(RebalanceInProgressException)")
+    assert event.details["client_reason"] == "rebalance failed due to 'x' (RebalanceInProgressException)"
+    assert event.details["cause"] == "failed_previous"
+
+
+@pytest.mark.parametrize(
+    ("text", "generation", "members", "partition"),
+    [
+        (f"[GroupCoordinator 0]: Stabilized group billing generation 7 {SCALA}", 7, None, None),
+        (
+            f"[GroupCoordinator 2]: Stabilized group CG generation 1 (__consumer_offsets-36) with 1 members {SCALA}",
+            1,
+            "1",
+            "36",
+        ),
+        (f"{J} Stabilized group console-consumer-4094 generation 1 with 1 members. {JAVA}", 1, "1", "46"),
+    ],
+)
+def test_stabilized_in_every_wording(text: str, generation: int, members: str | None, partition: str | None) -> None:
+    event = only_event(text)
+    assert (event.event, event.generation) == (K.REBALANCE_STABLE, generation)
+    assert event.details.get("member_count") == members
+    assert event.details.get("offsets_partition") == partition
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"[GroupCoordinator 1]: Group TEST-SZL with generation 2 is now empty (__consumer_offsets-43) {SCALA}",
+        f"[2025-04-04 13:33:13,847] WARN {J} Group TEST-SZL with generation 2 is now empty. {JAVA}",
+    ],
+)
+def test_group_empty_in_both_wordings(text: str) -> None:
+    event = only_event(text)
+    assert (event.event, event.group_id, event.generation) == (K.GROUP_EMPTY, "TEST-SZL", 2)
+
+
+@pytest.mark.parametrize("suffix", ["", "."])
+def test_member_failed_on_heartbeat_expiration(suffix: str) -> None:
+    event = only_event(
+        f"[GroupCoordinator 2]: Member c-1-f5ab in group CG has failed, removing it from the group{suffix}"
+    )
+    assert (event.event, event.member_id, event.group_id) == (K.MEMBER_EXPIRED, "c-1-f5ab", "CG")
+
+
+def test_scala_leave_reads_member_metadata() -> None:
+    event = only_event(
+        "[GroupCoordinator 0]: Member MemberMetadata(memberId=console-consumer-d95c, groupInstanceId=Some(inst-1), "
+        "clientId=console-consumer, clientHost=/127.0.0.1, sessionTimeoutMs=45000, rebalanceTimeoutMs=300000, "
+        "supportedProtocols=List(range, cooperative-sticky)) has left group g1 through explicit `LeaveGroup`; "
+        f"client reason: the consumer is being closed {SCALA}"
+    )
+    assert (event.event, event.member_id, event.group_id) == (K.LEAVE, "console-consumer-d95c", "g1")
+    assert (event.group_instance_id, event.client_id, event.host) == ("inst-1", "console-consumer", "127.0.0.1")
+    assert event.reason == "the consumer is being closed"
+
+
+def test_java_leave_takes_group_from_context() -> None:
+    event = only_event(
+        f"{J} [Group console-consumer-21343] Member console-consumer-206e has left group through explicit "
+        f"`LeaveGroup` request; client reason: the consumer is being closed {JAVA}"
+    )
+    assert (event.event, event.group_id, event.member_id) == (
+        K.LEAVE,
+        "console-consumer-21343",
+        "console-consumer-206e",
+    )
+
+
+def test_join_lines() -> None:
+    dynamic = only_event(
+        f"{J} Dynamic member with unknown member id joins group demo-group in Empty state. Created a new member id "
+        f"console-consumer-801d and requesting the member to rejoin with this id. {JAVA}"
+    )
+    assert (dynamic.event, dynamic.group_id, dynamic.member_id) == (K.JOIN, "demo-group", "console-consumer-801d")
+    pending = only_event(
+        f"{J} Pending dynamic member with id console-consumer-801d joins group demo-group in Empty state. "
+        f"Adding to the group now. {JAVA}"
+    )
+    assert (pending.event, pending.member_id, pending.details["state"]) == (K.JOIN, "console-consumer-801d", "Empty")
+
+
+def test_static_member_replaced_names_the_old_member() -> None:
+    event = only_event(
+        "[GroupCoordinator 1]: Static member Some(orders-0) of group orders with unknown member id rejoins, "
+        "assigning new member id orders-0-new, while old member id orders-0-old will be removed."
+    )
+    assert (event.event, event.member_id, event.group_instance_id) == (K.MEMBER_REMOVED, "orders-0-old", "orders-0")
+    assert event.details["new_member_id"] == "orders-0-new"
+
+
+@pytest.mark.parametrize(("leader", "text_leader"), [(None, ""), ("m-1", "m-1 ")])
+def test_assignment_received_from_leader(leader: str | None, text_leader: str) -> None:
+    event = only_event(
+        f"Assignment received from leader {text_leader}for group CG for generation 1. "
+        "The group has 3 members, 1 of which are static."
+    )
+    assert (event.event, event.member_id, event.generation) == (K.ASSIGNMENT, leader, 1)
+    assert (event.details["member_count"], event.details["static_member_count"]) == ("3", "1")
+
+
+def test_consumer_group_lines() -> None:
+    prefix = "[GroupCoordinator id=1 topic=__consumer_offsets partition=33] [GroupId avro]"
+    joined = only_event(f"{prefix} Member NzRW joins the consumer group using the consumer protocol. {JAVA}")
+    assert (joined.event, joined.group_id, joined.member_id) == (K.JOIN, "avro", "NzRW")
+    bumped = only_event(f"{prefix} Bumped group epoch to 2 with metadata hash 2421248355301747518. {JAVA}")
+    assert (bumped.event, bumped.details["group_epoch"]) == (K.REBALANCE_PREPARE, "2")
+    fenced = only_event(f"{prefix} Member NzRW fenced from the group because its session expired. {JAVA}")
+    assert (fenced.event, fenced.member_id) == (K.MEMBER_EXPIRED, "NzRW")
+    left = only_event(f"{prefix} Member NzRW left the consumer group. {JAVA}")
+    assert (left.event, left.group_id) == (K.LEAVE, "avro")
+    state = only_event(
+        f"{prefix} Member NzRW new assignment state: epoch=7, previousEpoch=6, state=STABLE, assignedPartitions=[x-0]."
+    )
+    assert (state.event, state.member_epoch, state.details["member_state"]) == (K.ASSIGNMENT, 7, "STABLE")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[2025-12-11 13:50:15] INFO Stabilized group agentmesh-consumer",
+        f"[GroupCoordinator 1]: Loading group metadata for g with generation 3 {SCALA}",
+        f"{J} Generated 1 tombstone records while cleaning up group metadata in 0 milliseconds. {JAVA}",
+        "We are preparing to rebalance the partitions across brokers (reason: disk usage)",
+        "The member in group orders has failed the health check, removing it from the LB",
+    ],
+)
+def test_near_misses_produce_no_event(text: str) -> None:
+    assert not parse_broker_log_line(text, TS).recognised
+
+
+@pytest.mark.parametrize(
+    ("reason", "cause"),
+    [
+        (
+            "Adding new member m with group instance id None; client reason: need to re-join with the given member-id: m",  # noqa: E501
+            "member_joined",
+        ),
+        (
+            "Updating metadata for member m during Stable; client reason: triggered followup rebalance scheduled for 0",
+            "enforced",
+        ),
+        ("Member m joining group during Stable; client reason: cached metadata has changed", "subscription_change"),
+        ("Leader m re-joining group during Stable; client reason: no idea", "unknown"),
+        ("something new in Kafka 5", "unknown"),
+    ],
+)
+def test_cause_of_reason(reason: str, cause: str) -> None:
+    assert cause_of_reason(reason)[0] == cause
