@@ -3,10 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from pipelines.config import ConfigError, RadarConfig, load_config
 from pipelines.dump import DumpFormatError
+
+
+def _config(args: argparse.Namespace) -> RadarConfig:
+    config = load_config(args.conf)
+    if args.data_dir:
+        config = config.with_data_dir(Path(args.data_dir))
+    if getattr(args, "jars_dir", None):
+        spark = config.spark.model_copy(update={"jars_dir": Path(args.jars_dir)})
+        config = config.model_copy(update={"spark": spark})
+    return config
+
+
+def _print_counts(command: str, counts: dict[str, int]) -> None:
+    print(f"radar {command}: rows per table: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()), file=sys.stderr)
 
 
 def _decode(args: argparse.Namespace) -> int:
@@ -22,6 +40,61 @@ def _decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jars(args: argparse.Namespace) -> int:
+    from pipelines.jvm import run_jars
+
+    return run_jars(_config(args), Path(args.export) if args.export else None)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from pipelines.ingest import run_replay
+
+    _print_counts("replay", run_replay(_config(args), args.input))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipelines.ingest import run_ingest
+
+    _print_counts("run", run_ingest(_config(args), stop_after_s=args.stop_after))
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from pipelines.session import build_spark_session
+    from pipelines.tables import register_existing_tables
+
+    config = _config(args)
+    spark = build_spark_session(config)
+    register_existing_tables(spark, config)
+    result = spark.sql(args.query)
+    if args.format == "json":
+        for row in result.toLocalIterator():
+            print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+    else:
+        result.show(args.limit, truncate=False)
+    return 0
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from pipelines.capture import parse_time_ms, run_capture
+
+    config = _config(args)
+    bootstrap = args.bootstrap or config.kafka.bootstrap_servers
+    if not bootstrap:
+        raise ConfigError("radar capture needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers.")
+    run_capture(
+        config.kafka,
+        bootstrap,
+        args.topic,
+        Path(args.out),
+        from_ms=parse_time_ms(args.from_time),
+        to_ms=parse_time_ms(args.to_time),
+        env=os.environ,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="radar",
@@ -29,18 +102,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--conf", default="conf/local.yml", help="config file (default: conf/local.yml)")
     parser.add_argument("--data-dir", default=None, help="where local Delta tables and checkpoints live")
+    parser.add_argument("--jars-dir", default=None, help="use JVM jars from this folder (`radar jars --export`)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="decode dump files to JSON Lines on stdout")
     decode.add_argument(
-        "--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable; - for stdin)"
+        "--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable; -: stdin)"
     )
     decode.add_argument(
-        "--embedded",
-        action="store_true",
-        help="also decode consumer-protocol subscriptions/assignments of classic members",
+        "--embedded", action="store_true", help="also decode consumer-protocol subscriptions/assignments"
     )
     decode.set_defaults(func=_decode)
+
+    jars = sub.add_parser("jars", help="resolve the JVM artifacts (Spark connectors, Kafka broker); list or export")
+    jars.add_argument("--export", metavar="DIR", help="copy the jars into DIR for machines without Maven access")
+    jars.set_defaults(func=_jars)
+
+    run = sub.add_parser("run", help="stream __consumer_offsets and telemetry into Delta (embedded broker by default)")
+    run.add_argument("--stop-after", type=float, default=None, metavar="S", help="stop after S seconds")
+    run.set_defaults(func=_run)
+
+    replay = sub.add_parser("replay", help="run the ingest over dump files, to completion")
+    replay.add_argument("--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable)")
+    replay.set_defaults(func=_replay)
+
+    sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
+    sql.add_argument("query")
+    sql.add_argument("--format", choices=("table", "json"), default="table")
+    sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
+    sql.set_defaults(func=_sql)
+
+    capture = sub.add_parser("capture", help="write a dump file from a live cluster")
+    capture.add_argument("--bootstrap", default=None, help="HOST:PORT (default: kafka.bootstrap_servers)")
+    capture.add_argument("--topic", action="append", required=True, help="topic to capture (repeatable)")
+    capture.add_argument("--from", dest="from_time", default=None, help="start time (epoch ms or ISO-8601)")
+    capture.add_argument("--to", dest="to_time", default=None, help="end time (epoch ms or ISO-8601)")
+    capture.add_argument("--out", required=True, help="dump file to write")
+    capture.set_defaults(func=_capture)
     return parser
 
 
@@ -49,11 +147,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except DumpFormatError as exc:
+    except (DumpFormatError, ConfigError, FileNotFoundError, ValueError, TimeoutError) as exc:
         print(f"radar {args.command}: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except RuntimeError as exc:  # our pipeline errors (missing jars, broker start, failed query) are sentences
+        print(f"radar {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -231,5 +231,6 @@ class DetectionKind(StrEnum):
 class QuarantineStage(StrEnum):
     """Which stage refused a record (`quarantine.stage`)."""
 
+    READ_DUMP = "read_dump"
     DECODE_OFFSETS = "decode_offsets"
     PARSE_TELEMETRY = "parse_telemetry"

@@ -1,0 +1,292 @@
+"""`__consumer_offsets` + telemetry -> bronze/silver Delta tables, as two independent streaming queries.
+
+Offsets and telemetry run as separate queries so garbage or a flood on a telemetry topic cannot stop or slow the
+offsets pipeline. Each micro-batch is decoded once (Arrow batches through `mapInArrow`) and split into the silver
+tables; every table write carries (txnAppId, txnVersion) so a batch replayed after a crash is written once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import StructType
+
+from pipelines.config import RadarConfig
+from pipelines.tables import TableCatalog, append_idempotent, ensure_tables
+from transforms.decode import PAYLOAD_COLUMNS, decode_offsets_batches, decoded_batch_ddl
+from transforms.schemas import OFFSET_COMMITS, OFFSETS_RAW, QUARANTINE, TABLES, TELEMETRY_RAW, QuarantineStage
+
+OFFSETS_QUERY = "radar-offsets"
+TELEMETRY_QUERY = "radar-telemetry"
+BatchWriter = Callable[[DataFrame, int], None]
+
+
+def _with_source(df: DataFrame, config: RadarConfig) -> DataFrame:
+    """Add the cluster and the Kafka coordinates every row keeps."""
+    return df.select(
+        F.lit(config.cluster).alias("cluster"),
+        F.col("topic").alias("src_topic"),
+        F.col("partition").alias("src_partition"),
+        F.col("offset").alias("src_offset"),
+        F.col("timestamp").alias("src_timestamp"),
+        "*",
+    )
+
+
+def _bronze(batch: DataFrame, config: RadarConfig) -> DataFrame:
+    return _with_source(batch.where(F.col("source_error").isNull()), config).withColumn(
+        "ingest_date", F.to_date("src_timestamp")
+    )
+
+
+def _unreadable_source_rows(batch: DataFrame, config: RadarConfig) -> DataFrame:
+    """Dump lines that are not dump records, as quarantine rows (stage read_dump)."""
+    return _with_source(batch.where(F.col("source_error").isNotNull()), config).select(
+        "cluster",
+        "src_topic",
+        "src_partition",
+        "src_offset",
+        "src_timestamp",
+        F.lit(str(QuarantineStage.READ_DUMP)).alias("stage"),
+        F.lit("malformed").alias("kind"),
+        F.col("source_error").alias("reason"),
+        F.lit(None).cast("smallint").alias("record_type"),
+        F.lit(None).cast("smallint").alias("value_version"),
+        F.lit(None).cast("int").alias("error_offset"),
+        F.col("key"),
+        F.col("value"),
+    )
+
+
+def split_decoded(decoded: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
+    """One DataFrame per silver table from a decoded batch (`transforms.decode` output)."""
+    out: dict[str, DataFrame] = {}
+    for column, table in PAYLOAD_COLUMNS.items():
+        rows = decoded.where(F.col("target") == table.name).select(
+            F.lit(config.cluster).alias("cluster"),
+            "src_topic",
+            "src_partition",
+            "src_offset",
+            "src_timestamp",
+            f"{column}.*",
+        )
+        if table is OFFSET_COMMITS:
+            rows = rows.withColumn("commit_date", F.to_date(F.coalesce("commit_ts", "src_timestamp")))
+        out[table.name] = rows.select(*table.column_names)
+    return out
+
+
+def decode_offsets(batch: DataFrame) -> DataFrame:
+    """Decode Kafka rows with the codec, vectorised over Arrow batches (no per-row Python UDF)."""
+    ddl = decoded_batch_ddl()
+    arrow_schema = to_arrow_schema(StructType.fromDDL(ddl))
+    rows = batch.where(F.col("source_error").isNull()).select(
+        "key", "value", "topic", "partition", "offset", "timestamp"
+    )
+    return rows.mapInArrow(partial(decode_offsets_batches, schema=arrow_schema), ddl)
+
+
+def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
+    """The foreachBatch body of the offsets query: bronze, then every silver table, each write idempotent."""
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        batch.persist()
+        try:
+            if config.ingest.bronze_enabled:
+                append_idempotent(_bronze(batch, config), config, OFFSETS_RAW, f"{app_id}:{OFFSETS_RAW.name}", batch_id)
+            decoded = decode_offsets(batch).persist()
+            try:
+                tables = split_decoded(decoded, config)
+                tables[QUARANTINE.name] = tables[QUARANTINE.name].unionByName(_unreadable_source_rows(batch, config))
+                for name, rows in tables.items():
+                    table = PAYLOAD_TABLES[name]
+                    append_idempotent(rows, config, table, f"{app_id}:{name}", batch_id)
+            finally:
+                decoded.unpersist()
+        finally:
+            batch.unpersist()
+
+    return write
+
+
+def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
+    """The foreachBatch body of the telemetry query: bronze `telemetry_raw`."""
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        append_idempotent(_bronze(batch, config), config, TELEMETRY_RAW, f"{app_id}:{TELEMETRY_RAW.name}", batch_id)
+
+    return write
+
+
+PAYLOAD_TABLES = {table.name: table for table in PAYLOAD_COLUMNS.values()}
+
+
+@dataclass
+class IngestQueries:
+    """The running queries of one ingest; `stop()` stops them cleanly (the current batch completes)."""
+
+    offsets: StreamingQuery
+    telemetry: StreamingQuery | None
+
+    @property
+    def all(self) -> list[StreamingQuery]:
+        return [q for q in (self.offsets, self.telemetry) if q is not None]
+
+    def stop(self) -> None:
+        for query in self.all:
+            query.stop()
+
+    def await_all(self) -> None:
+        for query in self.all:
+            query.awaitTermination()
+
+
+def start_ingest(
+    spark: SparkSession,
+    config: RadarConfig,
+    source: DataFrame,
+    *,
+    checkpoint_name: str = "ingest",
+    available_now: bool = False,
+    telemetry_topics: Sequence[str] | None = None,
+) -> IngestQueries:
+    """Start the offsets and telemetry queries over `source` (Kafka or replay, same schema)."""
+    ensure_tables(spark, config)
+    checkpoints = config.checkpoint_dir / checkpoint_name
+    offsets_topic = config.kafka.offsets_topic
+    telemetry = tuple(config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics)
+
+    def start(df: DataFrame, name: str, writer: BatchWriter) -> StreamingQuery:
+        stream = df.writeStream.queryName(f"{name}-{checkpoint_name}").foreachBatch(writer)
+        stream = stream.option("checkpointLocation", str(checkpoints / name))
+        stream = (
+            stream.trigger(availableNow=True)
+            if available_now
+            else stream.trigger(processingTime=config.ingest.trigger_interval)
+        )
+        return stream.start()
+
+    offsets_rows = source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
+    offsets = start(offsets_rows, OFFSETS_QUERY, offsets_batch_writer(config))
+    telemetry_query = None
+    if telemetry:
+        telemetry_rows = source.where(F.col("topic").isin(*telemetry) & F.col("source_error").isNull())
+        telemetry_query = start(telemetry_rows, TELEMETRY_QUERY, telemetry_batch_writer(config))
+    return IngestQueries(offsets, telemetry_query)
+
+
+def replay_checkpoint_name(paths: Sequence[str]) -> str:
+    """One checkpoint per set of dump files: replaying the same files again writes nothing twice."""
+    digest = hashlib.sha256("\n".join(sorted(str(Path(p).resolve()) for p in paths)).encode()).hexdigest()[:12]
+    return f"replay-{digest}"
+
+
+def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
+    """Rows per table (for the summary users see after a run)."""
+    catalog = TableCatalog(config)
+    return {name: spark.table(catalog.name(table)).count() for name, table in TABLES.items()}
+
+
+def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
+    """`radar replay`: the ingest queries over dump files, to completion; returns rows per table."""
+    from pipelines.session import build_spark_session
+    from pipelines.sources import replay_stream
+
+    spark = build_spark_session(config)
+    source = replay_stream(spark, paths)
+    queries = start_ingest(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
+    _await_with_progress(queries)
+    return table_counts(spark, config)
+
+
+def _await_with_progress(queries: IngestQueries, poll_s: float = 2.0) -> None:
+    """Wait for the queries, printing a running count of input rows on stderr."""
+    seen: dict[str, int] = {}
+    while any(q.isActive for q in queries.all):
+        for query in queries.all:
+            for progress in query.recentProgress:
+                key = f"{query.name}:{progress.batchId}"
+                if key not in seen:
+                    seen[key] = int(progress.numInputRows or 0)
+        rows = sum(seen.values())
+        print(f"\r  ingested {rows:,} records in {len(seen)} micro-batches", end="", file=sys.stderr, flush=True)
+        for query in queries.all:
+            query.awaitTermination(poll_s)
+    print(file=sys.stderr)
+    for query in queries.all:
+        error = query.exception()
+        if error is not None:
+            raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
+
+
+def create_topics(bootstrap_servers: str, topics: Sequence[str], partitions: int = 1) -> None:
+    """Create telemetry topics that do not exist yet (the embedded broker starts empty)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    existing = set(admin.list_topics(timeout=10).topics)
+    wanted = [NewTopic(t, num_partitions=partitions, replication_factor=1) for t in topics if t not in existing]
+    for topic, future in admin.create_topics(wanted).items() if wanted else []:
+        try:
+            future.result(timeout=30)
+        except Exception as exc:  # an already-existing topic is fine; anything else is not
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise RuntimeError(f"could not create topic {topic}: {exc}") from exc
+
+
+def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:
+    """`radar run`: against the configured cluster, or the embedded broker when no bootstrap is configured.
+
+    Runs until interrupted (Ctrl-C / SIGTERM: the current micro-batch completes, queries and broker stop).
+    """
+    import signal
+    import time
+    from contextlib import ExitStack
+
+    from pipelines.local.broker import EmbeddedKafka
+    from pipelines.session import build_spark_session
+    from pipelines.sources import kafka_stream
+
+    with ExitStack() as stack:
+        bootstrap = config.kafka.bootstrap_servers
+        if not bootstrap:
+            broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
+            bootstrap = broker.bootstrap_servers
+            create_topics(bootstrap, config.kafka.telemetry_topics)
+        spark = build_spark_session(config)
+        topics = [config.kafka.offsets_topic, *config.kafka.telemetry_topics]
+        source = kafka_stream(spark, config, topics, bootstrap)
+        queries = start_ingest(spark, config, source, checkpoint_name=f"kafka-{config.cluster}")
+        stopping = False
+
+        def request_stop(signum: int, _frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        previous = signal.signal(signal.SIGTERM, request_stop)
+        print(f"radar run: ingesting from {bootstrap} into {config.data_dir}; Ctrl-C to stop", file=sys.stderr)
+        started = time.monotonic()
+        try:
+            while not stopping and all(q.isActive for q in queries.all):
+                if stop_after_s is not None and time.monotonic() - started > stop_after_s:
+                    break
+                queries.offsets.awaitTermination(1.0)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            print("radar run: stopping queries ...", file=sys.stderr)
+            queries.stop()
+        for query in queries.all:
+            if query.exception() is not None:
+                raise RuntimeError(f"streaming query {query.name} failed: {query.exception()}")
+        return table_counts(spark, config)

@@ -1,0 +1,95 @@
+"""Streaming sources with one schema: Spark's built-in Kafka source, and `replay` over dump files.
+
+Both give `key, value, topic, partition, offset, timestamp, source_error`; `source_error` is set only for a dump
+line that is not a dump record, so the pipeline can quarantine it instead of stopping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from pipelines.config import RadarConfig, kafka_client_options
+
+SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "source_error")
+DUMP_LINE_DDL = "topic STRING, partition INT, offset BIGINT, timestamp BIGINT, key STRING, value STRING, codec STRING"
+
+
+def kafka_source_options(config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None) -> dict[str, str]:
+    """Options of Spark's Kafka source. `__consumer_offsets` is compacted and transactional: read committed data
+    only, tolerate compaction gaps, and subscribe by name (pattern subscriptions skip internal topics)."""
+    options: dict[str, str] = dict(kafka_client_options(config.kafka, bootstrap_servers))
+    options.update(
+        {
+            "subscribe": ",".join(topics),
+            "startingOffsets": config.kafka.starting_offsets,
+            "failOnDataLoss": "false",
+            "kafka.isolation.level": "read_committed",
+            "includeHeaders": "false",
+        }
+    )
+    if config.kafka.max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(config.kafka.max_offsets_per_trigger)
+    return options
+
+
+def kafka_stream(
+    spark: SparkSession, config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None = None
+) -> DataFrame:
+    """A stream of Kafka records from `topics` in the common source schema."""
+    options: Mapping[str, str] = kafka_source_options(config, topics, bootstrap_servers)
+    raw = spark.readStream.format("kafka").options(**options).load()
+    return raw.select(
+        "key", "value", "topic", "partition", "offset", "timestamp", F.lit(None).cast("string").alias("source_error")
+    )
+
+
+def _payload(text: Column, codec: Column) -> Column:
+    """Key/value bytes from their dump text; null when the text is not valid for its codec."""
+    return F.try_to_binary(text, F.when(codec == "utf8", F.lit("utf-8")).otherwise(codec))
+
+
+def _dump_error(line: Column, parsed: Column, codec: Column) -> Column:
+    return (
+        F.when(parsed.isNull(), F.lit("not a JSON object"))
+        .when(
+            parsed["topic"].isNull() | parsed["partition"].isNull() | parsed["offset"].isNull(),
+            F.lit("missing topic, partition or offset"),
+        )
+        .when(~codec.isin("base64", "hex", "utf8"), F.concat(F.lit("unknown codec "), codec))
+        .when(
+            (parsed["key"].isNotNull() & _payload(parsed["key"], codec).isNull())
+            | (parsed["value"].isNotNull() & _payload(parsed["value"], codec).isNull()),
+            F.concat(F.lit("key or value is not valid "), codec),
+        )
+    )
+
+
+def replay_stream(spark: SparkSession, paths: Sequence[str | Path]) -> DataFrame:
+    """Dump files read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
+    if not paths:
+        raise ValueError("replay needs at least one dump file (--input DUMP)")
+    missing = [str(p) for p in paths if not Path(p).is_file()]
+    if missing:
+        raise FileNotFoundError(f"dump file(s) not found: {', '.join(missing)}; pass files written by `radar capture`")
+    lines: DataFrame | None = None
+    for path in paths:
+        one = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(Path(path).resolve()))
+        lines = one if lines is None else lines.unionByName(one)
+    assert lines is not None
+    parsed = F.from_json(F.col("value"), DUMP_LINE_DDL, {"mode": "PERMISSIVE"})
+    rows = lines.where(F.length(F.trim("value")) > 0).select(F.col("value").alias("line"), parsed.alias("d"))
+    codec = F.coalesce(F.col("d.codec"), F.lit("base64"))
+    error = _dump_error(F.col("line"), F.col("d"), codec)
+    return rows.select(
+        F.when(error.isNull(), _payload(F.col("d.key"), codec)).alias("key"),
+        F.when(error.isNull(), _payload(F.col("d.value"), codec)).otherwise(F.encode("line", "UTF-8")).alias("value"),
+        F.coalesce(F.col("d.topic"), F.lit("")).alias("topic"),
+        F.coalesce(F.col("d.partition"), F.lit(-1)).alias("partition"),
+        F.coalesce(F.col("d.offset"), F.lit(-1).cast("bigint")).alias("offset"),
+        F.timestamp_millis(F.coalesce(F.col("d.timestamp"), F.lit(0).cast("bigint"))).alias("timestamp"),
+        error.alias("source_error"),
+    )

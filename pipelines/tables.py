@@ -1,0 +1,86 @@
+"""Delta tables: names, locations, partitioning and creation. Columns come from `transforms.schemas`.
+
+Locally every table lives under `<data_dir>/tables/<name>` and is registered in the `radar` database of the
+session catalog each time a session starts, so `radar sql` and Spark SQL see them by name. On Databricks the
+names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import RadarConfig
+from transforms.schemas import TABLES, TableSchema
+
+LOCAL_DATABASE = "radar"
+
+
+@dataclass(frozen=True)
+class TableCatalog:
+    """Where each table lives for one configuration."""
+
+    config: RadarConfig
+
+    @property
+    def unity_catalog(self) -> bool:
+        storage = self.config.storage
+        return bool(storage.catalog and storage.schema_name)
+
+    @property
+    def database(self) -> str:
+        storage = self.config.storage
+        return f"{storage.catalog}.{storage.schema_name}" if self.unity_catalog else LOCAL_DATABASE
+
+    def name(self, table: TableSchema) -> str:
+        """The fully qualified table name to use in SQL."""
+        return f"{self.database}.{self.config.storage.table_prefix}{table.name}"
+
+    def location(self, table: TableSchema) -> Path | None:
+        """The folder of a local table; None for Unity Catalog managed tables."""
+        if self.unity_catalog:
+            return None
+        return (self.config.data_dir / "tables" / table.name).resolve()
+
+
+def _create_statement(catalog: TableCatalog, table: TableSchema) -> str:
+    partition = f" PARTITIONED BY ({', '.join(table.partition_by)})" if table.partition_by else ""
+    location = catalog.location(table)
+    where = f" LOCATION '{location}'" if location is not None else ""
+    return f"CREATE TABLE IF NOT EXISTS {catalog.name(table)} ({table.ddl}) USING DELTA{partition}{where}"
+
+
+def ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None) -> None:
+    """Create missing tables (idempotent) and register local ones by name."""
+    catalog = TableCatalog(config)
+    if not catalog.unity_catalog:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {LOCAL_DATABASE}")
+    for table in TABLES.values() if tables is None else tables:
+        spark.sql(_create_statement(catalog, table))
+
+
+def register_existing_tables(spark: SparkSession, config: RadarConfig) -> list[str]:
+    """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns their names."""
+    catalog = TableCatalog(config)
+    if catalog.unity_catalog:
+        return [catalog.name(t) for t in TABLES.values()]
+    present = [t for t in TABLES.values() if (catalog.location(t) / "_delta_log").is_dir()]  # type: ignore[operator]
+    ensure_tables(spark, config, present)
+    spark.sql(f"USE {LOCAL_DATABASE}")
+    return [catalog.name(t) for t in present]
+
+
+def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, app_id: str, version: int) -> None:
+    """Append a micro-batch once: Delta skips a (txnAppId, txnVersion) it has already committed, so a batch
+    replayed after a crash writes nothing twice."""
+    catalog = TableCatalog(config)
+    writer = df.select(*table.column_names).write.format("delta").mode("append")
+    writer = writer.option("txnAppId", app_id).option("txnVersion", version)
+    location = catalog.location(table)
+    if location is None:
+        writer.saveAsTable(catalog.name(table))
+    else:
+        writer.save(str(location))

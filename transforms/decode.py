@@ -1,0 +1,208 @@
+"""Batch-level decoding of `__consumer_offsets`: Arrow record batches of Kafka rows in, one routed row out per
+input row, so counts reconcile (rows in = offset_commits + group_metadata + group_records + quarantine).
+
+Runs inside Spark's `mapInArrow` (no per-row Python UDF): each output row names its `target` table and fills the
+struct column for that table; `pipelines.ingest` splits the batch into the Delta tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, QuarantineStage, TableSchema
+from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
+from transforms.wire.coordinator_records import decode_coordinator_key, decode_coordinator_value
+from transforms.wire.errors import DecodeError
+from transforms.wire.json_form import to_kafka_json
+
+# Columns the pipeline adds itself (the cluster name, the Kafka coordinates, partition dates).
+PIPELINE_COLUMNS = frozenset({"cluster", "src_topic", "src_partition", "src_offset", "src_timestamp", "commit_date"})
+
+TARGET_OFFSET_COMMITS = OFFSET_COMMITS.name
+TARGET_GROUP_METADATA = GROUP_METADATA.name
+TARGET_GROUP_RECORDS = GROUP_RECORDS.name
+TARGET_QUARANTINE = QUARANTINE.name
+
+# The struct column of the decoded batch that carries each target table's payload.
+PAYLOAD_COLUMNS: dict[str, TableSchema] = {
+    "offset_commit": OFFSET_COMMITS,
+    "group_metadata": GROUP_METADATA,
+    "group_record": GROUP_RECORDS,
+    "quarantine": QUARANTINE,
+}
+TARGET_OF_PAYLOAD: dict[str, str] = {column: table.name for column, table in PAYLOAD_COLUMNS.items()}
+
+
+def payload_ddl(table: TableSchema) -> str:
+    """The struct DDL of a table's decoded payload (its columns minus what the pipeline adds)."""
+    fields = ", ".join(f"`{c.name}`: {c.ddl}" for c in table.columns if c.name not in PIPELINE_COLUMNS)
+    return f"STRUCT<{fields}>"
+
+
+def decoded_batch_ddl() -> str:
+    """Spark DDL of `decode_offsets_batches` output: Kafka coordinates, target table, one struct per table."""
+    payloads = ", ".join(f"`{column}` {payload_ddl(table)}" for column, table in PAYLOAD_COLUMNS.items())
+    return f"src_topic STRING, src_partition INT, src_offset BIGINT, src_timestamp TIMESTAMP, target STRING, {payloads}"
+
+
+def _ts(ms: int | None) -> int | None:
+    """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'."""
+    return None if ms is None or ms < 0 else ms * 1000
+
+
+def _first(data: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in data:
+            return data[name]
+    return None
+
+
+def _partitions(items: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if items is None:
+        return None
+    return [{"topic": t.get("topic"), "partitions": t.get("partitions")} for t in items]
+
+
+def _member_row(member: dict[str, Any], consumer_protocol: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "member_id": member.get("memberId"),
+        "group_instance_id": member.get("groupInstanceId"),
+        "client_id": member.get("clientId"),
+        "client_host": member.get("clientHost"),
+        "rebalance_timeout_ms": member.get("rebalanceTimeout"),
+        "session_timeout_ms": member.get("sessionTimeout"),
+        "subscription": member.get("subscription"),
+        "assignment": member.get("assignment"),
+    }
+    if consumer_protocol:
+        sub = decode_subscription(member.get("subscription"))
+        assignment = decode_assignment(member.get("assignment"))
+        errors = [f"{part}: {d.error}" for part, d in (("subscription", sub), ("assignment", assignment)) if d.error]
+        sub_data, assign_data = sub.data or {}, assignment.data or {}
+        row.update(
+            subscribed_topics=sub_data.get("topics"),
+            owned_partitions=_partitions(sub_data.get("ownedPartitions")),
+            subscription_generation=sub_data.get("generationId"),
+            rack_id=sub_data.get("rackId"),
+            assigned_partitions=_partitions(assign_data.get("assignedPartitions")),
+            subscription_version=sub.version,
+            assignment_version=assignment.version,
+            embedded_error="; ".join(errors) or None,
+        )
+    return row
+
+
+class _BatchBuilder:
+    """Column lists for one output batch; one `append_*` call per input row."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.targets: list[str] = []
+        self.payloads: dict[str, list[dict[str, Any] | None]] = {column: [] for column in PAYLOAD_COLUMNS}
+
+    def append(self, payload_column: str, row: dict[str, Any]) -> None:
+        self.targets.append(TARGET_OF_PAYLOAD[payload_column])
+        for column, values in self.payloads.items():
+            values.append(row if column == payload_column else None)
+
+    def build(self, source: pa.RecordBatch) -> pa.RecordBatch:
+        arrays: list[pa.Array] = [
+            source.column(name).cast(self.schema.field(i).type)
+            for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
+        ]
+        arrays.append(pa.array(self.targets, pa.string()))
+        arrays += [pa.array(self.payloads[column], type=self.schema.field(column).type) for column in PAYLOAD_COLUMNS]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _quarantine_row(exc: DecodeError, key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    return {
+        "stage": str(QuarantineStage.DECODE_OFFSETS),
+        "kind": str(exc.kind),
+        "reason": exc.message,
+        "record_type": exc.record_type if exc.record_type is not None and -32768 <= exc.record_type < 32768 else None,
+        "value_version": exc.version,
+        "error_offset": exc.offset,
+        "key": key,
+        "value": value,
+    }
+
+
+def decode_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+    """Route one `__consumer_offsets` record: (payload column, row). Never raises for bad bytes."""
+    try:
+        if key is None:
+            raise DecodeError("record has no key; every coordinator record is keyed", offset=0, part="key")
+        record_type, key_data, _ = decode_coordinator_key(key)
+        version, data = None, None
+        if value is not None:
+            version, data, _ = decode_coordinator_value(record_type, value)
+    except DecodeError as exc:
+        return "quarantine", _quarantine_row(exc, key, value)
+    tombstone = data is None
+    type_id = record_type.id
+    if type_id in (0, 1):
+        d = data or {}
+        return "offset_commit", {
+            "group_id": key_data["group"],
+            "topic": key_data["topic"],
+            "partition": key_data["partition"],
+            "committed_offset": d.get("offset"),
+            "leader_epoch": d.get("leaderEpoch", -1) if not tombstone else None,
+            "metadata": d.get("metadata"),
+            "commit_ts": _ts(d.get("commitTimestamp")),
+            "expire_ts": _ts(d.get("expireTimestamp")),
+            "topic_id": d.get("topicId"),
+            "is_tombstone": tombstone,
+            "key_version": type_id,
+            "value_version": version,
+        }
+    if type_id == 2:
+        d = data or {}
+        members = d.get("members")
+        consumer = d.get("protocolType") == CONSUMER_PROTOCOL_TYPE
+        return "group_metadata", {
+            "group_id": key_data["group"],
+            "protocol_type": d.get("protocolType"),
+            "generation": d.get("generation"),
+            "protocol": d.get("protocol"),
+            "leader": d.get("leader"),
+            "state_ts": _ts(d.get("currentStateTimestamp")),
+            "member_count": None if members is None else len(members),
+            "members": None if members is None else [_member_row(m, consumer) for m in members],
+            "is_tombstone": tombstone,
+            "value_version": version,
+        }
+    return "group_record", {
+        "group_id": key_data.get("groupId"),
+        "group_type": record_type.group_type,
+        "record_type": record_type.name,
+        "record_type_id": type_id,
+        "key_version": type_id,
+        "value_version": version,
+        "epoch": None if data is None else _first(data, "epoch", "assignmentEpoch", "memberEpoch"),
+        "member_id": key_data.get("memberId"),
+        "is_tombstone": tombstone,
+        "payload": None if data is None else json.dumps(to_kafka_json(data), separators=(",", ":")),
+    }
+
+
+def decode_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Decode one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp)."""
+    builder = _BatchBuilder(schema)
+    keys = batch.column("key").to_pylist()
+    values = batch.column("value").to_pylist()
+    for key, value in zip(keys, values, strict=True):
+        column, row = decode_offsets_row(key, value)
+        builder.append(column, row)
+    return builder.build(batch)
+
+
+def decode_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The `mapInArrow` function body: every input batch becomes one routed output batch."""
+    for batch in batches:
+        yield decode_offsets_batch(batch, schema)
