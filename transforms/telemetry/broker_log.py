@@ -38,6 +38,7 @@ from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 from transforms.telemetry.log_line import (
     LogLine,
     MessageRule,
+    RuleTable,
     apply_rules,
     instance_id_value,
     split_log_line,
@@ -369,138 +370,146 @@ def _members_removed_unjoined(m: re.Match[str], line: LogLine) -> HeartbeatEvent
 
 
 # Order matters: a prepare line quotes other sentences (join, leave, expiration) inside its reason.
-RULES: tuple[MessageRule, ...] = (
-    MessageRule(
-        "Preparing to rebalance",
-        re.compile(
-            r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\w+) with old generation "
-            r"(?P<generation>-?\d+)(?: \(__consumer_offsets-(?P<partition>\d+)\))? \(reason: (?P<reason>.*)\)\.?\s*$"
+RULES = RuleTable.of(
+    (
+        MessageRule(
+            "Preparing to rebalance",
+            re.compile(
+                r"Preparing to rebalance group (?P<group>\S+) in state (?P<state>\w+) with old generation "
+                r"(?P<generation>-?\d+)(?: \(__consumer_offsets-(?P<partition>\d+)\))? "
+                r"\(reason: (?P<reason>.*)\)\.?\s*$"
+            ),
+            _rebalance_prepare,
         ),
-        _rebalance_prepare,
-    ),
-    MessageRule(
-        "Stabilized group",
-        re.compile(
-            r"Stabilized group (\S+) generation (\d+)(?: \(__consumer_offsets-(\d+)\))?(?: with (\d+) members)?"
+        MessageRule(
+            "Stabilized group",
+            re.compile(
+                r"Stabilized group (\S+) generation (\d+)(?: \(__consumer_offsets-(\d+)\))?(?: with (\d+) members)?"
+            ),
+            _rebalance_stable,
         ),
-        _rebalance_stable,
-    ),
-    MessageRule(
-        "is now empty",
-        re.compile(r"Group (\S+) with generation (\d+) is now empty(?: \(__consumer_offsets-(\d+)\))?"),
-        _group_empty,
-    ),
-    MessageRule(
-        "has failed, removing",
-        re.compile(r"Member (\S+) in group (\S+) has failed, removing it from the group"),
-        _member_failed,
-    ),
-    MessageRule(
-        "through explicit",
-        re.compile(
-            r"Member (?P<member>MemberMetadata\(.*?\)|\S+) has left group (?:(?P<group>\S+) )?through explicit "
-            r"`LeaveGroup`(?: request)?(?:; client reason: (?P<reason>.*?))?\s*$"
+        MessageRule(
+            "is now empty",
+            re.compile(r"Group (\S+) with generation (\d+) is now empty(?: \(__consumer_offsets-(\d+)\))?"),
+            _group_empty,
         ),
-        _member_left_explicitly,
-    ),
-    MessageRule(
-        "with unknown member id rejoins",
-        re.compile(
-            r"Static member (\S+?)(?: of group (\S+))? with unknown member id rejoins, assigning new member id "
-            r"(\S+?), while old member(?: id)? (\S+?) will be removed"
+        MessageRule(
+            "has failed, removing",
+            re.compile(r"Member (\S+) in group (\S+) has failed, removing it from the group"),
+            _member_failed,
         ),
-        _static_member_replaced,
-    ),
-    MessageRule(
-        "unknown member id joins group",
-        re.compile(
-            r"Dynamic [Mm]ember with unknown member id joins group (\S+) in (\w+) state\. Created a new member id (\S+)"
+        MessageRule(
+            "through explicit",
+            re.compile(
+                r"Member (?P<member>MemberMetadata\(.*?\)|\S+) has left group (?:(?P<group>\S+) )?through explicit "
+                r"`LeaveGroup`(?: request)?(?:; client reason: (?P<reason>.*?))?\s*$"
+            ),
+            _member_left_explicitly,
         ),
-        _dynamic_member_unknown_id,
-    ),
-    MessageRule(
-        "Pending dynamic member",
-        re.compile(r"Pending dynamic member with id (\S+) joins group (\S+) in (\w+) state"),
-        _pending_member_joins,
-    ),
-    MessageRule(
-        "Assignment received from leader",
-        re.compile(
-            r"Assignment received from leader (?:(\S+) )?for group (\S+) for generation (\d+)\. "
-            r"The group has (\d+) members, (\d+) of which are static"
+        MessageRule(
+            "with unknown member id rejoins",
+            re.compile(
+                r"Static member (\S+?)(?: of group (\S+))? with unknown member id rejoins, assigning new member id "
+                r"(\S+?), while old member(?: id)? (\S+?) will be removed"
+            ),
+            _static_member_replaced,
         ),
-        _assignment_from_leader,
-    ),
-    MessageRule(
-        "joins the consumer group",
-        re.compile(r"Member (\S+) joins the consumer group using the (\w+) protocol"),
-        _joins_consumer_group,
-    ),
-    MessageRule(
-        "Bumped group epoch",
-        re.compile(r"Bumped group epoch to (\d+)(?: with metadata hash (-?\d+))?"),
-        _group_epoch_bumped,
-    ),
-    MessageRule(
-        "Computed a new target assignment",
-        re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor in (\d+)ms"),
-        _target_assignment,
-    ),
-    MessageRule(
-        "new assignment state",
-        re.compile(r"Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=(-?\d+), state=(\w+)"),
-        _member_assignment_state,
-    ),
-    MessageRule(
-        "fenced from the group because its session expired",
-        re.compile(r"Member (\S+) fenced from the group because its session expired"),
-        _fenced_session_expired,
-    ),
-    MessageRule(
-        "fenced from the group", re.compile(r"Member (\S+) fenced from the group because (.*)$"), _fenced_other
-    ),
-    MessageRule(
-        "temporarily left the consumer group",
-        re.compile(r"Static member (\S+) with instance id (\S+) temporarily left the consumer group"),
-        _static_member_temporarily_left,
-    ),
-    MessageRule("left the consumer group", re.compile(r"Member (\S+) left the consumer group"), _consumer_group_leave),
-    MessageRule(
-        "after session timeout expiration",
-        re.compile(r"Pending member (\S+) in group (\S+) has been removed after session timeout expiration"),
-        _pending_member_expired,
-    ),
-    MessageRule(
-        "who haven't",
-        re.compile(r"Group (\S+) removed (?:dynamic )?members who haven't (joined|sent their sync requests?):? (.*)$"),
-        _members_removed_unjoined,
-    ),
-    # The coordinator's rebalance reasons, quoted on their own (the seeds quote them that way).
-    MessageRule(
-        "on heartbeat expiration",
-        re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE),
-        _heartbeat_expiration_reason,
-    ),
-    MessageRule(
-        "on LeaveGroup",
-        re.compile(r"Removing member (\S+) on LeaveGroup(?:; client reason: (.*?))?\s*$"),
-        _removing_on_leave,
-    ),
-    MessageRule(
-        "joining group during",
-        re.compile(r"Member (\S+) (?:is )?joining group during (\w+)(?:; client reason: (.*?))?\s*$"),
-        _member_joining,
-    ),
-    MessageRule(
-        "Updating metadata for member",
-        re.compile(r"Updating metadata for member (\S+) during (\w+)(?:; client reason: (.*?))?\s*$"),
-        _updating_member_metadata,
-    ),
-    MessageRule(
-        "Adding new member",
-        re.compile(r"Adding new member (\S+) with group instance id ([^;\s]+?)(?:; client reason: (.*?))?\s*$"),
-        _adding_new_member,
-    ),
+        MessageRule(
+            "unknown member id joins group",
+            re.compile(
+                r"Dynamic [Mm]ember with unknown member id joins group (\S+) in (\w+) state\. "
+                r"Created a new member id (\S+)"
+            ),
+            _dynamic_member_unknown_id,
+        ),
+        MessageRule(
+            "Pending dynamic member",
+            re.compile(r"Pending dynamic member with id (\S+) joins group (\S+) in (\w+) state"),
+            _pending_member_joins,
+        ),
+        MessageRule(
+            "Assignment received from leader",
+            re.compile(
+                r"Assignment received from leader (?:(\S+) )?for group (\S+) for generation (\d+)\. "
+                r"The group has (\d+) members, (\d+) of which are static"
+            ),
+            _assignment_from_leader,
+        ),
+        MessageRule(
+            "joins the consumer group",
+            re.compile(r"Member (\S+) joins the consumer group using the (\w+) protocol"),
+            _joins_consumer_group,
+        ),
+        MessageRule(
+            "Bumped group epoch",
+            re.compile(r"Bumped group epoch to (\d+)(?: with metadata hash (-?\d+))?"),
+            _group_epoch_bumped,
+        ),
+        MessageRule(
+            "Computed a new target assignment",
+            re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor in (\d+)ms"),
+            _target_assignment,
+        ),
+        MessageRule(
+            "new assignment state",
+            re.compile(r"Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=(-?\d+), state=(\w+)"),
+            _member_assignment_state,
+        ),
+        MessageRule(
+            "fenced from the group because its session expired",
+            re.compile(r"Member (\S+) fenced from the group because its session expired"),
+            _fenced_session_expired,
+        ),
+        MessageRule(
+            "fenced from the group", re.compile(r"Member (\S+) fenced from the group because (.*)$"), _fenced_other
+        ),
+        MessageRule(
+            "temporarily left the consumer group",
+            re.compile(r"Static member (\S+) with instance id (\S+) temporarily left the consumer group"),
+            _static_member_temporarily_left,
+        ),
+        MessageRule(
+            "left the consumer group", re.compile(r"Member (\S+) left the consumer group"), _consumer_group_leave
+        ),
+        MessageRule(
+            "after session timeout expiration",
+            re.compile(r"Pending member (\S+) in group (\S+) has been removed after session timeout expiration"),
+            _pending_member_expired,
+        ),
+        MessageRule(
+            "who haven't",
+            re.compile(
+                r"Group (\S+) removed (?:dynamic )?members who haven't (joined|sent their sync requests?):? (.*)$"
+            ),
+            _members_removed_unjoined,
+        ),
+        # The coordinator's rebalance reasons, quoted on their own (the seeds quote them that way).
+        MessageRule(
+            "on heartbeat expiration",
+            re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE),
+            _heartbeat_expiration_reason,
+        ),
+        MessageRule(
+            "on LeaveGroup",
+            re.compile(r"Removing member (\S+) on LeaveGroup(?:; client reason: (.*?))?\s*$"),
+            _removing_on_leave,
+        ),
+        MessageRule(
+            "joining group during",
+            re.compile(r"Member (\S+) (?:is )?joining group during (\w+)(?:; client reason: (.*?))?\s*$"),
+            _member_joining,
+        ),
+        MessageRule(
+            "Updating metadata for member",
+            re.compile(r"Updating metadata for member (\S+) during (\w+)(?:; client reason: (.*?))?\s*$"),
+            _updating_member_metadata,
+        ),
+        MessageRule(
+            "Adding new member",
+            re.compile(r"Adding new member (\S+) with group instance id ([^;\s]+?)(?:; client reason: (.*?))?\s*$"),
+            _adding_new_member,
+        ),
+    )
 )
 
 

@@ -20,6 +20,7 @@ from transforms.telemetry.log_line import (
     EventBuilder,
     LogLine,
     MessageRule,
+    RuleTable,
     apply_rules,
     instance_id_value,
     split_log_line,
@@ -369,176 +370,188 @@ def _thread_replaced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
 _GENERATION_TEXT = r"Generation\{generationId=(-?\d+), memberId='([^']*)', protocol='([^']*)'\}"
 
 # Order matters where one message quotes another (a LeaveGroup line quotes the poll-timeout sentence).
-RULES: tuple[MessageRule, ...] = (
-    MessageRule(
-        "sending LeaveGroup request",
-        re.compile(r"Member (\S+) sending LeaveGroup request to coordinator(?: (.*?))? due to (.*?)\s*$"),
-        _leave_group_request,
-    ),
-    MessageRule(
-        "LeaveGroup re",
-        re.compile(r"LeaveGroup re(?:sponse|quest) with (.*?) (?:returned successfully.*|failed with error: (.*))$"),
-        _leave_group_response,
-    ),
-    MessageRule(
-        "Attempt to heartbeat with",
-        re.compile(
-            r"Attempt to heartbeat with (stale )?(?:" + _GENERATION_TEXT + r"|(\S+)) and group instance id (\S+) "
-            r"failed due to (\w+), (resetting generation|ignoring the error)"
+RULES = RuleTable.of(
+    (
+        MessageRule(
+            "sending LeaveGroup request",
+            re.compile(r"Member (\S+) sending LeaveGroup request to coordinator(?: (.*?))? due to (.*?)\s*$"),
+            _leave_group_request,
         ),
-        _heartbeat_attempt_failed,
-    ),
-    MessageRule(
-        "Attempt to heartbeat failed",
-        re.compile(r"Attempt to heartbeat failed (?:for )?(?:since )?(.*)$"),
-        _heartbeat_failed_legacy,
-    ),
-    MessageRule(
-        "Received successful Heartbeat response", re.compile(r"Received successful Heartbeat response"), _heartbeat_ok
-    ),
-    MessageRule(
-        "Ignoring heartbeat response with error",
-        re.compile(r"Ignoring heartbeat response with error (\w+) during (\w+) state"),
-        _heartbeat_error_ignored,
-    ),
-    MessageRule(
-        "Caught fenced group.instance.id",
-        re.compile(r"Caught fenced group\.instance\.id (\S+) error in heartbeat thread"),
-        _fenced_instance_in_heartbeat,
-    ),
-    MessageRule(
-        "error occurred in the heartbeat thread",
-        re.compile(r"An? ((?:\w+ )*?)error occurred in the heartbeat thread"),
-        _heartbeat_thread_error,
-    ),
-    MessageRule(
-        "Unexpected error in heartbeat response",
-        re.compile(r"Unexpected error in heartbeat response:?(.*)$"),
-        _unexpected_heartbeat_error,
-    ),
-    MessageRule(
-        "session timed out without receiving a heartbeat response",
-        re.compile(r"session timed out without receiving a heartbeat response"),
-        _session_timed_out,
-    ),
-    MessageRule("consumer poll timeout has expired", re.compile(r"consumer poll timeout has expired"), _poll_timeout),
-    MessageRule("SyncGroup failed", re.compile(r"SyncGroup failed"), _group_request_failed(Kind.SYNC_FAILED)),
-    MessageRule("JoinGroup failed", re.compile(r"JoinGroup failed"), _group_request_failed(Kind.JOIN_FAILED)),
-    MessageRule("Successfully joined group", re.compile(r"Successfully joined group with generation"), _joined),
-    MessageRule("Successfully synced group", re.compile(r"Successfully synced group in generation"), _synced),
-    MessageRule("Request joining group due to", re.compile(r"Request joining group due to:? ?(.*)$"), _join_requested),
-    MessageRule("(Re-)joining group", re.compile(r"\(Re-\)joining group"), _join_sent),
-    MessageRule(
-        "Offset commit failed",
-        re.compile(r"Offset commit failed(?: on partition (\S+) at offset (\d+))?:? ?(.*)$"),
-        _offset_commit_failed,
-    ),
-    MessageRule(
-        "auto-commit of offsets",
-        re.compile(r"(Asynchronous|Synchronous) auto-commit of offsets (.*) failed: (.*)$"),
-        _auto_commit_failed,
-    ),
-    MessageRule(
-        "ommit cannot be completed",
-        re.compile(r"(?:Offset c|C)ommit cannot be completed since (.*?)(?:;|$)"),
-        _commit_cannot_complete,
-    ),
-    MessageRule(
-        "Failing OffsetCommit request",
-        re.compile(r"Failing OffsetCommit request since the consumer is not part of an active group"),
-        _commit_failed_not_in_group,
-    ),
-    MessageRule("Committed offset", re.compile(r"Committed offset (\d+) for partition (\S+)"), _committed),
-    MessageRule(
-        "Requesting followup rebalance be scheduled immediately",
-        re.compile(r"Requesting followup rebalance be scheduled immediately by (\S+) due to (.*)$"),
-        _followup_immediate,
-    ),
-    MessageRule(
-        "to probe for caught-up replica tasks",
-        re.compile(
-            r"Requesting followup rebalance be scheduled by (\S+) for (.+?) to probe for caught-up replica tasks"
+        MessageRule(
+            "LeaveGroup re",
+            re.compile(
+                r"LeaveGroup re(?:sponse|quest) with (.*?) (?:returned successfully.*|failed with error: (.*))$"
+            ),
+            _leave_group_response,
         ),
-        _probing_requested,
-    ),
-    MessageRule(
-        "to be safely revoked from current owner",
-        re.compile(r"Requested to schedule immediate rebalance for new tasks to be safely revoked from current owner"),
-        _fixed(Kind.FOLLOWUP_REBALANCE, "tasks to be safely revoked from current owner"),
-    ),
-    MessageRule(
-        "Requested to schedule next probing rebalance",
-        re.compile(r"Requested to schedule next probing rebalance at (.+?) to try for a more balanced assignment"),
-        _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
-    ),
-    MessageRule(
-        "Requested to schedule probing rebalance",
-        re.compile(r"Requested to schedule probing rebalance for (\d+ ?ms)"),
-        _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
-    ),
-    MessageRule(
-        "rebalance due to version probing",
-        re.compile(r"Requested to schedule immediate rebalance due to version probing"),
-        _fixed(Kind.VERSION_PROBING, "version probing"),
-    ),
-    MessageRule(
-        "version probing)",
-        re.compile(r"\(successful version probing\)|future \(version probing\) subscription"),
-        _fixed(Kind.VERSION_PROBING, "version probing"),
-    ),
-    MessageRule(
-        "update group with new host endpoint",
-        re.compile(r"Requested to schedule immediate rebalance to update group with new host endpoint"),
-        _fixed(Kind.FOLLOWUP_REBALANCE, "update group with new host endpoint", cause="host_endpoint_change"),
-    ),
-    MessageRule(
-        "Triggering the followup rebalance scheduled for",
-        re.compile(r"Triggering the followup rebalance scheduled for (.+?)\.?\s*$"),
-        _fixed(Kind.FOLLOWUP_REBALANCE, "scheduled followup rebalance triggered"),
-    ),
-    MessageRule(
-        "Finished unstable assignment", re.compile(r"Finished unstable assignment of tasks"), _unstable_assignment
-    ),
-    MessageRule(
-        "Detected that shutdown was requested",
-        re.compile(r"Detected that shutdown was requested"),
-        _fixed(Kind.SHUTDOWN_REQUESTED, "shutdown requested"),
-    ),
-    MessageRule(
-        "participating in this rebalance",
-        re.compile(r"(\d+) client nodes and (\d+) consumers participating in this rebalance"),
-        _participants,
-    ),
-    MessageRule(
-        "Finished assignment for group at generation",
-        re.compile(r"Finished assignment for group at generation (-?\d+)"),
-        _leader_finished_assignment,
-    ),
-    MessageRule(
-        "Notifying assignor about the new Assignment",
-        re.compile(r"Notifying assignor about the new Assignment\(partitions=(\[[^\]]*\])"),
-        _partitions_change("received"),
-    ),
-    MessageRule(
-        "Adding newly assigned partitions",
-        re.compile(r"Adding newly assigned partitions:? ?(.*)$"),
-        _partitions_change("assigned"),
-    ),
-    MessageRule(
-        "Revoke previously assigned partitions",
-        re.compile(r"Revoke previously assigned partitions:? ?(.*)$"),
-        _partitions_change("revoked"),
-    ),
-    MessageRule(
-        "Lost previously assigned partitions",
-        re.compile(r"Lost previously assigned partitions:? ?(.*)$"),
-        _partitions_change("lost"),
-    ),
-    MessageRule(
-        "Replacing thread in the streams uncaught exception handler",
-        re.compile(r"Replacing thread in the streams uncaught exception handler"),
-        _thread_replaced,
-    ),
+        MessageRule(
+            "Attempt to heartbeat with",
+            re.compile(
+                r"Attempt to heartbeat with (stale )?(?:" + _GENERATION_TEXT + r"|(\S+)) and group instance id (\S+) "
+                r"failed due to (\w+), (resetting generation|ignoring the error)"
+            ),
+            _heartbeat_attempt_failed,
+        ),
+        MessageRule(
+            "Attempt to heartbeat failed",
+            re.compile(r"Attempt to heartbeat failed (?:for )?(?:since )?(.*)$"),
+            _heartbeat_failed_legacy,
+        ),
+        MessageRule(
+            "Received successful Heartbeat response",
+            re.compile(r"Received successful Heartbeat response"),
+            _heartbeat_ok,
+        ),
+        MessageRule(
+            "Ignoring heartbeat response with error",
+            re.compile(r"Ignoring heartbeat response with error (\w+) during (\w+) state"),
+            _heartbeat_error_ignored,
+        ),
+        MessageRule(
+            "Caught fenced group.instance.id",
+            re.compile(r"Caught fenced group\.instance\.id (\S+) error in heartbeat thread"),
+            _fenced_instance_in_heartbeat,
+        ),
+        MessageRule(
+            "error occurred in the heartbeat thread",
+            re.compile(r"An? ((?:\w+ )*?)error occurred in the heartbeat thread"),
+            _heartbeat_thread_error,
+        ),
+        MessageRule(
+            "Unexpected error in heartbeat response",
+            re.compile(r"Unexpected error in heartbeat response:?(.*)$"),
+            _unexpected_heartbeat_error,
+        ),
+        MessageRule(
+            "session timed out without receiving a heartbeat response",
+            re.compile(r"session timed out without receiving a heartbeat response"),
+            _session_timed_out,
+        ),
+        MessageRule(
+            "consumer poll timeout has expired", re.compile(r"consumer poll timeout has expired"), _poll_timeout
+        ),
+        MessageRule("SyncGroup failed", re.compile(r"SyncGroup failed"), _group_request_failed(Kind.SYNC_FAILED)),
+        MessageRule("JoinGroup failed", re.compile(r"JoinGroup failed"), _group_request_failed(Kind.JOIN_FAILED)),
+        MessageRule("Successfully joined group", re.compile(r"Successfully joined group with generation"), _joined),
+        MessageRule("Successfully synced group", re.compile(r"Successfully synced group in generation"), _synced),
+        MessageRule(
+            "Request joining group due to", re.compile(r"Request joining group due to:? ?(.*)$"), _join_requested
+        ),
+        MessageRule("(Re-)joining group", re.compile(r"\(Re-\)joining group"), _join_sent),
+        MessageRule(
+            "Offset commit failed",
+            re.compile(r"Offset commit failed(?: on partition (\S+) at offset (\d+))?:? ?(.*)$"),
+            _offset_commit_failed,
+        ),
+        MessageRule(
+            "auto-commit of offsets",
+            re.compile(r"(Asynchronous|Synchronous) auto-commit of offsets (.*) failed: (.*)$"),
+            _auto_commit_failed,
+        ),
+        MessageRule(
+            "ommit cannot be completed",
+            re.compile(r"(?:Offset c|C)ommit cannot be completed since (.*?)(?:;|$)"),
+            _commit_cannot_complete,
+        ),
+        MessageRule(
+            "Failing OffsetCommit request",
+            re.compile(r"Failing OffsetCommit request since the consumer is not part of an active group"),
+            _commit_failed_not_in_group,
+        ),
+        MessageRule("Committed offset", re.compile(r"Committed offset (\d+) for partition (\S+)"), _committed),
+        MessageRule(
+            "Requesting followup rebalance be scheduled immediately",
+            re.compile(r"Requesting followup rebalance be scheduled immediately by (\S+) due to (.*)$"),
+            _followup_immediate,
+        ),
+        MessageRule(
+            "to probe for caught-up replica tasks",
+            re.compile(
+                r"Requesting followup rebalance be scheduled by (\S+) for (.+?) to probe for caught-up replica tasks"
+            ),
+            _probing_requested,
+        ),
+        MessageRule(
+            "to be safely revoked from current owner",
+            re.compile(
+                r"Requested to schedule immediate rebalance for new tasks to be safely revoked from current owner"
+            ),
+            _fixed(Kind.FOLLOWUP_REBALANCE, "tasks to be safely revoked from current owner"),
+        ),
+        MessageRule(
+            "Requested to schedule next probing rebalance",
+            re.compile(r"Requested to schedule next probing rebalance at (.+?) to try for a more balanced assignment"),
+            _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
+        ),
+        MessageRule(
+            "Requested to schedule probing rebalance",
+            re.compile(r"Requested to schedule probing rebalance for (\d+ ?ms)"),
+            _fixed(Kind.PROBING_REBALANCE, "try for a more balanced assignment"),
+        ),
+        MessageRule(
+            "rebalance due to version probing",
+            re.compile(r"Requested to schedule immediate rebalance due to version probing"),
+            _fixed(Kind.VERSION_PROBING, "version probing"),
+        ),
+        MessageRule(
+            "version probing)",
+            re.compile(r"\(successful version probing\)|future \(version probing\) subscription"),
+            _fixed(Kind.VERSION_PROBING, "version probing"),
+        ),
+        MessageRule(
+            "update group with new host endpoint",
+            re.compile(r"Requested to schedule immediate rebalance to update group with new host endpoint"),
+            _fixed(Kind.FOLLOWUP_REBALANCE, "update group with new host endpoint", cause="host_endpoint_change"),
+        ),
+        MessageRule(
+            "Triggering the followup rebalance scheduled for",
+            re.compile(r"Triggering the followup rebalance scheduled for (.+?)\.?\s*$"),
+            _fixed(Kind.FOLLOWUP_REBALANCE, "scheduled followup rebalance triggered"),
+        ),
+        MessageRule(
+            "Finished unstable assignment", re.compile(r"Finished unstable assignment of tasks"), _unstable_assignment
+        ),
+        MessageRule(
+            "Detected that shutdown was requested",
+            re.compile(r"Detected that shutdown was requested"),
+            _fixed(Kind.SHUTDOWN_REQUESTED, "shutdown requested"),
+        ),
+        MessageRule(
+            "participating in this rebalance",
+            re.compile(r"(\d+) client nodes and (\d+) consumers participating in this rebalance"),
+            _participants,
+        ),
+        MessageRule(
+            "Finished assignment for group at generation",
+            re.compile(r"Finished assignment for group at generation (-?\d+)"),
+            _leader_finished_assignment,
+        ),
+        MessageRule(
+            "Notifying assignor about the new Assignment",
+            re.compile(r"Notifying assignor about the new Assignment\(partitions=(\[[^\]]*\])"),
+            _partitions_change("received"),
+        ),
+        MessageRule(
+            "Adding newly assigned partitions",
+            re.compile(r"Adding newly assigned partitions:? ?(.*)$"),
+            _partitions_change("assigned"),
+        ),
+        MessageRule(
+            "Revoke previously assigned partitions",
+            re.compile(r"Revoke previously assigned partitions:? ?(.*)$"),
+            _partitions_change("revoked"),
+        ),
+        MessageRule(
+            "Lost previously assigned partitions",
+            re.compile(r"Lost previously assigned partitions:? ?(.*)$"),
+            _partitions_change("lost"),
+        ),
+        MessageRule(
+            "Replacing thread in the streams uncaught exception handler",
+            re.compile(r"Replacing thread in the streams uncaught exception handler"),
+            _thread_replaced,
+        ),
+    )
 )
 
 

@@ -226,10 +226,26 @@ class MessageRule:
     build: EventBuilder
 
 
-def apply_rules(rules: tuple[MessageRule, ...], line: LogLine) -> HeartbeatEvent | None:
+@dataclass(frozen=True, slots=True)
+class RuleTable:
+    """Rules in priority order, behind one regex of all their keywords: most log lines match none, and one
+    C-level search rejects them faster than a Python loop of `in` checks."""
+
+    rules: tuple[MessageRule, ...]
+    gate: re.Pattern[str]
+
+    @staticmethod
+    def of(rules: tuple[MessageRule, ...]) -> RuleTable:
+        keywords = sorted({rule.keyword for rule in rules}, key=len, reverse=True)
+        return RuleTable(rules, re.compile("|".join(re.escape(k) for k in keywords)))
+
+
+def apply_rules(table: RuleTable, line: LogLine) -> HeartbeatEvent | None:
     """The event of the first rule whose keyword is in the message and whose regex matches it."""
     message = line.message
-    for rule in rules:
+    if table.gate.search(message) is None:
+        return None
+    for rule in table.rules:
         if rule.keyword in message:
             found = rule.pattern.search(message)
             if found is not None:
