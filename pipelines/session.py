@@ -1,0 +1,123 @@
+"""The SparkSession per environment: Databricks' own session, or a local one with the resolved connector jars.
+
+Connector jars must be on the JVM classpath when the JVM starts (`spark.jars`), and a session whose Delta
+extension is set but whose jar is missing starts anyway with only a WARN, so every session is verified
+after creation and fails loudly when a configured format does not resolve.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import RadarConfig
+from pipelines.jvm import spark_connector_jars
+
+ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Classes that must load for a format to really work (the Kafka source also needs the token provider).
+FORMAT_CLASSES = {
+    "kafka": ("org.apache.spark.sql.kafka010.KafkaSourceProvider",
+              "org.apache.spark.kafka010.KafkaConfigUpdater",
+              "org.apache.kafka.clients.consumer.KafkaConsumer"),
+    "delta": ("org.apache.spark.sql.delta.sources.DeltaDataSource", "io.delta.tables.DeltaTable"),
+}
+
+
+class SparkSessionError(RuntimeError):
+    """The session cannot serve the pipelines; the message says what to do."""
+
+
+def on_databricks() -> bool:
+    return "DATABRICKS_RUNTIME_VERSION" in os.environ
+
+
+def local_session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
+    """Everything a local session is started with; small and quiet because it runs on laptops and CI."""
+    data_dir = config.data_dir.expanduser().resolve()
+    conf = {
+        "spark.jars": ",".join(str(jar) for jar in jars),
+        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+        "spark.default.parallelism": str(config.spark.shuffle_partitions),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
+        "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={data_dir / 'derby'}",
+    }
+    if "delta" in config.spark.connectors:
+        conf["spark.sql.extensions"] = DELTA_EXTENSION
+        conf["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
+        conf["spark.databricks.delta.snapshotPartitions"] = str(config.spark.shuffle_partitions)
+    conf.update(config.spark.extra_conf)
+    return conf
+
+
+def missing_classes(spark: SparkSession, names: tuple[str, ...]) -> list[str]:
+    """Class names the driver's class loader (which sees spark.jars) cannot load."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    missing = []
+    for name in names:
+        try:
+            jvm.java.lang.Class.forName(name, False, loader)
+        except Exception:
+            missing.append(name)
+    return missing
+
+
+def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
+    """Fail loudly unless every configured format resolves through Spark's data source lookup."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    problems = []
+    for name in formats:
+        missing = missing_classes(spark, FORMAT_CLASSES[name])
+        if not missing:
+            try:
+                jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+                    name, spark._jsparkSession.sessionState().conf())
+            except Exception as error:
+                missing.append(f"data source lookup failed: {str(error).splitlines()[0][:200]}")
+        if missing:
+            problems.append(f"format('{name}') does not resolve (missing: {', '.join(missing)})")
+    if problems:
+        raise SparkSessionError(
+            "; ".join(problems) + ". The connector jars are not on this JVM's classpath: run `radar jars` "
+            "(or pass --jars-dir with a folder from `radar jars --export`) and start a new process, because "
+            "jars are read only when the JVM starts.")
+
+
+def build_spark_session(config: RadarConfig) -> SparkSession:
+    """The one SparkSession of this process, verified to resolve the configured formats."""
+    if on_databricks():
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        verify_formats(spark, config.spark.connectors)
+        return spark
+    jars = spark_connector_jars(config)
+    existing = SparkSession.getActiveSession()
+    if existing is not None:
+        loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
+        if not {str(jar) for jar in jars} <= loaded:
+            raise SparkSessionError(
+                "A SparkSession already runs in this process without the connector jars, and jars are read "
+                "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first.")
+        verify_formats(existing, config.spark.connectors)
+        return existing
+    builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
+    for key, value in local_session_conf(config, jars).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        verify_formats(spark, config.spark.connectors)
+    except SparkSessionError:
+        spark.stop()
+        raise
+    return spark

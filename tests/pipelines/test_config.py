@@ -1,0 +1,96 @@
+"""Config loading: clear errors naming the bad key, env overrides, secrets never printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import ConfigError, KafkaConfig, SecurityConfig, kafka_client_options, load_config
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "conf.yml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", ["local", "dev", "prod"])
+def test_shipped_configs_load(name: str) -> None:
+    config = load_config(f"conf/{name}.yml", env={})
+    assert config.kafka.offsets_topic == "__consumer_offsets"
+    assert config.kafka.telemetry_topics == ("radar.telemetry",)
+
+
+def test_local_defaults_start_the_embedded_broker() -> None:
+    config = load_config("conf/local.yml", env={})
+    assert config.kafka.embedded
+    assert config.spark.master == "local[2]"
+    assert config.broker.group_initial_rebalance_delay_ms == 0
+    assert config.checkpoint_dir == Path(".radar/checkpoints")
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, "kafka:\n  bootstrap_server: localhost:9092\n")
+    with pytest.raises(ConfigError, match=r"kafka\.bootstrap_server: unknown key"):
+        load_config(path, env={})
+
+
+def test_bad_value_names_key_and_expectation(tmp_path: Path) -> None:
+    path = write(tmp_path, "spark:\n  shuffle_partitions: zero\n")
+    with pytest.raises(ConfigError, match=r"spark\.shuffle_partitions: .*integer.*'zero'"):
+        load_config(path, env={})
+
+
+def test_missing_file_says_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="pass --conf"):
+        load_config("conf/nope.yml", env={})
+
+
+def test_env_override_nested_and_typed() -> None:
+    config = load_config("conf/local.yml", env={
+        "RADAR__KAFKA__BOOTSTRAP_SERVERS": "broker-1:9093",
+        "RADAR__KAFKA__TELEMETRY_TOPICS": "[a, b]",
+        "RADAR__SPARK__SHUFFLE_PARTITIONS": "8",
+        "UNRELATED": "x"})
+    assert config.kafka.bootstrap_servers == "broker-1:9093"
+    assert config.kafka.telemetry_topics == ("a", "b")
+    assert config.spark.shuffle_partitions == 8
+
+
+def test_env_override_with_a_typo_is_an_error() -> None:
+    with pytest.raises(ConfigError, match=r"environment overrides: kafka\.bootstrap: unknown key"):
+        load_config("conf/local.yml", env={"RADAR__KAFKA__BOOTSTRAP": "x"})
+
+
+def test_config_is_frozen() -> None:
+    config = load_config("conf/local.yml", env={})
+    with pytest.raises(ValueError, match="frozen"):
+        config.cluster = "other"  # type: ignore[misc]
+
+
+def test_sasl_needs_where_the_credentials_are(tmp_path: Path) -> None:
+    path = write(tmp_path, "kafka:\n  security:\n    protocol: SASL_SSL\n    sasl_mechanism: PLAIN\n")
+    with pytest.raises(ConfigError, match=r"kafka\.security.*username_env"):
+        load_config(path, env={})
+
+
+def test_secrets_from_env_are_masked() -> None:
+    kafka = KafkaConfig(bootstrap_servers="b:9093", security=SecurityConfig(
+        protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", username_env="U", password_env="P"))
+    options = kafka_client_options(kafka, env={"U": "alice", "P": "s3cr3t-value"})
+    assert 'password="s3cr3t-value"' in options["kafka.sasl.jaas.config"]
+    assert "ScramLoginModule" in options["kafka.sasl.jaas.config"]
+    assert "s3cr3t-value" not in repr(options)
+    assert "s3cr3t-value" not in str(options)
+    assert "s3cr3t-value" not in repr(kafka)
+
+
+def test_secret_scope_lookup_and_missing_env() -> None:
+    config = load_config("conf/prod.yml", env={"RADAR__KAFKA__BOOTSTRAP_SERVERS": "b:9093"})
+    options = kafka_client_options(config.kafka, env={},
+                                   secret_lookup=lambda scope, key: f"{scope}/{key}", shaded=True)
+    assert 'password="radar-prod/kafka-password"' in options["kafka.sasl.jaas.config"]
+    assert options["kafka.sasl.jaas.config"].startswith("kafkashaded.")
+    with pytest.raises(ConfigError, match=r"RADAR_KAFKA_USERNAME .*is not set"):
+        kafka_client_options(config.kafka, env={})

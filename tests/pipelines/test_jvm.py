@@ -1,0 +1,66 @@
+"""JVM artifacts: listing, export, and the clear error when an offline jars dir lacks one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import RadarConfig
+from pipelines.jvm import (
+    MANIFEST_NAME,
+    MissingArtifactError,
+    broker_artifacts,
+    broker_classpath,
+    resolve_artifact_set,
+    run_jars,
+    spark_connector_artifacts,
+)
+
+
+def with_spark(config: RadarConfig, **changes: object) -> RadarConfig:
+    return config.model_copy(update={"spark": config.spark.model_copy(update=changes)})
+
+
+def test_declared_coordinates_follow_installed_packages(radar_config: RadarConfig) -> None:
+    import importlib.metadata
+
+    pyspark = importlib.metadata.version("pyspark")
+    delta = importlib.metadata.version("delta-spark")
+    coordinates = [root.coordinates for root in spark_connector_artifacts(radar_config).roots]
+    default = with_spark(radar_config, kafka_connector_version=None, delta_version=None)
+    defaults = [root.coordinates for root in spark_connector_artifacts(default).roots]
+    assert defaults == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark}",
+                        f"io.delta:delta-spark_{'.'.join(pyspark.split('.')[:2])}_2.13:{delta}"]
+    assert len(coordinates) == len(radar_config.spark.connectors)
+    broker = broker_artifacts(radar_config.broker)
+    assert broker.roots[0].coordinates == f"org.apache.kafka:kafka_2.13:{radar_config.broker.version}"
+
+
+@pytest.mark.kafka
+def test_run_jars_lists_and_exports_the_broker(radar_config: RadarConfig, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    classpath = broker_classpath(radar_config)  # resolves (first time) or reads the cache
+    assert any(path.name.startswith("kafka_2.13-") for path in classpath)
+    run_jars(radar_config, tmp_path)  # the spark set may be unavailable here; the broker set must export
+    listing = capsys.readouterr().out
+    assert f"org.apache.kafka:kafka_2.13:{radar_config.broker.version}" in listing
+    folder = tmp_path / broker_artifacts(radar_config.broker).name
+    manifest = json.loads((folder / MANIFEST_NAME).read_text())
+    assert len(manifest["jars"]) == len(classpath)
+    assert all((folder / entry["file"]).stat().st_size == entry["size"] for entry in manifest["jars"])
+    # The export is a valid offline jars dir: the same classpath, no network.
+    offline = with_spark(radar_config, jars_dir=tmp_path)
+    assert [path.name for path in broker_classpath(offline)] == [path.name for path in classpath]
+
+
+def test_empty_jars_dir_names_the_missing_coordinates(radar_config: RadarConfig, tmp_path: Path) -> None:
+    offline = with_spark(radar_config, jars_dir=tmp_path)
+    artifact_set = broker_artifacts(offline.broker)
+    with pytest.raises(MissingArtifactError) as caught:
+        resolve_artifact_set(artifact_set, offline)
+    message = str(caught.value)
+    assert f"org.apache.kafka:kafka_2.13:{offline.broker.version}" in message
+    assert "radar jars --export" in message and "--jars-dir" in message
+    assert run_jars(offline, None) == 1
