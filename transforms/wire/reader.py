@@ -48,10 +48,11 @@ def _array_of_fixed(
     n, pos = prim.read_array_length(buf, pos, end, compact, nullable, name, size)
     if n is None:
         return None, pos
-    values = list(struct.unpack_from(f">{n}{code}", buf, pos))
+    stop = pos + n * size
     if code == "16s":
-        values = [prim.uuid_to_text(v) for v in values]
-    return values, pos + n * size
+        # Not `f">{n}16s"`: a count before `16s` is read as the string's length ("316s"), not as a repeat count.
+        return [prim.uuid_to_text(buf[i : i + 16]) for i in range(pos, stop, 16)], stop
+    return list(struct.unpack_from(f">{n}{code}", buf, pos)), stop
 
 
 def _array_of_strings(
