@@ -23,7 +23,17 @@ from pyspark.sql.types import StructType
 from pipelines.config import RadarConfig
 from pipelines.tables import TableCatalog, append_idempotent, ensure_tables
 from transforms.decode import PAYLOAD_COLUMNS, decode_offsets_batches, decoded_batch_ddl
-from transforms.schemas import OFFSET_COMMITS, OFFSETS_RAW, QUARANTINE, TABLES, TELEMETRY_RAW, QuarantineStage
+from transforms.schemas import (
+    HEARTBEAT_EVENTS,
+    OFFSET_COMMITS,
+    OFFSETS_RAW,
+    QUARANTINE,
+    TABLES,
+    TELEMETRY_RAW,
+    TELEMETRY_UNRECOGNISED,
+    QuarantineStage,
+)
+from transforms.telemetry.batch import parse_telemetry_batches, parsed_batch_ddl
 
 OFFSETS_QUERY = "radar-offsets"
 TELEMETRY_QUERY = "radar-telemetry"
@@ -118,11 +128,71 @@ def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> Ba
     return write
 
 
+def parse_telemetry(batch: DataFrame) -> DataFrame:
+    """Parse telemetry records into heartbeat events, vectorised over Arrow batches."""
+    ddl = parsed_batch_ddl()
+    arrow_schema = to_arrow_schema(StructType.fromDDL(ddl))
+    rows = batch.select("key", "value", "topic", "partition", "offset", "timestamp")
+    return rows.mapInArrow(partial(parse_telemetry_batches, schema=arrow_schema), ddl)
+
+
+def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
+    """heartbeat_events rows, per-batch counts of unrecognised records, and quarantined records."""
+    source = [
+        F.lit(config.cluster).alias("cluster"),
+        "src_topic",
+        "src_partition",
+        "src_offset",
+        "src_timestamp",
+    ]
+    events = parsed.where(F.col("target") == HEARTBEAT_EVENTS.name).select(*source, "event.*")
+    events = events.withColumn("details", F.map_from_entries("details"))
+    unrecognised = (
+        parsed.where(F.col("target") == TELEMETRY_UNRECOGNISED.name)
+        .groupBy("src_topic", "unrecognised.source", "unrecognised.reason")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.min("src_timestamp").alias("first_seen"),
+            F.max("src_timestamp").alias("last_seen"),
+        )
+        .withColumn("cluster", F.lit(config.cluster))
+    )
+    quarantine = parsed.where(F.col("target") == QUARANTINE.name).select(
+        *source,
+        "quarantine.stage",
+        "quarantine.kind",
+        "quarantine.reason",
+        F.lit(None).cast("smallint").alias("record_type"),
+        F.lit(None).cast("smallint").alias("value_version"),
+        F.lit(None).cast("int").alias("error_offset"),
+        "quarantine.key",
+        "quarantine.value",
+    )
+    return {
+        HEARTBEAT_EVENTS.name: events.select(*HEARTBEAT_EVENTS.column_names),
+        TELEMETRY_UNRECOGNISED.name: unrecognised.select(*TELEMETRY_UNRECOGNISED.column_names),
+        QUARANTINE.name: quarantine.select(*QUARANTINE.column_names),
+    }
+
+
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
-    """The foreachBatch body of the telemetry query: bronze `telemetry_raw`."""
+    """The foreachBatch body of the telemetry query: bronze `telemetry_raw`, then parsed events."""
 
     def write(batch: DataFrame, batch_id: int) -> None:
-        append_idempotent(_bronze(batch, config), config, TELEMETRY_RAW, f"{app_id}:{TELEMETRY_RAW.name}", batch_id)
+        batch.persist()
+        try:
+            if config.ingest.bronze_enabled:
+                append_idempotent(
+                    _bronze(batch, config), config, TELEMETRY_RAW, f"{app_id}:{TELEMETRY_RAW.name}", batch_id
+                )
+            parsed = parse_telemetry(batch).persist()
+            try:
+                for name, rows in split_parsed_telemetry(parsed, config).items():
+                    append_idempotent(rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
+            finally:
+                parsed.unpersist()
+        finally:
+            batch.unpersist()
 
     return write
 

@@ -172,9 +172,32 @@ QUARANTINE = _table(
     ),
 )
 
+TELEMETRY_UNRECOGNISED = TableSchema(
+    "telemetry_unrecognised",
+    "silver",
+    (
+        Column("cluster", "STRING"),
+        Column("src_topic", "STRING"),
+        Column("source", "STRING", "the telemetry kind the records looked like (TelemetrySource)"),
+        Column("reason", "STRING", "why no event came out"),
+        Column("records", "BIGINT", "how many records of one micro-batch"),
+        Column("first_seen", "TIMESTAMP", "earliest Kafka timestamp among them"),
+        Column("last_seen", "TIMESTAMP", "latest Kafka timestamp among them"),
+    ),
+)
+
 TABLES: dict[str, TableSchema] = {
     t.name: t
-    for t in (OFFSETS_RAW, TELEMETRY_RAW, OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, QUARANTINE)
+    for t in (
+        OFFSETS_RAW,
+        TELEMETRY_RAW,
+        OFFSET_COMMITS,
+        GROUP_METADATA,
+        GROUP_RECORDS,
+        HEARTBEAT_EVENTS,
+        TELEMETRY_UNRECOGNISED,
+        QUARANTINE,
+    )
 }
 
 

@@ -1,0 +1,101 @@
+"""Batch-level telemetry parsing for Spark's `mapInArrow`: Kafka rows in, routed rows out.
+
+Each heartbeat event is one `heartbeat_events` row. A record with no event is either counted (it looked like a
+known kind of telemetry, e.g. an ordinary broker log line: `telemetry_unrecognised`) or quarantined (it did not
+look like telemetry at all: binary garbage, oversized, empty), so records in = records with events + counted +
+quarantined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from transforms.schemas import HEARTBEAT_EVENTS, QUARANTINE, TELEMETRY_UNRECOGNISED, QuarantineStage
+from transforms.telemetry.events import EVENT_COLUMNS
+from transforms.telemetry.record_parser import DEFAULT_DETECTORS, RecordDetector, parse_telemetry_record
+
+TARGET_EVENTS = HEARTBEAT_EVENTS.name
+TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
+TARGET_QUARANTINE = QUARANTINE.name
+_EVENT_TYPES = {c.name: c.ddl for c in HEARTBEAT_EVENTS.columns}
+
+
+def parsed_batch_ddl() -> str:
+    """Spark DDL of `parse_telemetry_batches` output."""
+    event = ", ".join(f"`{name}`: {_EVENT_TYPES[name]}" for name in EVENT_COLUMNS)
+    return (
+        "src_topic STRING, src_partition INT, src_offset BIGINT, src_timestamp TIMESTAMP, target STRING, "
+        f"event STRUCT<{event}>, unrecognised STRUCT<source: STRING, reason: STRING>, "
+        "quarantine STRUCT<stage: STRING, kind: STRING, reason: STRING, key: BINARY, value: BINARY>"
+    )
+
+
+def _event_row(event: Any) -> dict[str, Any]:
+    row = {name: getattr(event, name) for name in EVENT_COLUMNS}
+    row["event_time"] = event.event_time * 1000  # ms -> Spark's microseconds
+    row["event"] = event.event.value
+    row["source"] = event.source.value
+    row["details"] = list(event.details.items())
+    return row
+
+
+def parse_telemetry_batch(
+    batch: pa.RecordBatch, schema: pa.Schema, tz: str = "UTC", detectors: tuple[RecordDetector, ...] = DEFAULT_DETECTORS
+) -> pa.RecordBatch:
+    """Parse one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp)."""
+    keys = batch.column("key").to_pylist()
+    values = batch.column("value").to_pylist()
+    stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()  # microseconds
+    index: list[int] = []
+    targets: list[str] = []
+    events: list[dict[str, Any] | None] = []
+    unrecognised: list[dict[str, Any] | None] = []
+    quarantine: list[dict[str, Any] | None] = []
+    for i, (key, value, stamp) in enumerate(zip(keys, values, stamps, strict=True)):
+        outcome = parse_telemetry_record(value, (stamp or 0) // 1000, tz, detectors)
+        if outcome.events:
+            for event in outcome.events:
+                index.append(i)
+                targets.append(TARGET_EVENTS)
+                events.append(_event_row(event))
+                unrecognised.append(None)
+                quarantine.append(None)
+            continue
+        index.append(i)
+        events.append(None)
+        if outcome.source is not None:
+            targets.append(TARGET_UNRECOGNISED)
+            unrecognised.append({"source": outcome.source.value, "reason": outcome.reason})
+            quarantine.append(None)
+        else:
+            targets.append(TARGET_QUARANTINE)
+            unrecognised.append(None)
+            quarantine.append(
+                {
+                    "stage": str(QuarantineStage.PARSE_TELEMETRY),
+                    "kind": "unrecognised",
+                    "reason": outcome.reason,
+                    "key": key,
+                    "value": value,
+                }
+            )
+    take = pa.array(index, pa.int64())
+    arrays = [
+        batch.column(name).take(take).cast(schema.field(i).type)
+        for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
+    ]
+    arrays.append(pa.array(targets, pa.string()))
+    for name, rows in (("event", events), ("unrecognised", unrecognised), ("quarantine", quarantine)):
+        arrays.append(pa.array(rows, type=schema.field(name).type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def parse_telemetry_batches(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, tz: str = "UTC"
+) -> Iterator[pa.RecordBatch]:
+    """The `mapInArrow` body for telemetry topics."""
+    for batch in batches:
+        yield parse_telemetry_batch(batch, schema, tz)
