@@ -52,13 +52,16 @@ class SecurityConfig(FrozenSection):
     def _sasl_needs_a_mechanism_and_credentials(self) -> SecurityConfig:
         if self.protocol.startswith("SASL"):
             if self.sasl_mechanism is None:
-                raise ValueError(f"protocol {self.protocol} needs sasl_mechanism (PLAIN, SCRAM-SHA-256 "
-                                 "or SCRAM-SHA-512)")
+                raise ValueError(
+                    f"protocol {self.protocol} needs sasl_mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)"
+                )
             has_env = self.username_env and self.password_env
             has_scope = self.secret_scope and self.username_key and self.password_key
             if not (has_env or has_scope):
-                raise ValueError(f"protocol {self.protocol} needs username_env+password_env (names of "
-                                 "environment variables) or secret_scope+username_key+password_key")
+                raise ValueError(
+                    f"protocol {self.protocol} needs username_env+password_env (names of "
+                    "environment variables) or secret_scope+username_key+password_key"
+                )
         return self
 
 
@@ -91,6 +94,7 @@ class SparkConfig(FrozenSection):
     connectors: tuple[Literal["kafka", "delta"], ...] = ("kafka", "delta")
     # Explicit connector versions; None = the version of the installed pip package (pyspark / delta-spark).
     kafka_connector_version: str | None = None
+    kafka_token_provider_version: str | None = None  # None = kafka_connector_version
     delta_version: str | None = None
     extra_conf: dict[str, str] = Field(default_factory=dict)
 
@@ -168,8 +172,10 @@ def resolve_conf_path(path: str | os.PathLike[str]) -> Path:
         return candidate
     if not candidate.is_absolute() and (REPO_ROOT / candidate).is_file():
         return REPO_ROOT / candidate
-    raise ConfigError(f"Config file {str(path)!r} does not exist (looked in {Path.cwd()} and {REPO_ROOT}); "
-                      "pass --conf with the path of a YAML file such as conf/local.yml.")
+    raise ConfigError(
+        f"Config file {str(path)!r} does not exist (looked in {Path.cwd()} and {REPO_ROOT}); "
+        "pass --conf with the path of a YAML file such as conf/local.yml."
+    )
 
 
 def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
@@ -178,7 +184,7 @@ def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     for name, raw in sorted(env.items()):
         if not name.startswith(ENV_PREFIX):
             continue
-        keys = [part.lower() for part in name[len(ENV_PREFIX):].split(ENV_SEPARATOR)]
+        keys = [part.lower() for part in name[len(ENV_PREFIX) :].split(ENV_SEPARATOR)]
         if not all(keys):
             raise ConfigError(f"Environment variable {name} is not of the form RADAR__SECTION__KEY.")
         target = nested
@@ -218,8 +224,7 @@ def describe_validation_error(error: ValidationError, source: str) -> str:
     return f"Invalid configuration in {source}: " + " ".join(sentences)
 
 
-def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH,
-                env: Mapping[str, str] = os.environ) -> RadarConfig:
+def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH, env: Mapping[str, str] = os.environ) -> RadarConfig:
     """Read conf/<env>.yml, apply RADAR__* overrides from `env`, validate into a frozen RadarConfig."""
     conf_path = resolve_conf_path(path)
     try:
@@ -258,8 +263,10 @@ class KafkaClientOptions(Mapping[str, str]):
         return len(self._options)
 
     def masked(self) -> dict[str, str]:
-        return {key: (MASK if any(word in key for word in SECRET_OPTION_WORDS) else value)
-                for key, value in self._options.items()}
+        return {
+            key: (MASK if any(word in key for word in SECRET_OPTION_WORDS) else value)
+            for key, value in self._options.items()
+        }
 
     def __repr__(self) -> str:
         return f"KafkaClientOptions({self.masked()!r})"
@@ -267,55 +274,81 @@ class KafkaClientOptions(Mapping[str, str]):
     __str__ = __repr__
 
 
-def read_secret(name_env: str | None, scope: str | None, key: str | None, what: str,
-                env: Mapping[str, str], secret_lookup: SecretLookup | None) -> str | None:
+def read_secret(
+    name_env: str | None,
+    scope: str | None,
+    key: str | None,
+    what: str,
+    env: Mapping[str, str],
+    secret_lookup: SecretLookup | None,
+) -> str | None:
     """One secret from the secret scope (when configured) or from the named environment variable."""
     if scope and key and secret_lookup is not None:
         return secret_lookup(scope, key)
     if name_env:
         value = env.get(name_env)
         if not value:
-            raise ConfigError(f"Environment variable {name_env} (kafka.security {what}) is not set; "
-                              f"export it before starting radar.")
+            raise ConfigError(
+                f"Environment variable {name_env} (kafka.security {what}) is not set; export it before starting radar."
+            )
         return value
     if scope and key:
-        raise ConfigError(f"kafka.security {what} is in secret scope {scope!r} but no secret lookup is "
-                          "available here; run on Databricks (dbutils.secrets) or set the *_env names.")
+        raise ConfigError(
+            f"kafka.security {what} is in secret scope {scope!r} but no secret lookup is "
+            "available here; run on Databricks (dbutils.secrets) or set the *_env names."
+        )
     return None
 
 
-def kafka_client_options(kafka: KafkaConfig, bootstrap_servers: str | None = None,
-                         env: Mapping[str, str] = os.environ,
-                         secret_lookup: SecretLookup | None = None,
-                         shaded: bool = False) -> KafkaClientOptions:
+def kafka_client_options(
+    kafka: KafkaConfig,
+    bootstrap_servers: str | None = None,
+    env: Mapping[str, str] = os.environ,
+    secret_lookup: SecretLookup | None = None,
+    shaded: bool = False,
+) -> KafkaClientOptions:
     """The `kafka.*` options for Spark's Kafka source, with credentials from env or the secret scope.
 
     `shaded=True` uses Databricks' shaded login-module class names.
     """
     servers = bootstrap_servers or kafka.bootstrap_servers
     if not servers:
-        raise ConfigError("kafka.bootstrap_servers is empty: start the embedded broker and pass its "
-                          "address, or set kafka.bootstrap_servers (RADAR__KAFKA__BOOTSTRAP_SERVERS).")
+        raise ConfigError(
+            "kafka.bootstrap_servers is empty: start the embedded broker and pass its "
+            "address, or set kafka.bootstrap_servers (RADAR__KAFKA__BOOTSTRAP_SERVERS)."
+        )
     security = kafka.security
     options = {"kafka.bootstrap.servers": servers, "kafka.security.protocol": security.protocol}
     if security.protocol.startswith("SASL"):
-        username = read_secret(security.username_env, security.secret_scope, security.username_key,
-                               "username", env, secret_lookup)
-        password = read_secret(security.password_env, security.secret_scope, security.password_key,
-                               "password", env, secret_lookup)
-        module = ("plain.PlainLoginModule" if security.sasl_mechanism == "PLAIN"
-                  else "scram.ScramLoginModule")
+        username = read_secret(
+            security.username_env, security.secret_scope, security.username_key, "username", env, secret_lookup
+        )
+        password = read_secret(
+            security.password_env, security.secret_scope, security.password_key, "password", env, secret_lookup
+        )
+        module = "plain.PlainLoginModule" if security.sasl_mechanism == "PLAIN" else "scram.ScramLoginModule"
         prefix = "kafkashaded.org.apache.kafka" if shaded else "org.apache.kafka"
         options["kafka.sasl.mechanism"] = str(security.sasl_mechanism)
-        options["kafka.sasl.jaas.config"] = (f'{prefix}.common.security.{module} required '
-                                             f'username="{username}" password="{password}";')
+        options["kafka.sasl.jaas.config"] = (
+            f'{prefix}.common.security.{module} required username="{username}" password="{password}";'
+        )
     if security.protocol.endswith("SSL"):
-        location = read_secret(security.ssl_truststore_location_env, security.secret_scope,
-                               security.ssl_truststore_location_key, "truststore location", env,
-                               secret_lookup)
-        truststore_password = read_secret(security.ssl_truststore_password_env, security.secret_scope,
-                                          security.ssl_truststore_password_key, "truststore password",
-                                          env, secret_lookup)
+        location = read_secret(
+            security.ssl_truststore_location_env,
+            security.secret_scope,
+            security.ssl_truststore_location_key,
+            "truststore location",
+            env,
+            secret_lookup,
+        )
+        truststore_password = read_secret(
+            security.ssl_truststore_password_env,
+            security.secret_scope,
+            security.ssl_truststore_password_key,
+            "truststore password",
+            env,
+            secret_lookup,
+        )
         if location:
             options["kafka.ssl.truststore.location"] = location
         if truststore_password:

@@ -146,7 +146,6 @@ def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, 
         "src_timestamp",
     ]
     events = parsed.where(F.col("target") == HEARTBEAT_EVENTS.name).select(*source, "event.*")
-    events = events.withColumn("details", F.map_from_entries("details"))
     unrecognised = (
         parsed.where(F.col("target") == TELEMETRY_UNRECOGNISED.name)
         .groupBy("src_topic", "unrecognised.source", "unrecognised.reason")

@@ -47,6 +47,8 @@ class MavenArtifact:
     group_id: str
     artifact_id: str
     version: str
+    # groupId:artifactId of transitive dependencies to leave out (because another root supplies them).
+    exclusions: tuple[str, ...] = ()
 
     @property
     def coordinates(self) -> str:
@@ -65,7 +67,7 @@ class ArtifactSet:
 
     @property
     def cache_key(self) -> str:
-        digest = hashlib.sha256("\n".join(root.coordinates for root in self.roots).encode()).hexdigest()
+        digest = hashlib.sha256("\n".join(f"{r.coordinates}{r.exclusions}" for r in self.roots).encode()).hexdigest()
         return f"{self.name}-{digest[:12]}"
 
 
@@ -93,13 +95,15 @@ class ResolvedSet:
 
 # --- declarations -----------------------------------------------------------------------------------
 
+
 def installed_version(distribution: str) -> str:
     """Version of an installed pip distribution, with a clear error when it is missing."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError as error:
-        raise MissingArtifactError(f"The Python package {distribution} is not installed; "
-                                   "run `pip install -e .` in the repository.") from error
+        raise MissingArtifactError(
+            f"The Python package {distribution} is not installed; run `pip install -e .` in the repository."
+        ) from error
 
 
 def pyspark_jars_dir() -> Path:
@@ -116,17 +120,29 @@ def spark_connector_artifacts(config: RadarConfig) -> ArtifactSet:
     spark_version = config.spark.kafka_connector_version or installed_version("pyspark")
     pyspark_major_minor = ".".join(installed_version("pyspark").split(".")[:2])
     delta_version = config.spark.delta_version or installed_version("delta-spark")
-    roots = {
-        "kafka": MavenArtifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY_VERSION}",
-                               spark_version),
-        "delta": MavenArtifact("io.delta", f"delta-spark_{pyspark_major_minor}_{SCALA_BINARY_VERSION}",
-                               delta_version),
+    token_provider = f"spark-token-provider-kafka-0-10_{SCALA_BINARY_VERSION}"
+    token_version = config.spark.kafka_token_provider_version or spark_version
+    roots: dict[str, tuple[MavenArtifact, ...]] = {
+        "kafka": (
+            # The token provider is pinned on its own: some Maven Central snapshots lack it for the
+            # connector's exact version, and its classes (KafkaConfigUpdater, KafkaTokenUtil) are stable.
+            MavenArtifact(
+                "org.apache.spark",
+                f"spark-sql-kafka-0-10_{SCALA_BINARY_VERSION}",
+                spark_version,
+                exclusions=(f"org.apache.spark:{token_provider}",),
+            ),
+            MavenArtifact("org.apache.spark", token_provider, token_version),
+        ),
+        "delta": (
+            MavenArtifact("io.delta", f"delta-spark_{pyspark_major_minor}_{SCALA_BINARY_VERSION}", delta_version),
+        ),
     }
     connectors = config.spark.connectors
     return ArtifactSet(
         name=SPARK_SET_NAME,
         purpose="Spark connectors: " + " and ".join(f"format('{name}')" for name in connectors),
-        roots=tuple(roots[name] for name in connectors),
+        roots=tuple(root for name in connectors for root in roots[name]),
         skip_jars_in=pyspark_jars_dir(),
     )
 
@@ -136,14 +152,20 @@ def broker_artifacts(broker: BrokerConfig) -> ArtifactSet:
     plus the logging backend the distribution ships: log4j2 for 4.x, reload4j for 3.x."""
     kafka = MavenArtifact("org.apache.kafka", f"kafka_{SCALA_BINARY_VERSION}", broker.version)
     if broker.major >= 4:
-        logging_roots = tuple(MavenArtifact("org.apache.logging.log4j", name, LOG4J2_VERSION)
-                              for name in ("log4j-api", "log4j-core", "log4j-slf4j-impl"))
+        logging_roots = tuple(
+            MavenArtifact("org.apache.logging.log4j", name, LOG4J2_VERSION)
+            for name in ("log4j-api", "log4j-core", "log4j-slf4j-impl")
+        )
     else:
-        logging_roots = (MavenArtifact("org.slf4j", "slf4j-reload4j", SLF4J_1_VERSION),
-                         MavenArtifact("ch.qos.reload4j", "reload4j", RELOAD4J_VERSION))
-    return ArtifactSet(name=f"kafka-broker-{broker.version}",
-                       purpose=f"embedded Apache Kafka {broker.version} broker (KRaft)",
-                       roots=(kafka, *logging_roots))
+        logging_roots = (
+            MavenArtifact("org.slf4j", "slf4j-reload4j", SLF4J_1_VERSION),
+            MavenArtifact("ch.qos.reload4j", "reload4j", RELOAD4J_VERSION),
+        )
+    return ArtifactSet(
+        name=f"kafka-broker-{broker.version}",
+        purpose=f"embedded Apache Kafka {broker.version} broker (KRaft)",
+        roots=(kafka, *logging_roots),
+    )
 
 
 def all_artifact_sets(config: RadarConfig) -> list[ArtifactSet]:
@@ -151,6 +173,7 @@ def all_artifact_sets(config: RadarConfig) -> list[ArtifactSet]:
 
 
 # --- resolution -------------------------------------------------------------------------------------
+
 
 def default_cache_dir(config: RadarConfig) -> Path:
     if config.spark.jars_cache_dir is not None:
@@ -160,18 +183,23 @@ def default_cache_dir(config: RadarConfig) -> Path:
 
 
 def how_to_get(artifact_set: ArtifactSet) -> str:
-    return ("To get it: run `radar jars --export DIR` on a machine with Maven and access to Maven Central, "
-            "copy DIR here and pass --jars-dir DIR (or set spark.jars_dir)"
-            + ("; or pin spark.kafka_connector_version / spark.delta_version to a version that exists "
-               "on Maven Central." if artifact_set.name == SPARK_SET_NAME else "; or set broker.version "
-               "to a release whose artifacts are on Maven Central."))
+    return (
+        "To get it: run `radar jars --export DIR` on a machine with Maven and access to Maven Central, "
+        "copy DIR here and pass --jars-dir DIR (or set spark.jars_dir)"
+        + (
+            "; or pin spark.kafka_connector_version / spark.delta_version to a version that exists on Maven Central."
+            if artifact_set.name == SPARK_SET_NAME
+            else "; or set broker.version to a release whose artifacts are on Maven Central."
+        )
+    )
 
 
 def write_manifest(folder: Path, resolved: ResolvedSet) -> None:
-    manifest = {"set": resolved.artifact_set.name,
-                "roots": [root.coordinates for root in resolved.artifact_set.roots],
-                "jars": [{"coordinates": jar.coordinates, "file": jar.path.name, "size": jar.size}
-                         for jar in resolved.jars]}
+    manifest = {
+        "set": resolved.artifact_set.name,
+        "roots": [root.coordinates for root in resolved.artifact_set.roots],
+        "jars": [{"coordinates": jar.coordinates, "file": jar.path.name, "size": jar.size} for jar in resolved.jars],
+    }
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
@@ -181,8 +209,7 @@ def read_manifest(folder: Path, artifact_set: ArtifactSet, source: str) -> Resol
     if not manifest_path.is_file():
         return None
     manifest = json.loads(manifest_path.read_text())
-    jars = tuple(ResolvedJar(entry["coordinates"], folder / entry["file"], entry["size"])
-                 for entry in manifest["jars"])
+    jars = tuple(ResolvedJar(entry["coordinates"], folder / entry["file"], entry["size"]) for entry in manifest["jars"])
     if not all(jar.path.is_file() for jar in jars):
         return None
     return ResolvedSet(artifact_set, jars, source)
@@ -198,24 +225,39 @@ def from_jars_dir(artifact_set: ArtifactSet, jars_dir: Path) -> ResolvedSet:
         names = ", ".join(missing or [root.coordinates for root in artifact_set.roots])
         raise MissingArtifactError(
             f"The jars dir {jars_dir} does not hold {names} ({artifact_set.purpose}); expected "
-            f"{folder}/{MANIFEST_NAME} and its jars as written by `radar jars --export`. "
-            + how_to_get(artifact_set))
+            f"{folder}/{MANIFEST_NAME} and its jars as written by `radar jars --export`. " + how_to_get(artifact_set)
+        )
     return resolved
 
 
 def maven_pom(artifact_set: ArtifactSet) -> str:
+    def exclusions(a: MavenArtifact) -> str:
+        if not a.exclusions:
+            return ""
+        inner = "".join(
+            f"<exclusion><groupId>{escape(g)}</groupId><artifactId>{escape(n)}</artifactId></exclusion>"
+            for g, n in (e.split(":") for e in a.exclusions)
+        )
+        return f"<exclusions>{inner}</exclusions>"
+
     dependencies = "".join(
         f"<dependency><groupId>{escape(a.group_id)}</groupId><artifactId>{escape(a.artifact_id)}"
-        f"</artifactId><version>{escape(a.version)}</version></dependency>\n" for a in artifact_set.roots)
-    return ('<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>\n'
-            '<groupId>rebalance-radar</groupId><artifactId>radar-jars</artifactId><version>0</version>\n'
-            f"<dependencies>\n{dependencies}</dependencies></project>\n")
+        f"</artifactId><version>{escape(a.version)}</version>{exclusions(a)}</dependency>\n"
+        for a in artifact_set.roots
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>\n'
+        "<groupId>rebalance-radar</groupId><artifactId>radar-jars</artifactId><version>0</version>\n"
+        f"<dependencies>\n{dependencies}</dependencies></project>\n"
+    )
 
 
 # Every repository (including ones declared in third-party poms, e.g. Spark's GCS mirror, which is not
 # reachable everywhere) is routed to Maven Central, so resolution never waits on an unreachable host.
-MAVEN_SETTINGS = (f"<settings><mirrors><mirror><id>maven-central</id><name>Maven Central</name>"
-                  f"<url>{MAVEN_CENTRAL_URL}</url><mirrorOf>*</mirrorOf></mirror></mirrors></settings>\n")
+MAVEN_SETTINGS = (
+    f"<settings><mirrors><mirror><id>maven-central</id><name>Maven Central</name>"
+    f"<url>{MAVEN_CENTRAL_URL}</url><mirrorOf>*</mirrorOf></mirror></mirrors></settings>\n"
+)
 LISTED_JAR = re.compile(r"^\s+([^:\s]+):([^:\s]+):jar:(?:([^:\s]+):)?([^:\s]+):(compile|runtime):(/\S+?\.jar)")
 
 
@@ -225,20 +267,36 @@ def run_maven(artifact_set: ArtifactSet, work_dir: Path) -> list[tuple[str, Path
     if mvn is None:
         raise MissingArtifactError(
             f"{artifact_set.purpose} is not in the jar cache and Maven (mvn) is not on PATH. "
-            "Install Maven (e.g. apt-get install maven). " + how_to_get(artifact_set))
+            "Install Maven (e.g. apt-get install maven). " + how_to_get(artifact_set)
+        )
     (work_dir / "pom.xml").write_text(maven_pom(artifact_set))
     (work_dir / "settings.xml").write_text(MAVEN_SETTINGS)
     listing = work_dir / "dependencies.txt"
-    command = [mvn, "-B", "-U", "-s", str(work_dir / "settings.xml"), "-f", str(work_dir / "pom.xml"),
-               f"{MAVEN_DEPENDENCY_PLUGIN}:list", "-DincludeScope=runtime",
-               f"-DoutputFile={listing}", "-DoutputAbsoluteArtifactFilename=true"]
-    print(f"resolving {artifact_set.purpose} from Maven Central with Maven "
-          f"({', '.join(root.coordinates for root in artifact_set.roots)}) ...", file=sys.stderr, flush=True)
+    command = [
+        mvn,
+        "-B",
+        "-U",
+        "-s",
+        str(work_dir / "settings.xml"),
+        "-f",
+        str(work_dir / "pom.xml"),
+        f"{MAVEN_DEPENDENCY_PLUGIN}:list",
+        "-DincludeScope=runtime",
+        f"-DoutputFile={listing}",
+        "-DoutputAbsoluteArtifactFilename=true",
+    ]
+    print(
+        f"resolving {artifact_set.purpose} from Maven Central with Maven "
+        f"({', '.join(root.coordinates for root in artifact_set.roots)}) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.monotonic()
     output: list[str] = []
     downloaded = 0
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          cwd=work_dir) as process:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work_dir
+    ) as process:
         assert process.stdout is not None
         for line in process.stdout:
             output.append(line)
@@ -248,15 +306,25 @@ def run_maven(artifact_set: ArtifactSet, work_dir: Path) -> list[tuple[str, Path
     if downloaded:
         print(file=sys.stderr)
     if process.returncode != 0:
-        missing = sorted(set(re.findall(r"([\w.\-]+:[\w.\-]+):(?:jar|pom):([\w.\-]+)(?=[,:\s])",
-                                        " ".join(line for line in output if "[ERROR]" in line))))
-        what = ", ".join(f"{name}:{version}" for name, version in missing
-                         if not name.startswith("rebalance-radar:")) or "some artifacts"
-        first_error = next((line.strip() for line in output if line.startswith("[ERROR]")),
-                           f"mvn exited {process.returncode}")
+        missing = sorted(
+            set(
+                re.findall(
+                    r"([\w.\-]+:[\w.\-]+):(?:jar|pom):([\w.\-]+)(?=[,:\s])",
+                    " ".join(line for line in output if "[ERROR]" in line),
+                )
+            )
+        )
+        what = (
+            ", ".join(f"{name}:{version}" for name, version in missing if not name.startswith("rebalance-radar:"))
+            or "some artifacts"
+        )
+        first_error = next(
+            (line.strip() for line in output if line.startswith("[ERROR]")), f"mvn exited {process.returncode}"
+        )
         raise MissingArtifactError(
             f"Maven Central does not have {what} (needed for {artifact_set.purpose}); "
-            f"Maven said: {first_error[:400]}. " + how_to_get(artifact_set))
+            f"Maven said: {first_error[:400]}. " + how_to_get(artifact_set)
+        )
     jars = []
     for line in listing.read_text().splitlines():
         match = LISTED_JAR.match(line)
@@ -336,8 +404,10 @@ def run_jars(config: RadarConfig, export_dir: Path | None) -> int:
             failures += 1
             continue
         total = sum(jar.size for jar in resolved.jars)
-        print(f"{artifact_set.name}: {artifact_set.purpose} — {len(resolved.jars)} jars, "
-              f"{total / 1e6:.1f} MB, from {resolved.source}")
+        print(
+            f"{artifact_set.name}: {artifact_set.purpose} — {len(resolved.jars)} jars, "
+            f"{total / 1e6:.1f} MB, from {resolved.source}"
+        )
         for jar in resolved.jars:
             print(f"  {jar.coordinates:<75} {jar.size:>11,d}  {jar.path}")
         if export_dir is not None:
@@ -345,9 +415,11 @@ def run_jars(config: RadarConfig, export_dir: Path | None) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             for jar in resolved.jars:
                 shutil.copy2(jar.path, folder / jar.path.name)
-            exported = ResolvedSet(artifact_set, tuple(ResolvedJar(jar.coordinates, folder / jar.path.name,
-                                                                   jar.size) for jar in resolved.jars),
-                                   "export")
+            exported = ResolvedSet(
+                artifact_set,
+                tuple(ResolvedJar(jar.coordinates, folder / jar.path.name, jar.size) for jar in resolved.jars),
+                "export",
+            )
             write_manifest(folder, exported)
             print(f"  exported to {folder} (use it offline with --jars-dir {export_dir})")
     return 1 if failures else 0

@@ -20,9 +20,11 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Classes that must load for a format to really work (the Kafka source also needs the token provider).
 FORMAT_CLASSES = {
-    "kafka": ("org.apache.spark.sql.kafka010.KafkaSourceProvider",
-              "org.apache.spark.kafka010.KafkaConfigUpdater",
-              "org.apache.kafka.clients.consumer.KafkaConsumer"),
+    "kafka": (
+        "org.apache.spark.sql.kafka010.KafkaSourceProvider",
+        "org.apache.spark.kafka010.KafkaConfigUpdater",
+        "org.apache.kafka.clients.consumer.KafkaConsumer",
+    ),
     "delta": ("org.apache.spark.sql.delta.sources.DeltaDataSource", "io.delta.tables.DeltaTable"),
 }
 
@@ -82,7 +84,8 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
         if not missing:
             try:
                 jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-                    name, spark._jsparkSession.sessionState().conf())
+                    name, spark._jsparkSession.sessionState().conf()
+                )
             except Exception as error:
                 missing.append(f"data source lookup failed: {str(error).splitlines()[0][:200]}")
         if missing:
@@ -91,7 +94,8 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
         raise SparkSessionError(
             "; ".join(problems) + ". The connector jars are not on this JVM's classpath: run `radar jars` "
             "(or pass --jars-dir with a folder from `radar jars --export`) and start a new process, because "
-            "jars are read only when the JVM starts.")
+            "jars are read only when the JVM starts."
+        )
 
 
 def build_spark_session(config: RadarConfig) -> SparkSession:
@@ -107,7 +111,8 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
         if not {str(jar) for jar in jars} <= loaded:
             raise SparkSessionError(
                 "A SparkSession already runs in this process without the connector jars, and jars are read "
-                "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first.")
+                "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first."
+            )
         verify_formats(existing, config.spark.connectors)
         return existing
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)

@@ -6,6 +6,7 @@ line that is not a dump record, so the pipeline can quarantine it instead of sto
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,7 +50,11 @@ def kafka_stream(
 
 def _payload(text: Column, codec: Column) -> Column:
     """Key/value bytes from their dump text; null when the text is not valid for its codec."""
-    return F.try_to_binary(text, F.when(codec == "utf8", F.lit("utf-8")).otherwise(codec))
+    return (
+        F.when(codec == "hex", F.try_to_binary(text, F.lit("hex")))
+        .when(codec == "utf8", F.try_to_binary(text, F.lit("utf-8")))
+        .otherwise(F.try_to_binary(text, F.lit("base64")))
+    )
 
 
 def _dump_error(line: Column, parsed: Column, codec: Column) -> Column:
@@ -77,7 +82,14 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path]) -> DataFrame
         raise FileNotFoundError(f"dump file(s) not found: {', '.join(missing)}; pass files written by `radar capture`")
     lines: DataFrame | None = None
     for path in paths:
-        one = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(Path(path).resolve()))
+        # A file stream reads directories: read the file's folder, filtered to this one file name.
+        resolved = Path(path).resolve()
+        one = (
+            spark.readStream.format("text")
+            .option("maxFilesPerTrigger", 1)
+            .option("pathGlobFilter", glob.escape(resolved.name))
+            .load(str(resolved.parent))
+        )
         lines = one if lines is None else lines.unionByName(one)
     assert lines is not None
     parsed = F.from_json(F.col("value"), DUMP_LINE_DDL, {"mode": "PERMISSIVE"})

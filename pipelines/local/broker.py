@@ -93,19 +93,29 @@ def server_properties(broker: BrokerConfig, port: int, controller_port: int, dat
 
 
 def log4j2_properties(log_file: Path, coordinator_level: str) -> str:
-    lines = ["status = warn", "appender.file.type = File", "appender.file.name = file",
-             f"appender.file.fileName = {log_file}", "appender.file.layout.type = PatternLayout",
-             f"appender.file.layout.pattern = {LOG_PATTERN}",
-             "rootLogger.level = INFO", "rootLogger.appenderRef.file.ref = file"]
+    lines = [
+        "status = warn",
+        "appender.file.type = File",
+        "appender.file.name = file",
+        f"appender.file.fileName = {log_file}",
+        "appender.file.layout.type = PatternLayout",
+        f"appender.file.layout.pattern = {LOG_PATTERN}",
+        "rootLogger.level = INFO",
+        "rootLogger.appenderRef.file.ref = file",
+    ]
     for index, name in enumerate(COORDINATOR_LOGGERS):
         lines += [f"logger.coordinator{index}.name = {name}", f"logger.coordinator{index}.level = {coordinator_level}"]
     return "\n".join(lines) + "\n"
 
 
 def log4j1_properties(log_file: Path, coordinator_level: str) -> str:
-    lines = ["log4j.rootLogger=INFO, file", "log4j.appender.file=org.apache.log4j.FileAppender",
-             f"log4j.appender.file.File={log_file}", "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
-             f"log4j.appender.file.layout.ConversionPattern={LOG_PATTERN}"]
+    lines = [
+        "log4j.rootLogger=INFO, file",
+        "log4j.appender.file=org.apache.log4j.FileAppender",
+        f"log4j.appender.file.File={log_file}",
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+        f"log4j.appender.file.layout.ConversionPattern={LOG_PATTERN}",
+    ]
     lines += [f"log4j.logger.{name}={coordinator_level}" for name in COORDINATOR_LOGGERS]
     return "\n".join(lines) + "\n"
 
@@ -129,8 +139,9 @@ class EmbeddedKafka:
     @property
     def bootstrap_servers(self) -> str:
         if self.port is None:
-            raise BrokerStartError("The embedded broker is not started; call start() or use it as a context "
-                                   "manager first.")
+            raise BrokerStartError(
+                "The embedded broker is not started; call start() or use it as a context manager first."
+            )
         return f"{self.broker.host}:{self.port}"
 
     @property
@@ -148,9 +159,18 @@ class EmbeddedKafka:
             logging = [f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}"]
         else:
             logging = [f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}"]
-        return [java, f"-Xmx{self.broker.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-                f"-Dkafka.logs.dir={self.log_dir}", *logging,
-                "-cp", ":".join(str(path) for path in classpath), main, *args]
+        return [
+            java,
+            f"-Xmx{self.broker.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={self.log_dir}",
+            *logging,
+            "-cp",
+            ":".join(str(path) for path in classpath),
+            main,
+            *args,
+        ]
 
     def start(self) -> EmbeddedKafka:
         """Resolve the jars, format the storage, launch the broker and wait until it answers."""
@@ -166,40 +186,58 @@ class EmbeddedKafka:
         properties_file = self.home / "server.properties"
         properties = server_properties(self.broker, self.port, controller_port, data)
         properties_file.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
-        (self.home / "log4j2.properties").write_text(log4j2_properties(self.log_file,
-                                                                        self.broker.coordinator_log_level))
-        (self.home / "log4j.properties").write_text(log4j1_properties(self.log_file,
-                                                                      self.broker.coordinator_log_level))
-        print(f"starting Kafka {self.broker.version} broker on {self.bootstrap_servers} "
-              f"(logs: {self.log_file}) ...", file=sys.stderr, flush=True)
+        (self.home / "log4j2.properties").write_text(
+            log4j2_properties(self.log_file, self.broker.coordinator_log_level)
+        )
+        (self.home / "log4j.properties").write_text(log4j1_properties(self.log_file, self.broker.coordinator_log_level))
+        print(
+            f"starting Kafka {self.broker.version} broker on {self.bootstrap_servers} (logs: {self.log_file}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
         formatting = subprocess.run(
-            self.java_command(classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(),
-                              "-c", str(properties_file)),
-            capture_output=True, text=True, timeout=120, check=False)
+            self.java_command(
+                classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(), "-c", str(properties_file)
+            ),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         if formatting.returncode != 0:
-            raise BrokerStartError(f"Formatting the Kafka storage in {data} failed: "
-                                   f"{(formatting.stderr or formatting.stdout).strip()[-1500:]}")
+            raise BrokerStartError(
+                f"Formatting the Kafka storage in {data} failed: "
+                f"{(formatting.stderr or formatting.stdout).strip()[-1500:]}"
+            )
         with self.stdout_file.open("wb") as out:
             self._process = subprocess.Popen(
                 self.java_command(classpath, BROKER_MAIN_CLASS, str(properties_file)),
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent)  # the broker dies with this process, even on SIGKILL
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,
+            )  # the broker dies with this process, even on SIGKILL
         atexit.register(self.stop)
         try:
             self.wait_until_ready(started)
         except BaseException:
             self.stop()
             raise
-        print(f"Kafka {self.broker.version} broker ready at {self.bootstrap_servers} "
-              f"in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"Kafka {self.broker.version} broker ready at {self.bootstrap_servers} "
+            f"in {time.monotonic() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
         return self
 
     def wait_until_ready(self, started: float) -> None:
         """Ready = an AdminClient lists topics; a broker that exits meanwhile is reported with its log."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000,
-                             "log_level": 0})  # refused connections while starting are expected
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
+        )  # refused connections while starting are expected
         deadline = started + self.broker.startup_timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -207,7 +245,8 @@ class EmbeddedKafka:
                 raise BrokerStartError(
                     f"The Kafka {self.broker.version} broker exited during start (code "
                     f"{self._process.returncode if self._process else '?'}); see {self.stdout_file} and "
-                    f"{self.log_file}. Last output: {self.tail(self.stdout_file)}")
+                    f"{self.log_file}. Last output: {self.tail(self.stdout_file)}"
+                )
             try:
                 admin.list_topics(timeout=2)
                 del admin  # closes the client now, not at some later garbage collection
@@ -215,9 +254,11 @@ class EmbeddedKafka:
             except Exception as error:  # KafkaException while the listener is not up yet
                 last_error = error
                 time.sleep(0.3)
-        raise BrokerStartError(f"The Kafka broker did not answer on {self.bootstrap_servers} within "
-                               f"{self.broker.startup_timeout_s:.0f} s ({last_error}); see {self.log_file}. "
-                               "Raise broker.startup_timeout_s on a slow machine.")
+        raise BrokerStartError(
+            f"The Kafka broker did not answer on {self.bootstrap_servers} within "
+            f"{self.broker.startup_timeout_s:.0f} s ({last_error}); see {self.log_file}. "
+            "Raise broker.startup_timeout_s on a slow machine."
+        )
 
     @staticmethod
     def tail(path: Path, characters: int = 1500) -> str:
@@ -240,6 +281,7 @@ class EmbeddedKafka:
     def __enter__(self) -> EmbeddedKafka:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.stop()

@@ -96,6 +96,9 @@ class _Compiler:
             "_array_of_fixed": _array_of_fixed,
             "_array_of_strings": _array_of_strings,
             "_array_of_bytes": _array_of_bytes,
+            "_unpack_int16": prim.INT16.unpack_from,
+            "_unpack_int32": prim.INT32.unpack_from,
+            "uuid_to_text": prim.uuid_to_text,
         }
         self.counter = 0
 
@@ -115,25 +118,29 @@ class _Compiler:
         return self.version in flexible
 
     def _struct(self, fields: tuple[FieldSpec, ...]) -> str:
-        """Emit a reader for a struct's fields; returns the function's name."""
+        """Emit a reader for a struct's fields; returns the function's name.
+
+        Fields are read into locals and the dict is built once at the end (cheaper than a store per field); the
+        dict literal keeps the fields in definition order, and tagged fields follow, as Kafka's formatters print.
+        """
         fn = self._name("_read_struct_")
-        body: list[str] = ["d = {}"]
-        run: list[FieldSpec] = []
+        body: list[str] = []
+        run: list[tuple[FieldSpec, str]] = []
         tagged: list[FieldSpec] = []
+        targets: list[tuple[str, str]] = []
 
         def flush() -> None:
             if not run:
                 return
-            fmt = ">" + "".join(prim.STRUCT_CODES[f.type] for f in run)
+            fmt = ">" + "".join(prim.STRUCT_CODES[f.type] for f, _ in run)
             size = struct.calcsize(fmt)
-            packer = self._name("_S")
-            self.namespace[packer] = struct.Struct(fmt)
-            names = ", ".join(f.name for f in run)
-            targets = ", ".join(f"d[{f.name!r}]" for f in run)
+            unpack = self._name("_unpack")
+            self.namespace[unpack] = struct.Struct(fmt).unpack_from
+            names = ", ".join(f.name for f, _ in run)
             body.append(f"if p + {size} > e: raise prim.truncated(p, {size}, e, {names!r})")
-            body.append(f"({targets},) = {packer}.unpack_from(b, p)")
+            body.append(f"({', '.join(v for _, v in run)},) = {unpack}(b, p)")
             body.append(f"p += {size}")
-            body.extend(f"d[{f.name!r}] = prim.uuid_to_text(d[{f.name!r}])" for f in run if f.type == "uuid")
+            body.extend(f"{v} = uuid_to_text({v})" for f, v in run if f.type == "uuid")
             run.clear()
 
         for f in fields:
@@ -142,21 +149,65 @@ class _Compiler:
             if f.tagged_in(self.version):
                 tagged.append(f)
                 continue
+            target = f"v{len(targets)}"
+            targets.append((f.name, target))
             if not f.is_array and f.type in FIXED_SIZES:
-                run.append(f)
+                run.append((f, target))
                 continue
             flush()
-            body.extend(self._variable_field(f))
+            body.extend(self._variable_field(f, target))
         flush()
+        body.append("d = {" + ", ".join(f"{name!r}: {target}" for name, target in targets) + "}")
         if self.flexible:
             table = self._name("_TAGS")
             self.namespace[table] = {f.tag: (f.name, self._tagged_reader(f), f.default_value()) for f in tagged}
-            body.append(f"p = read_tagged_fields(b, p, e, d, {table})")
+            # Most records carry no tagged field: one byte 0x00, read inline.
+            body.append("if p < e and b[p] == 0:")
+            body.append("    p += 1")
+            body.append("else:")
+            body.append(f"    p = read_tagged_fields(b, p, e, d, {table})")
         body.append("return d, p")
         self.chunks.append(f"def {fn}(b, p, e):\n" + "\n".join("    " + line for line in body))
         return fn
 
-    def _variable_field(self, f: FieldSpec) -> list[str]:
+    def _length_prefixed(self, f: FieldSpec, target: str, compact: bool, nullable: bool) -> list[str]:
+        """Inline read of a string or bytes field: the same checks, messages and offsets as `prim.read_string` /
+        `prim.read_bytes`, without two calls per field (the hot path of every coordinator record)."""
+        is_string = f.type == "string"
+        what = f"{'string' if is_string else 'bytes'} {f.name}"
+        if compact:
+            lines = [
+                "if p < e and b[p] < 0x80:",
+                "    n = b[p] - 1",
+                "    q = p + 1",
+                "else:",
+                "    n, q = prim.read_uvarint(b, p, e)",
+                "    n -= 1",
+            ]
+        else:
+            width, unpack = (2, "_unpack_int16") if is_string else (4, "_unpack_int32")
+            lines = [
+                f"if p + {width} > e: raise prim.truncated(p, {width}, e, 'length')",
+                f"n = {unpack}(b, p)[0]",
+                f"q = p + {width}",
+            ]
+        lines.append("if n < 0:")
+        if nullable:
+            lines += [f"    {target} = None", "    p = q"]
+        else:
+            lines.append(f"    raise DecodeError({f'non-nullable field {f.name} was serialized as null'!r}, offset=p)")
+        lines.append("else:")
+        if is_string and compact:
+            invalid = f"string field {f.name} had invalid length "
+            lines.append(f"    if n > {prim.MAX_STRING_LENGTH}: raise DecodeError({invalid!r} + str(n), offset=p)")
+        lines += [
+            "    p = q + n",
+            f"    if p > e: raise prim.truncated(q, n, e, {what!r})",
+            f"    {target} = b[q:p].decode('utf-8', 'replace')" if is_string else f"    {target} = b[q:p]",
+        ]
+        return lines
+
+    def _variable_field(self, f: FieldSpec, target: str) -> list[str]:
         compact = self._field_compact(f)
         nullable = self.version in f.nullable
         n = repr(f.name)
@@ -165,40 +216,37 @@ class _Compiler:
             if elem in FIXED_SIZES:
                 code = prim.STRUCT_CODES[elem]
                 return [
-                    f"d[{n}], p = _array_of_fixed(b, p, e, {compact}, {nullable}, {n}, {code!r}, {FIXED_SIZES[elem]})"
+                    f"{target}, p = _array_of_fixed(b, p, e, {compact}, {nullable}, {n}, {code!r}, {FIXED_SIZES[elem]})"
                 ]
             if elem == "string":
-                return [f"d[{n}], p = _array_of_strings(b, p, e, {compact}, {nullable}, {n})"]
+                return [f"{target}, p = _array_of_strings(b, p, e, {compact}, {nullable}, {n})"]
             if elem == "bytes":
-                return [f"d[{n}], p = _array_of_bytes(b, p, e, {compact}, {nullable}, {n})"]
+                return [f"{target}, p = _array_of_bytes(b, p, e, {compact}, {nullable}, {n})"]
             sub = self._struct(self.spec.struct_fields(f))
             return [
                 f"cnt, p = prim.read_array_length(b, p, e, {compact}, {nullable}, {n}, 1)",
                 "if cnt is None:",
-                f"    d[{n}] = None",
+                f"    {target} = None",
                 "else:",
-                "    items = []",
+                f"    {target} = []",
                 "    for _ in range(cnt):",
                 f"        item, p = {sub}(b, p, e)",
-                "        items.append(item)",
-                f"    d[{n}] = items",
+                f"        {target}.append(item)",
             ]
-        if f.type == "string":
-            return [f"d[{n}], p = prim.read_string(b, p, e, {compact}, {nullable}, {n})"]
-        if f.type in ("bytes", "records"):
-            return [f"d[{n}], p = prim.read_bytes(b, p, e, {compact}, {nullable}, {n})"]
+        if f.type in ("string", "bytes", "records"):
+            return self._length_prefixed(f, target, compact, nullable)
         sub = self._struct(self.spec.struct_fields(f))
         if nullable:
             return [
                 "if p >= e: raise prim.truncated(p, 1, e, 'struct marker')",
                 "if b[p] >= 0x80:",
                 "    p += 1",
-                f"    d[{n}] = None",
+                f"    {target} = None",
                 "else:",
                 "    p += 1",
-                f"    d[{n}], p = {sub}(b, p, e)",
+                f"    {target}, p = {sub}(b, p, e)",
             ]
-        return [f"d[{n}], p = {sub}(b, p, e)"]
+        return [f"{target}, p = {sub}(b, p, e)"]
 
     def _tagged_reader(self, f: FieldSpec) -> StructReader:
         """A reader for one tagged field's payload; tagged fields always use the compact encodings."""
@@ -276,10 +324,13 @@ def read_message(
     spec: MessageSpec, version: int, data: bytes, pos: int = 0, end: int | None = None
 ) -> tuple[dict[str, Any], int]:
     """Decode `spec` at `version` from `data[pos:end]`; returns the value and the position after it."""
-    if version not in spec.valid:
-        raise DecodeError(
-            f"{spec.name} version {version} is not known to this codec (knows {spec.valid.low}-{spec.valid.high})",
-            kind=DecodeErrorKind.UNSUPPORTED,
-            version=version,
-        )
-    return compiled_reader(spec, version)(data, pos, len(data) if end is None else end)
+    hit = _COMPILED.get((id(spec), version))  # a compiled (spec, version) was validated when it was compiled
+    if hit is None:
+        if version not in spec.valid:
+            raise DecodeError(
+                f"{spec.name} version {version} is not known to this codec (knows {spec.valid.low}-{spec.valid.high})",
+                kind=DecodeErrorKind.UNSUPPORTED,
+                version=version,
+            )
+        return compiled_reader(spec, version)(data, pos, len(data) if end is None else end)
+    return hit[1](data, pos, len(data) if end is None else end)
