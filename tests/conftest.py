@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
-from pipelines.jvm import MissingArtifactError
 
 
 @pytest.fixture(scope="session")
@@ -19,13 +18,10 @@ def radar_config(tmp_path_factory: pytest.TempPathFactory) -> RadarConfig:
 
 @pytest.fixture(scope="session")
 def spark(radar_config: RadarConfig) -> Iterator[object]:
-    """The run's only SparkSession. Skipped, with the reason, only when a connector jar cannot be had."""
+    """The run's only SparkSession. A missing connector jar fails the tests that need it (never a silent skip)."""
     from pipelines.session import build_spark_session
 
-    try:
-        session = build_spark_session(radar_config)
-    except MissingArtifactError as error:
-        pytest.skip(f"Spark connector jars unavailable here: {error}")
+    session = build_spark_session(radar_config)
     yield session
     session.stop()
 
