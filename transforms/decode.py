@@ -18,6 +18,7 @@ from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_ass
 from transforms.wire.coordinator_records import decode_coordinator_key, decode_coordinator_value
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
+from transforms.wire.member_states import member_state_name
 
 # Columns the pipeline adds itself (the cluster name, the Kafka coordinates, partition dates).
 PIPELINE_COLUMNS = frozenset({"cluster", "src_topic", "src_partition", "src_offset", "src_timestamp", "commit_date"})
@@ -186,6 +187,7 @@ def decode_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dic
         "value_version": version,
         "epoch": None if data is None else _first(data, "epoch", "assignmentEpoch", "memberEpoch"),
         "member_id": key_data.get("memberId"),
+        "member_state": None if data is None else member_state_name(record_type.group_type, data.get("state")),
         "is_tombstone": tombstone,
         "payload": None if data is None else json.dumps(to_kafka_json(data), separators=(",", ":")),
     }

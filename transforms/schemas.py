@@ -132,6 +132,9 @@ GROUP_RECORDS = _table(
         Column("value_version", "SMALLINT"),
         Column("epoch", "INT", "group epoch, assignment epoch or member epoch, whichever the record carries"),
         Column("member_id", "STRING"),
+        Column(
+            "member_state", "STRING", "named state of *CurrentMemberAssignment records (codes differ by group type)"
+        ),
         Column("is_tombstone", "BOOLEAN"),
         Column("payload", "STRING", "decoded value as JSON text in Kafka's conventions"),
     ),

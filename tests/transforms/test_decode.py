@@ -149,6 +149,22 @@ def test_kip848_record_keeps_payload_json_and_epoch() -> None:
         "m",
     )
     assert json.loads(row["payload"])["previousMemberEpoch"] == 4
+    assert row["member_state"] == "STABLE"
+
+
+@pytest.mark.parametrize(
+    ("record_type", "code", "name"),
+    [(8, 1, "UNREVOKED_PARTITIONS"), (22, 1, "STABLE"), (22, 2, "UNREVOKED_TASKS"), (14, 2, "UNRELEASED_PARTITIONS")],
+)
+def test_member_state_codes_depend_on_group_type(record_type: int, code: int, name: str) -> None:
+    from pipelines.local.sample_dump import example_value
+    from transforms.wire.coordinator_records import RECORD_TYPES
+
+    rt = RECORD_TYPES[record_type]
+    value = example_value(rt.value, 0) | {"state": code}
+    key, raw = encode_coordinator_record(record_type, example_value(rt.key, 0), 0, value)
+    _, row = decode_offsets_row(key, raw)
+    assert row["member_state"] == name
 
 
 @pytest.mark.parametrize(
