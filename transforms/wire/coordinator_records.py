@@ -7,7 +7,7 @@ value = int16 value version + value message at that version; a null value is a t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from transforms.wire import primitives as prim
 from transforms.wire.errors import DecodeError, DecodeErrorKind
@@ -54,9 +54,11 @@ RECORD_TYPES: dict[int, RecordType] = _record_types()
 RECORD_TYPES_BY_NAME: dict[str, RecordType] = {t.name: t for t in RECORD_TYPES.values()}
 
 
-@dataclass(frozen=True)
-class CoordinatorRecord:
-    """A decoded `__consumer_offsets` record. `value is None` means tombstone."""
+class CoordinatorRecord(NamedTuple):
+    """A decoded `__consumer_offsets` record. `value is None` means tombstone.
+
+    Immutable like a frozen dataclass, but built several times faster: a frozen dataclass's `__init__` (one
+    `object.__setattr__` per field) cost a quarter of decoding an OffsetCommit record."""
 
     record_type: int
     name: str

@@ -7,6 +7,7 @@ more than the remaining bytes justify. Writers append to a bytearray.
 from __future__ import annotations
 
 import base64
+import binascii
 import struct
 
 from transforms.wire.errors import DecodeError
@@ -38,9 +39,15 @@ def truncated(pos: int, need: int, end: int, what: str) -> DecodeError:
     return DecodeError(f"truncated {what}: needs {need} bytes, {max(end - pos, 0)} left", offset=pos)
 
 
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def uuid_to_text(raw: bytes) -> str:
-    """Kafka's JSON form of a uuid: URL-safe base64 without padding (Uuid.toString)."""
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    """Kafka's JSON form of a uuid: URL-safe base64 without padding (Uuid.toString).
+
+    `b2a_base64` + one translate (that also drops the padding) is what `urlsafe_b64encode().rstrip()` does, in fewer
+    steps: every OffsetCommit v4 carries a uuid."""
+    return binascii.b2a_base64(raw, newline=False).translate(_URL_SAFE, b"=").decode("ascii")
 
 
 def uuid_from_text(text: str) -> bytes:

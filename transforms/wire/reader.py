@@ -22,13 +22,25 @@ StructReader = Callable[[bytes, int, int], tuple[Any, int]]
 def read_tagged_fields(
     buf: bytes, pos: int, end: int, out: dict[str, Any], table: dict[int, tuple[str, StructReader, Any]]
 ) -> int:
-    """A tagged-field section: known tags are decoded inside their own size, unknown ones skipped."""
-    count, pos = prim.read_uvarint(buf, pos, end)
+    """A tagged-field section: known tags are decoded inside their own size, unknown ones skipped.
+
+    Counts, tags and sizes are nearly always one-byte varints; those are read inline, the rest by `read_uvarint`.
+    """
+    if pos < end and buf[pos] < 0x80:
+        count = buf[pos]
+        pos += 1
+    else:
+        count, pos = prim.read_uvarint(buf, pos, end)
     if count > end - pos:
         raise DecodeError(f"{count} tagged fields cannot fit in {end - pos} bytes", offset=pos)
     for _ in range(count):
-        tag, pos = prim.read_uvarint(buf, pos, end)
-        size, pos = prim.read_uvarint(buf, pos, end)
+        if pos + 1 < end and buf[pos] < 0x80 and buf[pos + 1] < 0x80:
+            tag = buf[pos]
+            size = buf[pos + 1]
+            pos += 2
+        else:
+            tag, pos = prim.read_uvarint(buf, pos, end)
+            size, pos = prim.read_uvarint(buf, pos, end)
         stop = pos + size
         if stop > end:
             raise prim.truncated(pos, size, end, f"tagged field {tag}")
