@@ -1,9 +1,8 @@
 """Batch-level telemetry parsing for Spark's `mapInArrow`: Kafka rows in, routed rows out.
 
-Each heartbeat event is one `heartbeat_events` row. A record with no event is either counted (it looked like a
-known kind of telemetry, e.g. an ordinary broker log line: `telemetry_unrecognised`) or quarantined (it did not
-look like telemetry at all: binary garbage, oversized, empty), so records in = records with events + counted +
-quarantined.
+Each heartbeat event is one `heartbeat_events` row. A record with no event is either counted (it is text or a
+known kind of telemetry, e.g. an ordinary broker log line: `telemetry_unrecognised`) or quarantined (it is not
+telemetry at all: binary garbage, empty), so records in = records with events + counted + quarantined.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from transforms.telemetry.record_parser import DEFAULT_DETECTORS, RecordDetector
 TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
 TARGET_QUARANTINE = QUARANTINE.name
+UNDETECTED_TEXT = "text"  # `telemetry_unrecognised.source` for text that looked like no known kind
 _EVENT_TYPES = {c.name: c.ddl for c in HEARTBEAT_EVENTS.columns}
 
 
@@ -31,6 +31,17 @@ def parsed_batch_ddl() -> str:
         f"event STRUCT<{event}>, unrecognised STRUCT<source: STRING, reason: STRING>, "
         "quarantine STRUCT<stage: STRING, kind: STRING, reason: STRING, key: BINARY, value: BINARY>"
     )
+
+
+def _is_text(value: bytes | None) -> bool:
+    """Ordinary log noise is text; garbage (empty, binary, not UTF-8) is not."""
+    if not value:
+        return False
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _event_row(event: Any) -> dict[str, Any]:
@@ -66,9 +77,10 @@ def parse_telemetry_batch(
             continue
         index.append(i)
         events.append(None)
-        if outcome.source is not None:
+        if outcome.source is not None or _is_text(value):
             targets.append(TARGET_UNRECOGNISED)
-            unrecognised.append({"source": outcome.source.value, "reason": outcome.reason})
+            kind = outcome.source.value if outcome.source is not None else UNDETECTED_TEXT
+            unrecognised.append({"source": kind, "reason": outcome.reason})
             quarantine.append(None)
         else:
             targets.append(TARGET_QUARANTINE)
