@@ -1,12 +1,12 @@
 """One telemetry Kafka record -> heartbeat events, auto-detecting its format per record.
 
 Detection is a registry: `parse_telemetry_record` asks each `RecordDetector` in order and takes the first
-answer. The default chain has one detector, for UTF-8 text, which splits the record into lines and reads
-each as JSON (`radar.event/*`, librdkafka stats, or a JSON-wrapped log line with a `message`) or as a plain
-broker/client log line. Protocol frames (binary Heartbeat/ConsumerGroupHeartbeat/... captured by a tap,
-decoded with `transforms.wire`) plug in as another detector placed *before* the text one:
+answer. The default chain is `protocol_frames.protocol_frame_detector` (binary `radar.frame/1` records of
+a tap, decoded with `transforms.wire`), then one detector for UTF-8 text, which splits the record into lines
+and reads each as JSON (`radar.event/*`, librdkafka stats, or a JSON-wrapped log line with a `message`) or as a plain
+broker/client log line. Other binary formats plug in as detectors placed before the text one:
 
-    parse_telemetry_record(value, ts, detectors=(protocol_frame_detector, *DEFAULT_DETECTORS))
+    parse_telemetry_record(value, ts, detectors=(my_detector, *DEFAULT_DETECTORS))
 
 A detector returns None for bytes that are not its format, so the next one is asked. Nothing raises on bad
 input: empty, oversized, non-UTF-8 or unknown records are unrecognised outcomes, counted by the caller.
@@ -26,6 +26,7 @@ from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 from transforms.telemetry.json_events import is_radar_event, parse_radar_event
 from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
 from transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
+from transforms.telemetry.protocol_frames import protocol_frame_detector
 
 # Larger records are refused unread: no telemetry format needs more, and regexes must stay bounded.
 MAX_RECORD_BYTES = 1 << 20
@@ -165,7 +166,8 @@ def text_record_detector(value: bytes, context: RecordContext) -> ParseOutcome |
     return ParseOutcome.unrecognised(sources[0] if sources else None, "no line of the record was recognised")
 
 
-DEFAULT_DETECTORS: tuple[RecordDetector, ...] = (text_record_detector,)
+# Binary first: a `radar.frame/1` record is recognised by its 4-byte magic, so text records pay one comparison.
+DEFAULT_DETECTORS: tuple[RecordDetector, ...] = (protocol_frame_detector, text_record_detector)
 
 
 def parse_telemetry_record(
