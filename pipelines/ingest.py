@@ -224,11 +224,16 @@ def start_ingest(
     config: RadarConfig,
     source: DataFrame,
     *,
+    telemetry_source: DataFrame | None = None,
     checkpoint_name: str = "ingest",
     available_now: bool = False,
     telemetry_topics: Sequence[str] | None = None,
 ) -> IngestQueries:
-    """Start the offsets and telemetry queries over `source` (Kafka or replay, same schema)."""
+    """Start the offsets and telemetry queries over `source` (Kafka or replay, same schema).
+
+    With `telemetry_source`, the telemetry query reads it instead of `source`: on Kafka each query then
+    subscribes only to its own topics, so telemetry volume never costs the offsets query a read.
+    """
     ensure_tables(spark, config)
     checkpoints = config.checkpoint_dir / checkpoint_name
     offsets_topic = config.kafka.offsets_topic
@@ -248,7 +253,8 @@ def start_ingest(
     offsets = start(offsets_rows, OFFSETS_QUERY, offsets_batch_writer(config))
     telemetry_query = None
     if telemetry:
-        telemetry_rows = source.where(F.col("topic").isin(*telemetry) & F.col("source_error").isNull())
+        rows = source if telemetry_source is None else telemetry_source
+        telemetry_rows = rows.where(F.col("topic").isin(*telemetry) & F.col("source_error").isNull())
         telemetry_query = start(telemetry_rows, TELEMETRY_QUERY, telemetry_batch_writer(config))
     return IngestQueries(offsets, telemetry_query)
 
@@ -297,6 +303,36 @@ def _await_with_progress(queries: IngestQueries, poll_s: float = 2.0) -> None:
             raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
 
 
+def ensure_offsets_topic(bootstrap_servers: str, offsets_topic: str, timeout_s: float = 60.0) -> None:
+    """A fresh broker creates `__consumer_offsets` only when a client first looks for a group coordinator:
+    ask for one, then wait for the topic, so the offsets query has something to subscribe to."""
+    import time
+
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    deadline = time.monotonic() + timeout_s
+    while offsets_topic not in admin.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{offsets_topic} did not appear on {bootstrap_servers} within {timeout_s:.0f} s")
+        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("radar-bootstrap")])
+        for future in futures.values():
+            try:
+                future.result(timeout=10)
+            except Exception:  # the coordinator may still be loading; the topic check above decides
+                time.sleep(0.5)
+
+
+def missing_topics(bootstrap_servers: str, topics: Sequence[str], options: dict[str, str] | None = None) -> list[str]:
+    """Topics of `topics` that do not exist on the cluster."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(options or {})})
+    existing = set(admin.list_topics(timeout=15).topics)
+    return [t for t in topics if t not in existing]
+
+
 def create_topics(bootstrap_servers: str, topics: Sequence[str], partitions: int = 1) -> None:
     """Create telemetry topics that do not exist yet (the embedded broker starts empty)."""
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -331,6 +367,10 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
             broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
             bootstrap = broker.bootstrap_servers
             create_topics(bootstrap, config.kafka.telemetry_topics)
+            if config.kafka.telemetry_topics:  # the embedded broker's coordinator log is telemetry: ship it
+                from pipelines.local.log_shipper import start_shipper
+
+                stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
         spark = build_spark_session(config)
         topics = [config.kafka.offsets_topic, *config.kafka.telemetry_topics]
         source = kafka_stream(spark, config, topics, bootstrap)
