@@ -1,0 +1,443 @@
+"""The radar agent: a confluent-kafka `Consumer` that reports its group life as `radar.event/1` telemetry.
+
+Why: the broker knows when it fenced a member, only the client knows what that member was doing (committing with
+an old generation, still processing after its partitions were lost). One changed line gives both:
+
+    from pipelines.agent import RadarConsumer as Consumer       # same constructor, same API
+    consumer = Consumer({"bootstrap.servers": ..., "group.id": "orders", ...})
+    # or: consumer = instrument(consumer_conf, {"bootstrap.servers": "telemetry:9092", "topic": "radar.telemetry"})
+
+Reported (each one JSON object on the telemetry topic, see `transforms.telemetry.json_events`):
+- on_assign -> `assignment`, on_revoke -> `rebalance_prepare` (observed_by client), on_lost -> `member_removed`;
+  the application's own callbacks still run first (chained, with this consumer as their argument);
+- every commit result: synchronous `commit()` (result or exception) and asynchronous/auto commits (`on_commit`,
+  chained) -> `commit` / `commit_failed` with the member id and generation (classic) or member epoch (KIP-848)
+  *at the time commit() was called* — read from `consumer_group_metadata()` (librdkafka's serialized group
+  metadata: generation/epoch, group, member, instance id), not from the stats, which carry no generation;
+- group state from statistics (`stats_cb`, chained; `statistics.interval.ms` defaults to 5000 when unset):
+  `heartbeat` while the coordinator is up, `heartbeat_failed` otherwise, with the `cgrp` fields in details;
+- client errors: `error_cb` (chained) -> `heartbeat_failed`; a `_MAX_POLL_EXCEEDED` error from poll/consume ->
+  `poll_timeout`.
+
+It never blocks or slows the poll loop: events are produced from the consumer's own callbacks by a separate
+producer (its own librdkafka threads) into a bounded queue (`queue.buffering.max.messages`); when the telemetry
+cluster is unreachable the queue fills, and each event that does not fit, or times out
+(`message.timeout.ms`), is counted in `agent.dropped` instead of waiting. Telemetry settings: the `telemetry`
+argument, else `radar.telemetry.*` keys in the consumer config (stripped before the consumer sees them), else
+`RADAR_TELEMETRY_BOOTSTRAP` / `RADAR_TELEMETRY_TOPIC`, else the consumer's own cluster (with its security
+settings) and topic `radar.telemetry`. Configuration values are never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from transforms.schemas import HeartbeatEventKind
+from transforms.telemetry.json_events import SCHEMA_V1
+
+Kind = HeartbeatEventKind
+DEFAULT_TOPIC = "radar.telemetry"
+TELEMETRY_PREFIX = "radar.telemetry."
+DEFAULT_STATS_INTERVAL_MS = 5000
+# The consumer settings a telemetry producer on the same cluster needs (credentials included, never printed).
+_SHARED_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.lookup", "socket.")
+_CGRP_FIELDS = (
+    "state",
+    "stateage",
+    "join_state",
+    "rebalance_age",
+    "rebalance_cnt",
+    "rebalance_reason",
+    "assignment_size",
+)
+_GROUP_METADATA_MAGIC = b"CGMDv2:"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupIdentity:
+    """Who the consumer is in its group at one instant: generation (classic) or member epoch (KIP-848)."""
+
+    group_id: str | None
+    member_id: str | None
+    group_instance_id: str | None
+    generation: int | None
+    member_epoch: int | None
+
+
+def parse_group_metadata(blob: bytes | None, consumer_protocol: bool) -> GroupIdentity | None:
+    """librdkafka's `consumer_group_metadata()` bytes: b"CGMDv2:" + int32 (native order) generation id, then
+    NUL-terminated group id and member id, an int8 "instance id is null" flag and the NUL-terminated instance id.
+    For `group.protocol=consumer` the generation field holds the member epoch."""
+    if not blob or not blob.startswith(_GROUP_METADATA_MAGIC) or len(blob) < len(_GROUP_METADATA_MAGIC) + 4:
+        return None
+    pos = len(_GROUP_METADATA_MAGIC)
+    (generation,) = struct.unpack_from("=i", blob, pos)
+    parts = blob[pos + 4 :].split(b"\x00")
+    if len(parts) < 3:
+        return None
+    group_id, member_id = parts[0].decode(errors="replace"), parts[1].decode(errors="replace")
+    flag = parts[2][:1]
+    instance = None
+    if flag == b"\x00" and len(parts[2]) > 1:
+        instance = parts[2][1:].decode(errors="replace")
+    valid = generation >= 0
+    return GroupIdentity(
+        group_id or None,
+        member_id or None,
+        instance,
+        generation if valid and not consumer_protocol else None,
+        generation if valid and consumer_protocol else None,
+    )
+
+
+class TelemetryAgent:
+    """Serialises events and produces them without ever waiting; counts what it had to drop."""
+
+    def __init__(self, producer_config: Mapping[str, Any], topic: str, *, flush_timeout_s: float = 2.0) -> None:
+        config: dict[str, Any] = {
+            "client.id": "radar-agent",
+            "linger.ms": 100,
+            "queue.buffering.max.messages": 10_000,
+            "queue.buffering.max.kbytes": 16 * 1024,
+            "message.timeout.ms": 30_000,
+            "socket.connection.setup.timeout.ms": 10_000,
+            "reconnect.backoff.max.ms": 5_000,
+            "log_level": 2,
+        }
+        config.update(producer_config)
+        config["error_cb"] = self._on_producer_error  # an unreachable telemetry cluster is counted, not raised
+        self.topic = topic
+        self.flush_timeout_s = flush_timeout_s
+        self._producer = Producer(config)
+        self._lock = threading.Lock()
+        self.produced = 0
+        self.delivered = 0
+        self.dropped = 0
+        self.producer_errors = 0
+
+    def _on_producer_error(self, _error: KafkaError) -> None:
+        self.producer_errors += 1
+
+    def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
+        with self._lock:
+            if error is None:
+                self.delivered += 1
+            else:
+                self.dropped += 1
+
+    def emit(self, event: dict[str, Any], key: bytes | None = None) -> bool:
+        """Queue one event; False (and counted as dropped) when the bounded queue is full."""
+        value = json.dumps(event, separators=(",", ":")).encode()
+        try:
+            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
+        except BufferError:
+            with self._lock:
+                self.dropped += 1
+            return False
+        finally:
+            self._producer.poll(0)  # serve delivery reports; never waits
+        with self._lock:
+            self.produced += 1
+        return True
+
+    @property
+    def queued(self) -> int:
+        return len(self._producer)
+
+    def flush(self, timeout_s: float | None = None) -> int:
+        """Deliver what is queued, up to a timeout; returns what is still queued (not yet counted as dropped)."""
+        return self._producer.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
+
+
+def _pop_prefixed(config: dict[str, Any], prefix: str) -> dict[str, Any]:
+    found = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    for key in list(config):
+        if key.startswith(prefix):
+            del config[key]
+    return found
+
+
+def telemetry_settings(consumer_config: Mapping[str, Any], telemetry: Mapping[str, Any] | None) -> tuple[dict, str]:
+    """(producer config, topic) by precedence: argument, `radar.telemetry.*` keys, environment, consumer cluster."""
+    chosen = dict(telemetry or {})
+    topic = chosen.pop("topic", None) or os.environ.get("RADAR_TELEMETRY_TOPIC") or DEFAULT_TOPIC
+    if "bootstrap.servers" not in chosen:
+        env_bootstrap = os.environ.get("RADAR_TELEMETRY_BOOTSTRAP")
+        if env_bootstrap:
+            chosen["bootstrap.servers"] = env_bootstrap
+        else:
+            chosen["bootstrap.servers"] = consumer_config.get("bootstrap.servers")
+            for key, value in consumer_config.items():
+                if key.startswith(_SHARED_CLIENT_PREFIXES) and key not in chosen:
+                    chosen[key] = value
+    return chosen, str(topic)
+
+
+def _partitions_text(partitions: list[TopicPartition] | None) -> str:
+    return ",".join(f"{p.topic}-{p.partition}" for p in partitions or [])
+
+
+def _error_name(error: KafkaError) -> str:
+    """Kafka's error name; librdkafka's local errors (`_TRANSPORT`) lose their leading underscore."""
+    return error.name().lstrip("_") or "UNKNOWN"
+
+
+class RadarConsumer(Consumer):
+    """`confluent_kafka.Consumer` plus telemetry; every Consumer method behaves as before.
+
+    `agent` is the `TelemetryAgent` (`agent.dropped`, `agent.produced`, `agent.delivered`).
+    """
+
+    def __init__(self, config: Mapping[str, Any], telemetry: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        conf = {**dict(config), **kwargs}
+        prefixed = _pop_prefixed(conf, TELEMETRY_PREFIX)
+        producer_config, topic = telemetry_settings(conf, {**prefixed, **(telemetry or {})})
+        flush_timeout = float(producer_config.pop("flush.timeout.s", 2.0))
+        self.agent = TelemetryAgent(producer_config, topic, flush_timeout_s=flush_timeout)
+        self._group_id = conf.get("group.id")
+        self._consumer_protocol = str(conf.get("group.protocol", "classic")).lower() == "consumer"
+        self._client_id = conf.get("client.id")
+        self._host = socket.gethostname()
+        self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
+        self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
+        self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
+        self._user_error_cb: Callable[[KafkaError], Any] | None = conf.get("error_cb")
+        conf["on_commit"] = self._on_commit
+        conf["stats_cb"] = self._on_stats
+        conf["error_cb"] = self._on_error
+        conf.setdefault("statistics.interval.ms", DEFAULT_STATS_INTERVAL_MS)
+        super().__init__(conf)
+
+    # --- identity and emission ---------------------------------------------------------------------------------
+
+    @property
+    def dropped(self) -> int:
+        return self.agent.dropped
+
+    def group_identity(self) -> GroupIdentity:
+        """Member id and generation/epoch now (before the first join: ids unknown)."""
+        try:
+            identity = parse_group_metadata(super().consumer_group_metadata(), self._consumer_protocol)
+        except (KafkaException, RuntimeError, TypeError):
+            identity = None
+        if identity is None:
+            try:
+                member_id = super().memberid()
+            except (KafkaException, RuntimeError):
+                member_id = None
+            identity = GroupIdentity(self._group_id, member_id, None, None, None)
+        return identity
+
+    def _emit(
+        self,
+        kind: HeartbeatEventKind,
+        identity: GroupIdentity | None = None,
+        *,
+        error: str | None = None,
+        reason: str | None = None,
+        details: dict[str, str] | None = None,
+    ) -> None:
+        who = identity or self.group_identity()
+        event: dict[str, Any] = {
+            "schema": SCHEMA_V1,
+            "event": kind.value,
+            "ts": int(time.time() * 1000),
+            "group_id": who.group_id or self._group_id or "unknown",
+        }
+        optional = {
+            "member_id": who.member_id,
+            "group_instance_id": who.group_instance_id,
+            "generation": who.generation,
+            "member_epoch": who.member_epoch,
+            "client_id": self._client_id,
+            "host": self._host,
+            "error": error,
+            "reason": reason,
+        }
+        event.update({k: v for k, v in optional.items() if v is not None})
+        event["details"] = {"observed_by": "agent", **(details or {})}
+        try:
+            self.agent.emit(event, key=event["group_id"].encode())
+        except Exception as failure:  # telemetry must never break the application
+            self.agent.dropped += 1
+            print(f"radar agent: event not sent ({type(failure).__name__})", file=sys.stderr)
+
+    # --- rebalance callbacks -----------------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: Callable | None = None,
+        on_revoke: Callable | None = None,
+        on_lost: Callable | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Subscribe as usual; the rebalance callbacks are wrapped so each assign/revoke/lost is reported."""
+
+        def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            if on_assign is not None:
+                on_assign(self, partitions)
+            self._emit(
+                Kind.ASSIGNMENT,
+                details={
+                    "change": "assigned",
+                    "partitions": _partitions_text(partitions),
+                    "partition_count": str(len(partitions)),
+                },
+            )
+
+        def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            identity = self.group_identity()  # the generation being left
+            if on_revoke is not None:
+                on_revoke(self, partitions)
+            self._emit(
+                Kind.REBALANCE_PREPARE,
+                identity,
+                reason="partitions revoked",
+                details={
+                    "change": "revoked",
+                    "partitions": _partitions_text(partitions),
+                    "partition_count": str(len(partitions)),
+                },
+            )
+
+        def lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            identity = self.group_identity()
+            if on_lost is not None:
+                on_lost(self, partitions)
+            elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
+                on_revoke(self, partitions)
+            self._emit(
+                Kind.MEMBER_REMOVED,
+                identity,
+                reason="assignment lost (session expired or fenced)",
+                details={
+                    "change": "lost",
+                    "partitions": _partitions_text(partitions),
+                    "partition_count": str(len(partitions)),
+                },
+            )
+
+        super().subscribe(topics, on_assign=assigned, on_revoke=revoked, on_lost=lost, **kwargs)
+
+    # --- commits -----------------------------------------------------------------------------------------------
+
+    def _commit_details(self, partitions: list[TopicPartition] | None, trigger: str) -> dict[str, str]:
+        details = {"trigger": trigger, "partitions": _partitions_text(partitions)}
+        if partitions:
+            details["offsets"] = ",".join(str(p.offset) for p in partitions)
+        return details
+
+    def _report_commit(
+        self,
+        identity: GroupIdentity | None,
+        error: KafkaError | None,
+        partitions: list[TopicPartition] | None,
+        trigger: str,
+    ) -> None:
+        failed = [p for p in partitions or [] if p.error is not None]
+        if error is not None and error.code() == KafkaError._NO_OFFSET:
+            return  # nothing was committed (an auto-commit with no new positions)
+        details = self._commit_details(partitions, trigger)
+        if error is None and not failed:
+            self._emit(Kind.COMMIT, identity, details=details)
+            return
+        cause = error if error is not None else failed[0].error
+        if failed:
+            details["failed_partitions"] = _partitions_text(failed)
+        self._emit(Kind.COMMIT_FAILED, identity, error=_error_name(cause), reason=cause.str(), details=details)
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        identity = self._pending_async.popleft() if self._pending_async else None
+        trigger = "async" if identity is not None else "auto"
+        self._report_commit(identity or self.group_identity(), error, partitions, trigger)
+        if self._user_on_commit is not None:
+            self._user_on_commit(error, partitions)
+
+    def commit(self, *args: Any, **kwargs: Any) -> Any:
+        """`Consumer.commit`, reporting its result with the generation/epoch of the moment it was called."""
+        identity = self.group_identity()
+        asynchronous = kwargs.get("asynchronous", True)
+        if asynchronous:
+            self._pending_async.append(identity)
+            try:
+                return super().commit(*args, **kwargs)
+            except KafkaException as failure:  # refused before it was sent: no on_commit will follow
+                if self._pending_async:
+                    self._pending_async.pop()
+                self._report_commit(identity, failure.args[0], None, "async")
+                raise
+        try:
+            result = super().commit(*args, **kwargs)
+        except KafkaException as failure:
+            self._report_commit(identity, failure.args[0], None, "sync")
+            raise
+        self._report_commit(identity, None, result, "sync")
+        return result
+
+    # --- statistics, errors, poll ------------------------------------------------------------------------------
+
+    def _on_stats(self, stats_json: str) -> None:
+        try:
+            cgrp = json.loads(stats_json).get("cgrp")
+        except ValueError:
+            cgrp = None
+        if isinstance(cgrp, dict) and cgrp.get("state") not in (None, "init", "term"):
+            details = {key: str(cgrp[key]) for key in _CGRP_FIELDS if cgrp.get(key) not in (None, "")}
+            state = str(cgrp.get("state"))
+            if state == "up":
+                self._emit(Kind.HEARTBEAT, details=details)
+            else:
+                self._emit(Kind.HEARTBEAT_FAILED, reason=f"consumer group state {state}", details=details)
+        if self._user_stats_cb is not None:
+            self._user_stats_cb(stats_json)
+
+    def _on_error(self, error: KafkaError) -> None:
+        self._emit(
+            Kind.HEARTBEAT_FAILED, error=_error_name(error), reason=error.str(), details={"kind": "client_error"}
+        )
+        if self._user_error_cb is not None:
+            self._user_error_cb(error)
+
+    def _check_poll_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._MAX_POLL_EXCEEDED:
+            self._emit(Kind.POLL_TIMEOUT, error=_error_name(error), reason=error.str())
+
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
+        message = super().poll(*args, **kwargs)
+        if message is not None and message.error() is not None:
+            self._check_poll_error(message.error())
+        return message
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        messages = super().consume(*args, **kwargs)
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                self._check_poll_error(error)
+        return messages
+
+    def close(self, *args: Any, **kwargs: Any) -> Any:
+        """Close the consumer (its final revoke/leave is reported), then flush telemetry up to its timeout."""
+        try:
+            return super().close(*args, **kwargs)
+        finally:
+            self.agent.flush()
+
+
+def instrument(consumer_config: Mapping[str, Any], telemetry_config: Mapping[str, Any] | None = None) -> RadarConsumer:
+    """A `RadarConsumer` for `consumer_config`, its telemetry per `telemetry_config` (bootstrap.servers, topic,
+    any librdkafka producer property, `flush.timeout.s`)."""
+    return RadarConsumer(consumer_config, telemetry_config)
