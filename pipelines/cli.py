@@ -95,6 +95,29 @@ def _capture(args: argparse.Namespace) -> int:
     return 0
 
 
+def _poll_groups(args: argparse.Namespace) -> int:
+    from pipelines.capture import consumer_config
+    from pipelines.poll_groups import run_poll_groups
+
+    config = _config(args)
+    bootstrap = args.bootstrap or config.kafka.bootstrap_servers
+    if not bootstrap:
+        raise ConfigError(
+            "radar poll-groups needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
+        )
+    security = {
+        k: v
+        for k, v in consumer_config(config.kafka, bootstrap, os.environ).items()
+        if k.startswith(("security.", "sasl."))
+    }
+    topic = args.topic or config.kafka.telemetry_topics[0]
+    counts = run_poll_groups(
+        bootstrap, topic, interval_s=args.interval, groups=args.group or (), once=args.once, client_config=security
+    )
+    print(f"radar poll-groups: {counts.groups} group snapshots, {counts.events} events to {topic}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="radar",
@@ -139,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("--to", dest="to_time", default=None, help="end time (epoch ms or ISO-8601)")
     capture.add_argument("--out", required=True, help="dump file to write")
     capture.set_defaults(func=_capture)
+
+    poll = sub.add_parser("poll-groups", help="describe consumer groups on an interval; emit snapshot telemetry")
+    poll.add_argument("--bootstrap", default=None, help="HOST:PORT (default: kafka.bootstrap_servers)")
+    poll.add_argument("--interval", type=float, default=10.0, metavar="S", help="seconds between polls (default 10)")
+    poll.add_argument("--group", action="append", default=None, help="group to describe (repeatable; default: all)")
+    poll.add_argument("--topic", default=None, help="telemetry topic (default: the first kafka.telemetry_topics)")
+    poll.add_argument("--once", action="store_true", help="poll once and exit")
+    poll.set_defaults(func=_poll_groups)
     return parser
 
 
