@@ -1,0 +1,139 @@
+"""What the ingest tests share: an isolated config per test, Delta tables read by path, Kafka read as the truth.
+
+Every test gets its own data dir and table prefix, because the run has one SparkSession whose catalog would
+otherwise resolve `radar.offsets_raw` to whichever test registered it first.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from pipelines.config import RadarConfig
+from pipelines.ingest import IngestQueries, start_ingest
+from pipelines.sources import kafka_stream
+from pipelines.tables import TableCatalog
+from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
+
+OFFSETS_SILVER = (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, QUARANTINE)
+Coordinate = tuple[str, int, int]  # (topic, partition, offset)
+
+
+def isolated_config(base: RadarConfig, data_dir: Path, **kafka: object) -> RadarConfig:
+    """`base` with its own data dir, its own table names, and optional `kafka` section overrides."""
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    config = base.with_data_dir(data_dir)
+    storage = config.storage.model_copy(update={"table_prefix": prefix})
+    return config.model_copy(update={"storage": storage, "kafka": config.kafka.model_copy(update=kafka)})
+
+
+def table(spark: SparkSession, config: RadarConfig, schema: TableSchema) -> DataFrame:
+    """A Delta table read by path (an empty frame when nothing was written yet)."""
+    location = TableCatalog(config).location(schema)
+    assert location is not None
+    if not (location / "_delta_log").is_dir():
+        return spark.createDataFrame([], schema.ddl)
+    return spark.read.format("delta").load(str(location))
+
+
+def coordinates(df: DataFrame) -> list[Coordinate]:
+    """Every row's Kafka coordinates, duplicates kept (so a double write shows)."""
+    return [(r.src_topic, r.src_partition, r.src_offset) for r in df.select("src_topic", "src_partition", "src_offset")
+            .collect()]
+
+
+def duplicates(items: Iterable[Coordinate]) -> list[Coordinate]:
+    return sorted(item for item, n in Counter(items).items() if n > 1)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.5) -> None:
+    """Poll until `condition()`; fail with `what` otherwise (liveness only, never a timing assertion)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def kafka_coordinates(bootstrap: str, topics: Sequence[str], timeout_s: float = 60.0) -> list[Coordinate]:
+    """Every record now in `topics`, read_committed from the start to the high watermark: the truth to compare."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"truth-{uuid.uuid4().hex[:8]}",  # assign() only: this group never joins nor commits
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(timeout=10)
+        partitions = [TopicPartition(t, p, 0) for t in topics for p in sorted(metadata.topics[t].partitions)]
+        ends: dict[tuple[str, int], int] = {}
+        for tp in partitions:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            ends[(tp.topic, tp.partition)] = high
+            tp.offset = low
+        pending = {key for key, high in ends.items() if high > 0}
+        found: list[Coordinate] = []
+        consumer.assign([tp for tp in partitions if (tp.topic, tp.partition) in pending])
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            key = (message.topic(), message.partition())
+            if message.error():
+                if message.error().code() == -191:  # _PARTITION_EOF: read_committed end (LSO) reached
+                    pending.discard(key)
+                continue
+            if message.offset() < ends[key]:
+                found.append((key[0], key[1], message.offset()))
+            if message.offset() + 1 >= ends[key]:
+                pending.discard(key)
+        assert not pending, f"could not read {sorted(pending)} to their end within {timeout_s} s"
+        return found
+    finally:
+        consumer.close()
+
+
+def run_kafka_ingest_now(
+    spark: SparkSession,
+    config: RadarConfig,
+    bootstrap: str,
+    *,
+    checkpoint_name: str = "ingest",
+    telemetry_topics: Sequence[str] = (),
+) -> None:
+    """One available-now pass of the real ingest over Kafka (both queries when telemetry topics are given)."""
+    topics = [config.kafka.offsets_topic, *telemetry_topics]
+    source = kafka_stream(spark, config, topics, bootstrap)
+    queries: IngestQueries = start_ingest(
+        spark, config, source, checkpoint_name=checkpoint_name, available_now=True, telemetry_topics=telemetry_topics
+    )
+    queries.await_all()  # raises the query's exception if it failed
+
+
+def offsets_silver_coordinates(spark: SparkSession, config: RadarConfig) -> list[Coordinate]:
+    """Coordinates of every silver row of the offsets query (decoded or quarantined by the decoder)."""
+    found: list[Coordinate] = []
+    for schema in OFFSETS_SILVER:
+        rows = table(spark, config, schema)
+        if schema is QUARANTINE:
+            rows = rows.where(F.col("stage") != "parse_telemetry")
+        found += coordinates(rows)
+    return found
