@@ -39,7 +39,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -210,6 +210,7 @@ class RadarConsumer(Consumer):
         self._consumer_protocol = str(conf.get("group.protocol", "classic")).lower() == "consumer"
         self._client_id = conf.get("client.id")
         self._host = socket.gethostname()
+        self._last_member_id: str | None = None
         self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
@@ -227,7 +228,8 @@ class RadarConsumer(Consumer):
         return self.agent.dropped
 
     def group_identity(self) -> GroupIdentity:
-        """Member id and generation/epoch now (before the first join: ids unknown)."""
+        """Member id and generation/epoch now (before the first join: ids unknown). After the member was fenced
+        librdkafka clears its member id; the last one it had is kept, since that is who a zombie still is."""
         try:
             identity = parse_group_metadata(super().consumer_group_metadata(), self._consumer_protocol)
         except (KafkaException, RuntimeError, TypeError):
@@ -238,6 +240,10 @@ class RadarConsumer(Consumer):
             except (KafkaException, RuntimeError):
                 member_id = None
             identity = GroupIdentity(self._group_id, member_id, None, None, None)
+        if identity.member_id:
+            self._last_member_id = identity.member_id
+        elif self._last_member_id:  # fenced/lost: librdkafka forgot it, the zombie's evidence needs it
+            identity = replace(identity, member_id=self._last_member_id)
         return identity
 
     def _emit(
