@@ -7,6 +7,7 @@ tables; every table write carries (txnAppId, txnVersion) so a batch replayed aft
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sys
 from collections.abc import Callable, Sequence
@@ -305,23 +306,30 @@ def _await_with_progress(queries: IngestQueries, poll_s: float = 2.0) -> None:
 
 def ensure_offsets_topic(bootstrap_servers: str, offsets_topic: str, timeout_s: float = 60.0) -> None:
     """A fresh broker creates `__consumer_offsets` only when a client first looks for a group coordinator:
-    ask for one, then wait for the topic, so the offsets query has something to subscribe to."""
+    ask for one, then wait until every partition of the topic has a leader, so the offsets query can start."""
     import time
 
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     deadline = time.monotonic() + timeout_s
-    while offsets_topic not in admin.list_topics(timeout=10).topics:
+    while True:
+        topic = admin.list_topics(timeout=10).topics.get(offsets_topic)
+        partitions = topic.partitions.values() if topic is not None and topic.error is None else ()
+        if partitions and all(p.leader >= 0 and p.error is None for p in partitions):
+            return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{offsets_topic} did not appear on {bootstrap_servers} within {timeout_s:.0f} s")
-        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("radar-bootstrap")])
-        for future in futures.values():
+            raise RuntimeError(f"{offsets_topic} is not ready on {bootstrap_servers} after {timeout_s:.0f} s")
+        if topic is None:
+            # An offset fetch for any group makes the broker find (and so create) the group coordinator.
+            consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "radar-bootstrap"})
             try:
-                future.result(timeout=10)
-            except Exception:  # the coordinator may still be loading; the topic check above decides
-                time.sleep(0.5)
+                with contextlib.suppress(KafkaException):  # the readiness check above decides
+                    consumer.committed([TopicPartition(offsets_topic, 0)], timeout=10)
+            finally:
+                consumer.close()
+        time.sleep(0.5)
 
 
 def missing_topics(bootstrap_servers: str, topics: Sequence[str], options: dict[str, str] | None = None) -> list[str]:
@@ -371,10 +379,14 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
                 from pipelines.local.log_shipper import start_shipper
 
                 stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
+            ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
         spark = build_spark_session(config)
-        topics = [config.kafka.offsets_topic, *config.kafka.telemetry_topics]
-        source = kafka_stream(spark, config, topics, bootstrap)
-        queries = start_ingest(spark, config, source, checkpoint_name=f"kafka-{config.cluster}")
+        telemetry_topics = list(config.kafka.telemetry_topics)
+        source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+        telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap) if telemetry_topics else None
+        queries = start_ingest(
+            spark, config, source, telemetry_source=telemetry_source, checkpoint_name=f"kafka-{config.cluster}"
+        )
         stopping = False
 
         def request_stop(signum: int, _frame: object) -> None:
