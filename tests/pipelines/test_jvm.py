@@ -28,12 +28,18 @@ def test_declared_coordinates_follow_installed_packages(radar_config: RadarConfi
 
     pyspark = importlib.metadata.version("pyspark")
     delta = importlib.metadata.version("delta-spark")
-    coordinates = [root.coordinates for root in spark_connector_artifacts(radar_config).roots]
-    default = with_spark(radar_config, kafka_connector_version=None, delta_version=None)
-    defaults = [root.coordinates for root in spark_connector_artifacts(default).roots]
-    assert defaults == [f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark}",
-                        f"io.delta:delta-spark_{'.'.join(pyspark.split('.')[:2])}_2.13:{delta}"]
-    assert len(coordinates) == len(radar_config.spark.connectors)
+    default = with_spark(radar_config, kafka_connector_version=None, kafka_token_provider_version=None,
+                         delta_version=None)
+    roots = spark_connector_artifacts(default).roots
+    assert [root.coordinates for root in roots] == [
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark}",
+        f"org.apache.spark:spark-token-provider-kafka-0-10_2.13:{pyspark}",
+        f"io.delta:delta-spark_{'.'.join(pyspark.split('.')[:2])}_2.13:{delta}",
+    ]
+    # the connector leaves its token provider to the separately pinned root
+    assert roots[0].exclusions == ("org.apache.spark:spark-token-provider-kafka-0-10_2.13",)
+    pinned = with_spark(radar_config, kafka_connector_version="4.1.3", kafka_token_provider_version="4.0.0")
+    assert [r.version for r in spark_connector_artifacts(pinned).roots][:2] == ["4.1.3", "4.0.0"]
     broker = broker_artifacts(radar_config.broker)
     assert broker.roots[0].coordinates == f"org.apache.kafka:kafka_2.13:{radar_config.broker.version}"
 
