@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from pipelines.config import RadarConfig
+from pipelines.config import ConfigError, RadarConfig
 from pipelines.tables import TableCatalog, append_idempotent, ensure_tables
 from transforms.decode import PAYLOAD_COLUMNS, decode_offsets_batches, decoded_batch_ddl
 from transforms.schemas import (
@@ -366,11 +366,16 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
     from contextlib import ExitStack
 
     from pipelines.local.broker import EmbeddedKafka
-    from pipelines.session import build_spark_session
+    from pipelines.session import build_spark_session, on_databricks
     from pipelines.sources import kafka_stream
 
     with ExitStack() as stack:
         bootstrap = config.kafka.bootstrap_servers
+        if not bootstrap and on_databricks():
+            raise ConfigError(
+                "kafka.bootstrap_servers is empty: on Databricks radar reads your cluster, it does not start an "
+                "embedded broker; set RADAR__KAFKA__BOOTSTRAP_SERVERS in the job or bootstrap_servers in the conf."
+            )
         if not bootstrap:
             broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
             bootstrap = broker.bootstrap_servers

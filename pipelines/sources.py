@@ -13,16 +13,35 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-from pipelines.config import RadarConfig, kafka_client_options
+from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
+from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "source_error")
+# Spark's Admin-based Kafka offset reader drops internal topics (its ConsumerStrategy filters `isInternal`), so
+# `__consumer_offsets` reads as empty; the consumer-based offset fetching subscribes by name and reads it.
+DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 DUMP_LINE_DDL = "topic STRING, partition INT, offset BIGINT, timestamp BIGINT, key STRING, value STRING, codec STRING"
 
 
-def kafka_source_options(config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None) -> dict[str, str]:
+def databricks_secret_lookup(spark: SparkSession) -> SecretLookup:
+    """Secrets from a Databricks secret scope (dbutils.secrets); values are never logged."""
+    from pyspark.dbutils import DBUtils  # type: ignore[import-not-found]  # only on Databricks
+
+    secrets = DBUtils(spark).secrets
+    return lambda scope, key: secrets.get(scope=scope, key=key)
+
+
+def kafka_source_options(
+    config: RadarConfig,
+    topics: Sequence[str],
+    bootstrap_servers: str | None,
+    secret_lookup: SecretLookup | None = None,
+) -> dict[str, str]:
     """Options of Spark's Kafka source. `__consumer_offsets` is compacted and transactional: read committed data
     only, tolerate compaction gaps, and subscribe by name (pattern subscriptions skip internal topics)."""
-    options: dict[str, str] = dict(kafka_client_options(config.kafka, bootstrap_servers))
+    options: dict[str, str] = dict(
+        kafka_client_options(config.kafka, bootstrap_servers, secret_lookup=secret_lookup, shaded=on_databricks())
+    )
     options.update(
         {
             "subscribe": ",".join(topics),
@@ -41,7 +60,10 @@ def kafka_stream(
     spark: SparkSession, config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None = None
 ) -> DataFrame:
     """A stream of Kafka records from `topics` in the common source schema."""
-    options: Mapping[str, str] = kafka_source_options(config, topics, bootstrap_servers)
+    lookup = databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
+    options: Mapping[str, str] = kafka_source_options(config, topics, bootstrap_servers, lookup)
+    if any(topic.startswith("__") for topic in topics):
+        spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
     raw = spark.readStream.format("kafka").options(**options).load()
     return raw.select(
         "key", "value", "topic", "partition", "offset", "timestamp", F.lit(None).cast("string").alias("source_error")
