@@ -285,19 +285,25 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
 
 
 def _await_with_progress(queries: IngestQueries, poll_s: float = 2.0) -> None:
-    """Wait for the queries, printing a running count of input rows on stderr."""
-    seen: dict[str, int] = {}
-    while any(q.isActive for q in queries.all):
+    """Wait for the queries, printing a running count of records read per query on stderr."""
+
+    seen: dict[str, dict[int, int]] = {q.name: {} for q in queries.all}
+
+    def summary() -> str:
+        # recentProgress keeps only the last few batches, so accumulate by batch id
         for query in queries.all:
             for progress in query.recentProgress:
-                key = f"{query.name}:{progress.batchId}"
-                if key not in seen:
-                    seen[key] = int(progress.numInputRows or 0)
-        rows = sum(seen.values())
-        print(f"\r  ingested {rows:,} records in {len(seen)} micro-batches", end="", file=sys.stderr, flush=True)
+                seen[query.name][progress.batchId] = int(progress.numInputRows or 0)
+        return "  read " + "; ".join(
+            f"{name}: {sum(batches.values()):,} records in {len(batches)} micro-batches"
+            for name, batches in seen.items()
+        )
+
+    while any(q.isActive for q in queries.all):
+        print(f"\r{summary():<100}", end="", file=sys.stderr, flush=True)
         for query in queries.all:
             query.awaitTermination(poll_s)
-    print(file=sys.stderr)
+    print(f"\r{summary():<100}", file=sys.stderr)
     for query in queries.all:
         error = query.exception()
         if error is not None:
