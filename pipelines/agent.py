@@ -16,8 +16,12 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
   metadata: generation/epoch, group, member, instance id), not from the stats, which carry no generation;
 - group state from statistics (`stats_cb`, chained; `statistics.interval.ms` defaults to 5000 when unset):
   `heartbeat` while the coordinator is up, `heartbeat_failed` otherwise, with the `cgrp` fields in details;
-- client errors: `error_cb` (chained) -> `heartbeat_failed`; a `_MAX_POLL_EXCEEDED` error from poll/consume ->
-  `poll_timeout`.
+- client errors: `error_cb` (chained) -> `heartbeat_failed`; a rebalance whose reason (statistics
+  `cgrp.rebalance_reason`) is "max.poll.interval.ms exceeded" -> `poll_timeout`, when the reason first appears
+  (classic protocol only: with group.protocol=consumer librdkafka 2.16 reported no such reason in our runs).
+
+poll() and consume() are not overridden: they stay librdkafka's own C calls, so the agent adds nothing per
+message, and poll timeouts are read from the statistics instead of from poll's error messages.
 
 It never blocks or slows the poll loop: events are produced from the consumer's own callbacks by a separate
 producer (its own librdkafka threads) into a bounded queue (`queue.buffering.max.messages`); when the telemetry
@@ -211,6 +215,7 @@ class RadarConsumer(Consumer):
         self._client_id = conf.get("client.id")
         self._host = socket.gethostname()
         self._last_member_id: str | None = None
+        self._last_rebalance_reason = ""
         self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
@@ -403,6 +408,10 @@ class RadarConsumer(Consumer):
         if isinstance(cgrp, dict) and cgrp.get("state") not in (None, "init", "term"):
             details = {key: str(cgrp[key]) for key in _CGRP_FIELDS if cgrp.get(key) not in (None, "")}
             state = str(cgrp.get("state"))
+            reason = str(cgrp.get("rebalance_reason") or "")
+            if "max.poll" in reason and self._last_rebalance_reason != reason:  # the stats repeat it: report once
+                self._emit(Kind.POLL_TIMEOUT, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
+            self._last_rebalance_reason = reason
             if state == "up":
                 self._emit(Kind.HEARTBEAT, details=details)
             else:
@@ -416,24 +425,6 @@ class RadarConsumer(Consumer):
         )
         if self._user_error_cb is not None:
             self._user_error_cb(error)
-
-    def _check_poll_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._MAX_POLL_EXCEEDED:
-            self._emit(Kind.POLL_TIMEOUT, error=_error_name(error), reason=error.str())
-
-    def poll(self, *args: Any, **kwargs: Any) -> Any:
-        message = super().poll(*args, **kwargs)
-        if message is not None and message.error() is not None:
-            self._check_poll_error(message.error())
-        return message
-
-    def consume(self, *args: Any, **kwargs: Any) -> Any:
-        messages = super().consume(*args, **kwargs)
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                self._check_poll_error(error)
-        return messages
 
     def close(self, *args: Any, **kwargs: Any) -> Any:
         """Close the consumer (its final revoke/leave is reported), then flush telemetry up to its timeout."""

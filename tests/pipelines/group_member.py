@@ -289,6 +289,7 @@ def run_group_scenario(
                 "5",
             )
             c.wait_for("poll_error", 25)
+            time.sleep(1.5)  # one statistics interval: the agent reads the poll timeout from cgrp.rebalance_reason
         for started in (b, *members[2:], a):
             started.stop()
         shipped = shipper.stop()
