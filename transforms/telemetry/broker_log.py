@@ -456,8 +456,9 @@ RULES = RuleTable.of(
             _member_assignment_state,
         ),
         MessageRule(
-            "fenced from the group because its session expired",
-            re.compile(r"Member (\S+) fenced from the group because its session expired"),
+            "session expired",
+            # 4.0 says "its session expired", 4.3 "the member session expired"
+            re.compile(r"Member (\S+) fenced from the group because (?:its|the member) session expired"),
             _fenced_session_expired,
         ),
         MessageRule(

@@ -166,6 +166,9 @@ def test_consumer_group_lines() -> None:
     assert (bumped.event, bumped.details["group_epoch"]) == (K.REBALANCE_PREPARE, "2")
     fenced = only_event(f"{prefix} Member NzRW fenced from the group because its session expired. {JAVA}")
     assert (fenced.event, fenced.member_id) == (K.MEMBER_EXPIRED, "NzRW")
+    # Kafka 4.3 words it differently; seen on the embedded 4.3.1 broker
+    fenced_43 = only_event(f"{prefix} Member NzRW fenced from the group because the member session expired. {JAVA}")
+    assert (fenced_43.event, fenced_43.member_id) == (K.MEMBER_EXPIRED, "NzRW")
     left = only_event(f"{prefix} Member NzRW left the consumer group. {JAVA}")
     assert (left.event, left.group_id) == (K.LEAVE, "avro")
     state = only_event(
