@@ -69,9 +69,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
 
 
-def kafka_coordinates(bootstrap: str, topics: Sequence[str], timeout_s: float = 60.0) -> list[Coordinate]:
-    """Every record now in `topics`, read_committed from the start to the high watermark: the truth to compare."""
-    consumer = Consumer(
+def _truth_consumer(bootstrap: str) -> Consumer:
+    return Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"truth-{uuid.uuid4().hex[:8]}",  # assign() only: this group never joins nor commits
@@ -80,17 +79,39 @@ def kafka_coordinates(bootstrap: str, topics: Sequence[str], timeout_s: float = 
             "enable.partition.eof": True,
         }
     )
+
+
+Partition = tuple[str, int]
+
+
+def end_offsets(bootstrap: str, topics: Sequence[str]) -> dict[Partition, int]:
+    """The read_committed end (last stable offset) of every partition of `topics`."""
+    consumer = _truth_consumer(bootstrap)
     try:
         metadata = consumer.list_topics(timeout=10)
-        partitions = [TopicPartition(t, p, 0) for t in topics for p in sorted(metadata.topics[t].partitions)]
-        ends: dict[tuple[str, int], int] = {}
-        for tp in partitions:
-            low, high = consumer.get_watermark_offsets(tp, timeout=10)
-            ends[(tp.topic, tp.partition)] = high
-            tp.offset = low
-        pending = {key for key, high in ends.items() if high > 0}
+        return {
+            (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
+            for t in topics
+            for p in sorted(metadata.topics[t].partitions)
+        }
+    finally:
+        consumer.close()
+
+
+def kafka_coordinates(
+    bootstrap: str, topics: Sequence[str], until: dict[Partition, int] | None = None, timeout_s: float = 60.0
+) -> list[Coordinate]:
+    """Every record of `topics`, read_committed from the start to `until` (default: the end now): the truth that
+    the tables are compared with."""
+    ends = end_offsets(bootstrap, topics)
+    if until is not None:
+        assert all(until.get(key, 0) <= high for key, high in ends.items()), (until, ends)
+        ends = {key: until.get(key, 0) for key in ends}
+    consumer = _truth_consumer(bootstrap)
+    try:
+        pending = {key for key, end in ends.items() if end > 0}
         found: list[Coordinate] = []
-        consumer.assign([tp for tp in partitions if (tp.topic, tp.partition) in pending])
+        consumer.assign([TopicPartition(t, p, 0) for t, p in pending])
         deadline = time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             message = consumer.poll(0.5)

@@ -1,0 +1,201 @@
+"""Exactly once under kill -9: `radar run` in a subprocess is SIGKILLed at random moments while records keep
+arriving; after a restart and a final catch-up every Kafka record is in bronze and silver exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY
+from pipelines.local.broker import EmbeddedKafka
+from pipelines.tables import TableCatalog
+from tests.pipelines.ingest_support import (
+    coordinates,
+    create_topic,
+    duplicates,
+    end_offsets,
+    isolated_config,
+    kafka_coordinates,
+    offsets_silver_coordinates,
+    run_kafka_ingest_now,
+    table,
+    wait_for,
+)
+from transforms.schemas import HEARTBEAT_EVENTS, OFFSETS_RAW, QUARANTINE, TELEMETRY_RAW, TELEMETRY_UNRECOGNISED
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
+
+KILLS = 2
+STARTUP_TIMEOUT_S = 240.0  # a cold Spark JVM on a busy 2-core machine
+STABILIZED = (
+    "[2025-11-22 02:53:24,388] INFO [GroupCoordinator 1]: Stabilized group crash-{n} generation {n} "
+    "(__consumer_offsets-12) with 2 members (kafka.coordinator.group.GroupCoordinator)"
+)
+
+
+class Traffic:
+    """Keeps both sources growing: telemetry records produced, and a group committing offsets into
+    `__consumer_offsets`, until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.stop_requested = threading.Event()
+        self.produced = 0
+        self.commits = 0
+        self.errors: list[str] = []
+        self.thread = threading.Thread(target=self.run, name="traffic", daemon=True)
+
+    def run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        group = f"crash-{uuid.uuid4().hex[:8]}"
+        committer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            while not self.stop_requested.is_set():
+                for _ in range(10):
+                    n = self.produced
+                    line = STABILIZED.format(n=n).encode() if n % 3 else b"\x00\xff\xfe noise %d \x81" % n
+                    producer.produce(self.topic, value=line, partition=n % 2)
+                    self.produced += 1
+                producer.poll(0)
+                offset = TopicPartition(self.topic, self.commits % 2, self.commits)
+                committer.commit(offsets=[offset], asynchronous=False)
+                self.commits += 1
+                time.sleep(0.05)
+        except Exception as error:  # surfaced by the test, not swallowed
+            self.errors.append(repr(error))
+        finally:
+            producer.flush(30)
+            committer.close()
+
+    def __enter__(self) -> Traffic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop_requested.set()
+        self.thread.join(60)
+
+
+@pytest.fixture
+def ingest_processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`radar run` subprocesses started by the test; any still alive are killed (their whole group) at teardown."""
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+
+def delta_commits(config: RadarConfig) -> int:
+    """Commits in offsets_raw's Delta log: grows once per micro-batch that reached the table."""
+    location = TableCatalog(config).location(OFFSETS_RAW)
+    assert location is not None
+    return len(list((location / "_delta_log").glob("*.json")))  # 0 before the table exists
+
+
+def batch_in_flight(config: RadarConfig) -> bool:
+    """The offsets query had planned a batch it had not committed: the kill landed mid-batch."""
+    query = config.checkpoint_dir / f"kafka-{config.cluster}" / OFFSETS_QUERY
+    planned = {p.name for p in (query / "offsets").glob("[0-9]*")}
+    done = {p.name for p in (query / "commits").glob("[0-9]*")}
+    return bool(planned - done)
+
+
+def checkpoint_ends(config: RadarConfig, query: str, topic: str) -> dict[tuple[str, int], int]:
+    """Where a query's last planned batch ends in `topic` (exclusive offsets), from its checkpoint."""
+    offsets = config.checkpoint_dir / f"kafka-{config.cluster}" / query / "offsets"
+    last = max(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
+    source = json.loads(last.read_text().splitlines()[2])
+    return {(topic, int(partition)): int(end) for partition, end in source[topic].items()}
+
+
+def test_sigkill_loses_and_duplicates_nothing(
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    kafka_broker: EmbeddedKafka,
+    tmp_path: Path,
+    ingest_processes: list[subprocess.Popen[bytes]],
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    telemetry_topic = f"radar.telemetry.crash-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, telemetry_topic, 2)
+    config = isolated_config(radar_config, tmp_path / "data", telemetry_topics=(telemetry_topic,))
+    env = os.environ | {
+        "RADAR__KAFKA__BOOTSTRAP_SERVERS": bootstrap,
+        "RADAR__KAFKA__TELEMETRY_TOPICS": f"[{telemetry_topic}]",
+        "RADAR__KAFKA__MAX_OFFSETS_PER_TRIGGER": "300",  # many small batches: more moments to be killed in
+    }
+    command = [sys.executable, "-m", "pipelines.cli", "--conf", "conf/local.yml", "--data-dir", str(config.data_dir),
+               "run"]
+    moments: list[tuple[float, bool]] = []
+    with Traffic(bootstrap, telemetry_topic) as traffic:
+        for attempt in range(KILLS):
+            log = (tmp_path / f"run-{attempt}.log").open("wb")
+            process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            ingest_processes.append(process)
+            log_path = tmp_path / f"run-{attempt}.log"
+            if attempt == 0:  # first: a random moment after a batch reached the tables
+                wait_for(lambda: process.poll() is not None or delta_commits(config) > 1,  # noqa: B023
+                         STARTUP_TIMEOUT_S, f"run {attempt} to write a batch (log: {log_path})")
+                delay = random.uniform(0.0, 3.0)
+            else:  # then: a random moment once the queries run, typically inside the replayed batch
+                wait_for(lambda: process.poll() is not None or "ingesting from" in log_path.read_text(),  # noqa: B023
+                         STARTUP_TIMEOUT_S, f"run {attempt} to start its queries (log: {log_path})")
+                delay = random.uniform(2.0, 15.0)
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            time.sleep(delay)
+            os.killpg(process.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no shutdown hooks
+            process.wait(30)
+            log.close()
+            moments.append((round(delay, 2), batch_in_flight(config)))
+    assert not traffic.errors, traffic.errors
+    print(f"kills (seconds after a batch, batch in flight): {moments}; "
+          f"{traffic.produced} telemetry records, {traffic.commits} commits")
+
+    # restart and catch up: the same checkpoint, to the end of both topics
+    written = end_offsets(bootstrap, ["__consumer_offsets", telemetry_topic])
+    run_kafka_ingest_now(spark, config, bootstrap, checkpoint_name=f"kafka-{config.cluster}",
+                         telemetry_topics=(telemetry_topic,))
+    # Records keep arriving in __consumer_offsets (the ingest's own driver group, expiring killed members): the
+    # truth is everything up to where the checkpoints end, and they end at or after everything written before.
+    reached = checkpoint_ends(config, OFFSETS_QUERY, "__consumer_offsets")
+    reached |= checkpoint_ends(config, TELEMETRY_QUERY, telemetry_topic)
+    assert all(reached[key] >= end for key, end in written.items()), (reached, written)
+    truth = kafka_coordinates(bootstrap, ["__consumer_offsets", telemetry_topic], until=reached)
+    offsets_truth = {c for c in truth if c[0] == "__consumer_offsets"}
+    telemetry_truth = {c for c in truth if c[0] == telemetry_topic}
+    assert len(telemetry_truth) == traffic.produced and len(offsets_truth) >= traffic.commits
+
+    bronze = coordinates(table(spark, config, OFFSETS_RAW)) + coordinates(table(spark, config, TELEMETRY_RAW))
+    assert duplicates(bronze) == []
+    assert set(bronze) == set(truth)
+
+    offsets_silver = offsets_silver_coordinates(spark, config)
+    assert duplicates(offsets_silver) == []
+    assert set(offsets_silver) == offsets_truth
+
+    events = coordinates(table(spark, config, HEARTBEAT_EVENTS).where(F.col("src_topic") == telemetry_topic))
+    garbage = coordinates(table(spark, config, QUARANTINE).where(F.col("src_topic") == telemetry_topic))
+    counted = table(spark, config, TELEMETRY_UNRECOGNISED).where(F.col("src_topic") == telemetry_topic)
+    unrecognised = counted.agg(F.sum("records")).first()[0] or 0
+    assert duplicates(events + garbage) == []
+    assert len(events) + len(garbage) + unrecognised == len(telemetry_truth)
+    assert set(events) | set(garbage) <= telemetry_truth
+    assert len(events) == sum(1 for n in range(traffic.produced) if n % 3)
