@@ -119,8 +119,7 @@ def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> Ba
                 tables = split_decoded(decoded, config)
                 tables[QUARANTINE.name] = tables[QUARANTINE.name].unionByName(_unreadable_source_rows(batch, config))
                 for name, rows in tables.items():
-                    table = PAYLOAD_TABLES[name]
-                    append_idempotent(rows, config, table, f"{app_id}:{name}", batch_id)
+                    append_idempotent(rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
             finally:
                 decoded.unpersist()
         finally:
@@ -195,9 +194,6 @@ def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -
             batch.unpersist()
 
     return write
-
-
-PAYLOAD_TABLES = {table.name: table for table in PAYLOAD_COLUMNS.values()}
 
 
 @dataclass
