@@ -54,12 +54,24 @@ def _create_statement(catalog: TableCatalog, table: TableSchema) -> str:
 
 
 def ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None) -> None:
-    """Create missing tables (idempotent) and register local ones by name."""
+    """Create missing tables (idempotent) and register local ones by name.
+
+    A local name is only a pointer to a folder, so it is re-pointed at this config's data dir every time: a
+    session that served another data dir must not read or write the old folder under the same name.
+    """
     catalog = TableCatalog(config)
     if not catalog.unity_catalog:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {LOCAL_DATABASE}")
     for table in TABLES.values() if tables is None else tables:
-        spark.sql(_create_statement(catalog, table))
+        location = catalog.location(table)
+        if location is None:
+            spark.sql(_create_statement(catalog, table))
+            continue
+        spark.sql(f"DROP TABLE IF EXISTS {catalog.name(table)}")  # external table: its files stay
+        if (location / "_delta_log").is_dir():
+            spark.sql(f"CREATE TABLE {catalog.name(table)} USING DELTA LOCATION '{location}'")
+        else:
+            spark.sql(_create_statement(catalog, table))
 
 
 def register_existing_tables(spark: SparkSession, config: RadarConfig) -> list[str]:
@@ -78,7 +90,8 @@ def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, ap
     replayed after a crash writes nothing twice."""
     catalog = TableCatalog(config)
     writer = df.select(*table.column_names).write.format("delta").mode("append")
-    writer = writer.option("txnAppId", app_id).option("txnVersion", version)
+    # columns may grow between releases: an older table takes the new columns on the next append
+    writer = writer.option("txnAppId", app_id).option("txnVersion", version).option("mergeSchema", "true")
     location = catalog.location(table)
     if location is None:
         writer.saveAsTable(catalog.name(table))
