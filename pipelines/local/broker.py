@@ -123,10 +123,15 @@ def log4j1_properties(log_file: Path, coordinator_level: str) -> str:
 class EmbeddedKafka:
     """A single-node KRaft Kafka (broker+controller) on loopback, its data and logs under <data_dir>/broker.
 
-    The storage is formatted afresh at each start (a random cluster id), so every run starts empty.
+    The storage is formatted afresh at each start (a random cluster id), so every run starts empty; with
+    `keep_storage=True` a restart keeps the data and both ports (an outage the clients can recover from).
     """
 
-    def __init__(self, broker: BrokerConfig, data_dir: Path, *, spark: SparkConfig | None = None) -> None:
+    def __init__(
+        self, broker: BrokerConfig, data_dir: Path, *, spark: SparkConfig | None = None, keep_storage: bool = False
+    ) -> None:
+        self.keep_storage = keep_storage
+        self._controller_port: int | None = None
         self.broker = broker
         self.home = Path(data_dir) / "broker"
         self.log_dir = self.home / "logs"
@@ -179,10 +184,14 @@ class EmbeddedKafka:
         started = time.monotonic()
         classpath = broker_classpath(self._jar_settings)
         data = self.home / "data"
-        shutil.rmtree(data, ignore_errors=True)
+        restart = self.keep_storage and (data / "meta.properties").is_file() and self._controller_port is not None
+        if not restart:
+            shutil.rmtree(data, ignore_errors=True)
+            self.port = free_loopback_port(self.broker.host)
+            self._controller_port = free_loopback_port(self.broker.host)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_loopback_port(self.broker.host)
-        controller_port = free_loopback_port(self.broker.host)
+        controller_port = self._controller_port
+        assert controller_port is not None
         properties_file = self.home / "server.properties"
         properties = server_properties(self.broker, self.port, controller_port, data)
         properties_file.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
@@ -195,7 +204,7 @@ class EmbeddedKafka:
             file=sys.stderr,
             flush=True,
         )
-        formatting = subprocess.run(
+        formatting = None if restart else subprocess.run(
             self.java_command(
                 classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(), "-c", str(properties_file)
             ),
@@ -204,7 +213,7 @@ class EmbeddedKafka:
             timeout=120,
             check=False,
         )
-        if formatting.returncode != 0:
+        if formatting is not None and formatting.returncode != 0:
             raise BrokerStartError(
                 f"Formatting the Kafka storage in {data} failed: "
                 f"{(formatting.stderr or formatting.stdout).strip()[-1500:]}"
