@@ -1,0 +1,438 @@
+"""A protocol tap: a TCP proxy in front of one Kafka broker that mirrors group-protocol calls as telemetry.
+
+Why: brokers do not publish heartbeats, but every JoinGroup/Heartbeat/ConsumerGroupHeartbeat... passes the wire;
+a tap sees who called, with which generation/epoch, and how the coordinator answered, without touching clients.
+
+    python -m pipelines.local.protocol_tap --listen 127.0.0.1:19092 --broker 127.0.0.1:9092 \\
+        --bootstrap telemetry:9092 --topic radar.telemetry [-X security.protocol=SASL_SSL -X ...]
+
+Each connection is forwarded byte for byte in both directions (the bytes are written on before the tap looks at
+them). Meanwhile the size-prefixed stream is scanned: client->broker request headers give api key, version,
+correlation id and client id; broker->client responses are paired with their request by correlation id. Each
+request/response pair of a group API (`MIRRORED_API_KEYS`) becomes one `radar.frame/1` `exchange` record
+(framing: as on the wire; time: when the response passed; key: the client's address), produced by a
+confluent-kafka producer with a bounded queue: a record that does not fit, or is not delivered in time, is
+counted in `dropped` — the forwarded traffic never waits for telemetry. Other APIs (Produce, Fetch, Metadata...)
+are skipped by length without being copied. Settings given with -X are passed to the producer and never printed.
+
+Clients only keep talking to the tap if the broker advertises the tap: a client bootstraps through it, then
+connects to whatever `advertised.listeners` says. So:
+- embedded broker: `advertise_through(broker_config, host, tap_port)` returns a `BrokerConfig` whose
+  `extra_properties` set `advertised.listeners` to the tap (the broker still listens on its own port);
+- a real cluster needs one tap per broker and each broker advertising its tap's address (a separate listener,
+  e.g. `TAPPED://tap-host-1:19092`, so unmonitored clients keep the direct one), or a port-mirroring tool (a SPAN
+  port / `tc mirred` / a packet capture that reassembles TCP) feeding the same scanner, which needs no
+  advertised-address change at all.
+Not parsed: TLS listeners (the tap sees ciphertext; terminate TLS at the tap or mirror a plaintext listener), and
+SASL v0 raw authentication tokens (size-prefixed but without a Kafka header; no group API key is mirrored from
+them except by an unlucky byte pattern, which the ingest then counts as an undecodable frame).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import struct
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pipelines.config import BrokerConfig
+from transforms.telemetry.protocol_frames import FRAMING_SIZED, encode_frame_envelope
+
+# Group APIs mirrored (key -> name, as in transforms.wire.frames.APIS); FindCoordinator is left out: no event.
+MIRRORED_API_KEYS: dict[int, str] = {
+    8: "OffsetCommit",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
+    76: "ShareGroupHeartbeat",
+    88: "StreamsGroupHeartbeat",
+    89: "StreamsGroupDescribe",
+}
+# A group frame larger than this is forwarded but not mirrored (a SyncGroup of a huge group can be MBs).
+MAX_MIRRORED_FRAME_BYTES = 1 << 20
+# Kafka refuses frames above socket.request.max.bytes (100 MiB); a larger or negative size means the stream is not
+# Kafka framing (or the scanner lost sync): stop scanning that direction, keep forwarding.
+MAX_FRAME_BYTES = 1 << 30
+MAX_PENDING_PER_CONNECTION = 1024
+READ_CHUNK_BYTES = 256 * 1024
+_SIZE = struct.Struct(">i")
+_REQUEST_HEAD = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_INT16 = struct.Struct(">h")
+
+
+def advertise_through(broker: BrokerConfig, host: str, port: int) -> BrokerConfig:
+    """The embedded broker's config with `advertised.listeners` pointing at a tap (its own listener unchanged)."""
+    extra = {**broker.extra_properties, "advertised.listeners": f"PLAINTEXT://{host}:{port}"}
+    return broker.model_copy(update={"extra_properties": extra})
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@dataclass
+class TapStats:
+    """Counters a tap reports on exit: what it forwarded, mirrored, delivered and had to drop."""
+
+    connections: int = 0
+    requests: int = 0
+    responses: int = 0
+    bytes_to_broker: int = 0
+    bytes_to_client: int = 0
+    group_requests: int = 0
+    produced: int = 0
+    delivered: int = 0
+    dropped: int = 0
+    unanswered: int = 0  # group requests still pending when their connection closed (or evicted)
+    oversize: int = 0
+    desynced: int = 0
+    by_api: dict[str, int] = field(default_factory=dict)
+
+
+class FrameScanner:
+    """Splits one direction of a Kafka connection into size-prefixed frames, copying only the ones it keeps.
+
+    `decide(head)` sees the first `head_size` bytes after the size and says whether to keep the whole frame;
+    kept frames (size prefix included) go to `on_frame`, the others are skipped by count.
+    """
+
+    def __init__(self, head_size: int, decide: Callable[[bytes], bool], on_frame: Callable[[bytes], None]) -> None:
+        self.head_size = head_size
+        self.decide = decide
+        self.on_frame = on_frame
+        self.broken = False
+        self.oversize = 0
+        self._head = bytearray()
+        self._frame_size = -1
+        self._skip = 0
+        self._capture: bytearray | None = None
+        self._remaining = 0
+
+    def feed(self, data: bytes) -> None:
+        if self.broken:
+            return
+        view = memoryview(data)
+        pos, end = 0, len(data)
+        while pos < end:
+            if self._skip:
+                taken = min(self._skip, end - pos)
+                self._skip -= taken
+                pos += taken
+            elif self._capture is not None:
+                taken = min(self._remaining, end - pos)
+                self._capture += view[pos : pos + taken]
+                self._remaining -= taken
+                pos += taken
+                if not self._remaining:
+                    frame, self._capture = bytes(self._capture), None
+                    self.on_frame(frame)
+            else:
+                pos = self._read_head(view, pos, end)
+                if self.broken:
+                    return
+
+    def _read_head(self, view: memoryview, pos: int, end: int) -> int:
+        if self._frame_size < 0:
+            taken = min(4 - len(self._head), end - pos)
+            self._head += view[pos : pos + taken]
+            pos += taken
+            if len(self._head) < 4:
+                return pos
+            (self._frame_size,) = _SIZE.unpack_from(self._head)
+            if not 0 <= self._frame_size <= MAX_FRAME_BYTES:
+                self.broken = True
+                return end
+        need = 4 + min(self.head_size, self._frame_size)
+        taken = min(need - len(self._head), end - pos)
+        self._head += view[pos : pos + taken]
+        pos += taken
+        if len(self._head) < need:
+            return pos
+        head, size, rest = bytes(self._head), self._frame_size, self._frame_size - (need - 4)
+        self._head.clear()
+        self._frame_size = -1
+        keep = size >= self.head_size and self.decide(head[4:])
+        if keep and size > MAX_MIRRORED_FRAME_BYTES:
+            self.oversize += 1
+            keep = False
+        if not keep:
+            self._skip = rest
+        elif rest == 0:
+            self.on_frame(head)
+        else:
+            self._capture, self._remaining = bytearray(head), rest
+        return pos
+
+
+def request_client_id(frame: bytes) -> str | None:
+    """The client id of a sized request frame (header v1/v2: int16-length string after the correlation id)."""
+    pos = 4 + _REQUEST_HEAD.size
+    if len(frame) < pos + 2:
+        return None
+    (length,) = _INT16.unpack_from(frame, pos)
+    if length < 0 or len(frame) < pos + 2 + length:
+        return None
+    return frame[pos + 2 : pos + 2 + length].decode("utf-8", errors="replace")
+
+
+class TelemetrySink:
+    """A confluent-kafka producer that never blocks its caller: a full queue or a failed delivery is a drop."""
+
+    def __init__(self, producer_config: Mapping[str, Any], topic: str, stats: TapStats) -> None:
+        from confluent_kafka import Producer
+
+        config: dict[str, Any] = {
+            "client.id": "radar-protocol-tap",
+            "linger.ms": 50,
+            "queue.buffering.max.messages": 10_000,
+            "queue.buffering.max.kbytes": 32 * 1024,
+            "message.timeout.ms": 30_000,
+            "reconnect.backoff.max.ms": 5_000,
+            "log_level": 2,
+        }
+        config.update(producer_config)
+        config["error_cb"] = lambda _error: None  # an unreachable telemetry cluster shows up as drops
+        self.topic = topic
+        self.stats = stats
+        self._producer = Producer(config)
+
+    def _on_delivery(self, error: Any, _message: Any) -> None:
+        if error is None:
+            self.stats.delivered += 1
+        else:
+            self.stats.dropped += 1
+
+    def send(self, value: bytes, key: bytes | None) -> None:
+        try:
+            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
+            self.stats.produced += 1
+        except BufferError:
+            self.stats.dropped += 1
+        self._producer.poll(0)
+
+    def serve(self) -> None:
+        self._producer.poll(0)
+
+    def close(self, timeout_s: float) -> None:
+        """Deliver what is queued, up to a timeout; what is left is counted as dropped."""
+        left = self._producer.flush(timeout_s)
+        self.stats.dropped += left
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A group request waiting for its response on one connection."""
+
+    api_key: int
+    api_version: int
+    frame: bytes
+    client_id: str | None
+
+
+class TappedConnection:
+    """One client connection: forwards both directions, pairs group requests with their responses."""
+
+    def __init__(self, tap: ProtocolTap, peer: str) -> None:
+        self.tap = tap
+        self.peer = peer
+        self.pending: OrderedDict[int, PendingRequest] = OrderedDict()
+        self._pending_head: tuple[int, int, int] | None = None
+        self.requests = FrameScanner(_REQUEST_HEAD.size, self._decide_request, self._on_request)
+        self.responses = FrameScanner(4, self._decide_response, self._on_response)
+
+    def _decide_request(self, head: bytes) -> bool:
+        api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(head)
+        self.tap.stats.requests += 1
+        if api_key not in MIRRORED_API_KEYS:
+            return False
+        self._pending_head = (api_key, api_version, correlation_id)
+        return True
+
+    def _on_request(self, frame: bytes) -> None:
+        assert self._pending_head is not None
+        api_key, api_version, correlation_id = self._pending_head
+        self._pending_head = None
+        self.tap.stats.group_requests += 1
+        self.pending[correlation_id] = PendingRequest(api_key, api_version, frame, request_client_id(frame))
+        if len(self.pending) > MAX_PENDING_PER_CONNECTION:
+            self.pending.popitem(last=False)
+            self.tap.stats.unanswered += 1
+
+    def _decide_response(self, head: bytes) -> bool:
+        self.tap.stats.responses += 1
+        (correlation_id,) = _SIZE.unpack_from(head)
+        return correlation_id in self.pending
+
+    def _on_response(self, frame: bytes) -> None:
+        (correlation_id,) = _SIZE.unpack_from(frame, 4)
+        request = self.pending.pop(correlation_id, None)
+        if request is not None:
+            self.tap.mirror(request, frame, self.peer)
+
+    def close(self) -> None:
+        self.tap.stats.unanswered += len(self.pending)
+        self.tap.stats.oversize += self.requests.oversize + self.responses.oversize
+        self.tap.stats.desynced += int(self.requests.broken) + int(self.responses.broken)
+        self.pending.clear()
+
+
+class ProtocolTap:
+    """The asyncio proxy: one listening socket, one broker behind it, one telemetry sink."""
+
+    def __init__(
+        self,
+        listen: tuple[str, int],
+        broker: tuple[str, int],
+        sink_factory: Callable[[TapStats], TelemetrySink],
+    ) -> None:
+        self.listen = listen
+        self.broker = broker
+        self.stats = TapStats()
+        self.sink = sink_factory(self.stats)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def mirror(self, request: PendingRequest, response: bytes, peer: str) -> None:
+        value = encode_frame_envelope(
+            api_key=request.api_key,
+            api_version=request.api_version,
+            request=request.frame,
+            response=response,
+            framing=FRAMING_SIZED,
+            time_ms=int(time.time() * 1000),
+            peer=peer,
+            client_id=request.client_id,
+        )
+        name = MIRRORED_API_KEYS[request.api_key]
+        self.stats.by_api[name] = self.stats.by_api.get(name, 0) + 1
+        self.sink.send(value, peer.encode())
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.listen[0], self.listen[1])
+        self._tasks.add(asyncio.get_running_loop().create_task(self._serve_sink()))
+
+    async def _serve_sink(self) -> None:
+        while True:
+            self.sink.serve()
+            await asyncio.sleep(0.1)
+
+    async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        self.stats.connections += 1
+        peer_address = client_writer.get_extra_info("peername") or ("?", 0)
+        connection = TappedConnection(self, f"{peer_address[0]}:{peer_address[1]}")
+        try:
+            broker_reader, broker_writer = await asyncio.open_connection(*self.broker)
+        except OSError:
+            client_writer.close()  # the client sees the broker as down, as it would without a tap
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        upstream = asyncio.ensure_future(self._pump(client_reader, broker_writer, connection.requests, True))
+        downstream = asyncio.ensure_future(self._pump(broker_reader, client_writer, connection.responses, False))
+        try:
+            await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # either side closing (or the tap stopping) ends both directions
+            for pump in (upstream, downstream):
+                pump.cancel()
+            await asyncio.gather(upstream, downstream, return_exceptions=True)
+            connection.close()
+            for writer in (client_writer, broker_writer):
+                writer.close()
+            self._tasks.discard(task)
+
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, scanner: FrameScanner, to_broker: bool
+    ) -> None:
+        """Copy one direction: write first, then scan (a scan never delays the bytes), drain for back-pressure."""
+        while True:
+            try:
+                data = await reader.read(READ_CHUNK_BYTES)
+            except OSError:
+                return
+            if not data:
+                return
+            writer.write(data)
+            if to_broker:
+                self.stats.bytes_to_broker += len(data)
+            else:
+                self.stats.bytes_to_client += len(data)
+            scanner.feed(data)
+            try:
+                await writer.drain()
+            except OSError:
+                return
+
+    async def stop(self, flush_timeout_s: float = 5.0) -> TapStats:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.sink.close(flush_timeout_s)
+        return self.stats
+
+
+def parse_producer_settings(pairs: list[str]) -> dict[str, str]:
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"-X expects key=value, got a setting without '=' ({key!r})")
+        settings[key.strip()] = value
+    return settings
+
+
+async def run(args: argparse.Namespace) -> TapStats:
+    producer_config = {"bootstrap.servers": args.bootstrap, **parse_producer_settings(args.producer_setting)}
+    if args.max_queued:
+        producer_config["queue.buffering.max.messages"] = args.max_queued
+    tap = ProtocolTap(args.listen, args.broker, lambda stats: TelemetrySink(producer_config, args.topic, stats))
+    await tap.start()
+    print(json.dumps({"listening": f"{args.listen[0]}:{args.listen[1]}", "topic": args.topic}), flush=True)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(number, stopping.set)
+    while not stopping.is_set():
+        try:
+            await asyncio.wait_for(stopping.wait(), timeout=args.stats_interval_s or None)
+        except TimeoutError:
+            print(json.dumps({"stats": asdict(tap.stats)}), flush=True)
+    return await tap.stop(args.flush_timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--listen", type=parse_host_port, required=True, help="HOST:PORT the clients connect to")
+    parser.add_argument("--broker", type=parse_host_port, required=True, help="HOST:PORT of the tapped broker")
+    parser.add_argument("--bootstrap", required=True, help="bootstrap servers of the telemetry cluster")
+    parser.add_argument("--topic", default="radar.telemetry")
+    parser.add_argument("--max-queued", type=int, default=0, help="producer queue bound (records); 0 = 10000")
+    parser.add_argument("--flush-timeout-s", type=float, default=5.0)
+    parser.add_argument("--stats-interval-s", type=float, default=0.0, help="print stats every N s (0 = at exit)")
+    parser.add_argument(
+        "-X", dest="producer_setting", action="append", default=[], help="producer key=value (never printed)"
+    )
+    args = parser.parse_args(argv)
+    stats = asyncio.run(run(args))
+    print(json.dumps({"stopped": asdict(stats)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
