@@ -304,7 +304,10 @@ class ProtocolTap:
         self.stats = TapStats()
         self.sink = sink_factory(self.stats)
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pumps: set[asyncio.Future[None]] = set()  # cancelled on stop; their connections then close
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._sink_task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def mirror(self, request: PendingRequest, response: bytes, peer: str) -> None:
         value = encode_frame_envelope(
@@ -323,7 +326,7 @@ class ProtocolTap:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.listen[0], self.listen[1])
-        self._tasks.add(asyncio.get_running_loop().create_task(self._serve_sink()))
+        self._sink_task = asyncio.get_running_loop().create_task(self._serve_sink())
 
     async def _serve_sink(self) -> None:
         while True:
@@ -339,11 +342,16 @@ class ProtocolTap:
         except OSError:
             client_writer.close()  # the client sees the broker as down, as it would without a tap
             return
+        if self._stopping:
+            for writer in (client_writer, broker_writer):
+                writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)
+        self._connections.add(task)
         upstream = asyncio.ensure_future(self._pump(client_reader, broker_writer, connection.requests, True))
         downstream = asyncio.ensure_future(self._pump(broker_reader, client_writer, connection.responses, False))
+        self._pumps.update((upstream, downstream))
         try:
             await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
         finally:  # either side closing (or the tap stopping) ends both directions
@@ -353,7 +361,8 @@ class ProtocolTap:
             connection.close()
             for writer in (client_writer, broker_writer):
                 writer.close()
-            self._tasks.discard(task)
+            self._pumps.difference_update((upstream, downstream))
+            self._connections.discard(task)
 
     async def _pump(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, scanner: FrameScanner, to_broker: bool
@@ -378,11 +387,15 @@ class ProtocolTap:
                 return
 
     async def stop(self, flush_timeout_s: float = 5.0) -> TapStats:
+        self._stopping = True
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for pump in list(self._pumps):
+            pump.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._sink_task is not None:
+            self._sink_task.cancel()
+            await asyncio.gather(self._sink_task, return_exceptions=True)
         self.sink.close(flush_timeout_s)
         return self.stats
 
