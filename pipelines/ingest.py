@@ -246,13 +246,17 @@ def start_ingest(
         )
         return stream.start()
 
+    # Delta's txnAppId names the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for all of
+    # them would make a second ingest into the same tables (another replay, `radar run` after a replay) skip its
+    # first batches as already written.
     offsets_rows = source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
-    offsets = start(offsets_rows, OFFSETS_QUERY, offsets_batch_writer(config))
+    offsets = start(offsets_rows, OFFSETS_QUERY, offsets_batch_writer(config, f"{OFFSETS_QUERY}@{checkpoint_name}"))
     telemetry_query = None
     if telemetry:
         rows = source if telemetry_source is None else telemetry_source
         telemetry_rows = rows.where(F.col("topic").isin(*telemetry) & F.col("source_error").isNull())
-        telemetry_query = start(telemetry_rows, TELEMETRY_QUERY, telemetry_batch_writer(config))
+        writer = telemetry_batch_writer(config, f"{TELEMETRY_QUERY}@{checkpoint_name}")
+        telemetry_query = start(telemetry_rows, TELEMETRY_QUERY, writer)
     return IngestQueries(offsets, telemetry_query)
 
 

@@ -202,3 +202,16 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
     assert run_replay(config, [str(dump)]) == counts
     assert delta_versions(config) == before
     assert not duplicates(coordinates(table(spark, config, OFFSETS_RAW)))
+
+    # another dump into the same tables has its own checkpoint, whose batch ids start at 0 again: its writes are
+    # new (not "already committed" to Delta) and must all land
+    second = tmp_path / "dump2" / "more.jsonl"
+    second.parent.mkdir()
+    more = [
+        DumpRecord(OFFSETS_TOPIC, 0, 1000 + index, BASE_TS, key, value)
+        for index, (key, value, *_) in enumerate(offsets_records()[:3])
+    ]
+    second.write_text("".join(dump_line(record) + "\n" for record in more), encoding="utf-8")
+    grown = run_replay(config, [str(second)])
+    assert grown[OFFSETS_RAW.name] == counts[OFFSETS_RAW.name] + 3
+    assert grown[OFFSET_COMMITS.name] == counts[OFFSET_COMMITS.name] + 3
