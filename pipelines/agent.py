@@ -164,6 +164,13 @@ class TelemetryAgent:
         """Deliver what is queued, up to a timeout; returns what is still queued (not yet counted as dropped)."""
         return self._producer.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
 
+    def close(self) -> int:
+        """Flush, then count whatever could not be delivered as dropped (nothing is silently lost); returns it."""
+        undelivered = self.flush()
+        with self._lock:
+            self.dropped += undelivered
+        return undelivered
+
 
 def _pop_prefixed(config: dict[str, Any], prefix: str) -> dict[str, Any]:
     found = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
@@ -431,7 +438,7 @@ class RadarConsumer(Consumer):
         try:
             return super().close(*args, **kwargs)
         finally:
-            self.agent.flush()
+            self.agent.close()
 
 
 def instrument(consumer_config: Mapping[str, Any], telemetry_config: Mapping[str, Any] | None = None) -> RadarConsumer:

@@ -41,8 +41,14 @@ def free_loopback_port(host: str) -> int:
 
 
 def random_cluster_id() -> str:
-    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding (as `random-uuid` does)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding (as `random-uuid` does).
+
+    Like Kafka's Uuid.randomUuid, never one that starts with "-": the storage tool would read it as an option.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def die_with_parent() -> None:
