@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -68,6 +69,29 @@ def _partitions(items: list[dict[str, Any]] | None) -> list[dict[str, Any]] | No
     return [{"topic": t.get("topic"), "partitions": t.get("partitions")} for t in items]
 
 
+@lru_cache(maxsize=16_384)
+def _consumer_protocol_columns(subscription: bytes | None, assignment: bytes | None) -> dict[str, Any]:
+    """A member's decoded subscription/assignment as member columns (read-only: the result is shared).
+
+    Cached by the bytes themselves: every rebalance rewrites the whole group with mostly unchanged members, so
+    the same payloads come back generation after generation.
+    """
+    sub = decode_subscription(subscription)
+    assigned = decode_assignment(assignment)
+    errors = [f"{part}: {d.error}" for part, d in (("subscription", sub), ("assignment", assigned)) if d.error]
+    sub_data, assign_data = sub.data or {}, assigned.data or {}
+    return {
+        "subscribed_topics": sub_data.get("topics"),
+        "owned_partitions": _partitions(sub_data.get("ownedPartitions")),
+        "subscription_generation": sub_data.get("generationId"),
+        "rack_id": sub_data.get("rackId"),
+        "assigned_partitions": _partitions(assign_data.get("assignedPartitions")),
+        "subscription_version": sub.version,
+        "assignment_version": assigned.version,
+        "embedded_error": "; ".join(errors) or None,
+    }
+
+
 def _member_row(member: dict[str, Any], consumer_protocol: bool) -> dict[str, Any]:
     row: dict[str, Any] = {
         "member_id": member.get("memberId"),
@@ -80,20 +104,7 @@ def _member_row(member: dict[str, Any], consumer_protocol: bool) -> dict[str, An
         "assignment": member.get("assignment"),
     }
     if consumer_protocol:
-        sub = decode_subscription(member.get("subscription"))
-        assignment = decode_assignment(member.get("assignment"))
-        errors = [f"{part}: {d.error}" for part, d in (("subscription", sub), ("assignment", assignment)) if d.error]
-        sub_data, assign_data = sub.data or {}, assignment.data or {}
-        row.update(
-            subscribed_topics=sub_data.get("topics"),
-            owned_partitions=_partitions(sub_data.get("ownedPartitions")),
-            subscription_generation=sub_data.get("generationId"),
-            rack_id=sub_data.get("rackId"),
-            assigned_partitions=_partitions(assign_data.get("assignedPartitions")),
-            subscription_version=sub.version,
-            assignment_version=assignment.version,
-            embedded_error="; ".join(errors) or None,
-        )
+        row.update(_consumer_protocol_columns(row["subscription"], row["assignment"]))
     return row
 
 
