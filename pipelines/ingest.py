@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -96,6 +97,13 @@ def split_decoded(decoded: DataFrame, config: RadarConfig) -> dict[str, DataFram
     return out
 
 
+def spread_over_cores(rows: DataFrame) -> DataFrame:
+    """Python decoding runs one worker per partition: a batch from fewer partitions than cores (a dump file, a
+    one-partition topic) is spread out first, so every core decodes."""
+    cores = rows.sparkSession.sparkContext.defaultParallelism
+    return rows.repartition(cores) if rows.rdd.getNumPartitions() < cores else rows
+
+
 def decode_offsets(batch: DataFrame) -> DataFrame:
     """Decode Kafka rows with the codec, vectorised over Arrow batches (no per-row Python UDF)."""
     ddl = decoded_batch_ddl()
@@ -103,26 +111,45 @@ def decode_offsets(batch: DataFrame) -> DataFrame:
     rows = batch.where(F.col("source_error").isNull()).select(
         "key", "value", "topic", "partition", "offset", "timestamp"
     )
-    return rows.mapInArrow(partial(decode_offsets_batches, schema=arrow_schema), ddl)
+    return spread_over_cores(rows).mapInArrow(partial(decode_offsets_batches, schema=arrow_schema), ddl)
+
+
+def append_all(writes: dict[str, DataFrame], config: RadarConfig, app_id: str, batch_id: int) -> None:
+    """Append one micro-batch to several tables concurrently: each Delta commit is mostly driver-side latency, so
+    the tables' commits overlap instead of queueing. Every write stays idempotent on its own (txnAppId per table);
+    the first failure is raised after all writes finished, and the batch is retried as a whole."""
+    with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="radar-append") as pool:
+        futures = [
+            pool.submit(append_idempotent, rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
+            for name, rows in writes.items()
+        ]
+    for future in futures:
+        future.result()
 
 
 def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
-    """The foreachBatch body of the offsets query: bronze, then every silver table, each write idempotent."""
+    """The foreachBatch body of the offsets query: bronze and every silver table, each write idempotent.
+
+    Tables with no rows in this batch are not written: a Delta commit costs most of a second even when empty,
+    and skipping a txnVersion is harmless (a replayed batch is empty for the same tables again).
+    """
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
+        decoded = decode_offsets(batch).persist()
         try:
-            if config.ingest.bronze_enabled:
-                append_idempotent(_bronze(batch, config), config, OFFSETS_RAW, f"{app_id}:{OFFSETS_RAW.name}", batch_id)
-            decoded = decode_offsets(batch).persist()
-            try:
-                tables = split_decoded(decoded, config)
-                tables[QUARANTINE.name] = tables[QUARANTINE.name].unionByName(_unreadable_source_rows(batch, config))
-                for name, rows in tables.items():
-                    append_idempotent(rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
-            finally:
-                decoded.unpersist()
+            present = {row["target"] for row in decoded.select("target").distinct().collect()}
+            tables = {name: rows for name, rows in split_decoded(decoded, config).items() if name in present}
+            unreadable = _unreadable_source_rows(batch, config)
+            if not unreadable.isEmpty():
+                quarantine = tables.get(QUARANTINE.name)
+                tables[QUARANTINE.name] = unreadable if quarantine is None else quarantine.unionByName(unreadable)
+            if config.ingest.bronze_enabled and present:
+                tables[OFFSETS_RAW.name] = _bronze(batch, config)
+            if tables:
+                append_all(tables, config, app_id, batch_id)
         finally:
+            decoded.unpersist()
             batch.unpersist()
 
     return write
@@ -133,7 +160,7 @@ def parse_telemetry(batch: DataFrame) -> DataFrame:
     ddl = parsed_batch_ddl()
     arrow_schema = to_arrow_schema(StructType.fromDDL(ddl))
     rows = batch.select("key", "value", "topic", "partition", "offset", "timestamp")
-    return rows.mapInArrow(partial(parse_telemetry_batches, schema=arrow_schema), ddl)
+    return spread_over_cores(rows).mapInArrow(partial(parse_telemetry_batches, schema=arrow_schema), ddl)
 
 
 def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
@@ -175,22 +202,21 @@ def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, 
 
 
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
-    """The foreachBatch body of the telemetry query: bronze `telemetry_raw`, then parsed events."""
+    """The foreachBatch body of the telemetry query: bronze `telemetry_raw` and the parsed events (tables with no
+    rows in the batch are not written, as for offsets)."""
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
+        parsed = parse_telemetry(batch).persist()
         try:
-            if config.ingest.bronze_enabled:
-                append_idempotent(
-                    _bronze(batch, config), config, TELEMETRY_RAW, f"{app_id}:{TELEMETRY_RAW.name}", batch_id
-                )
-            parsed = parse_telemetry(batch).persist()
-            try:
-                for name, rows in split_parsed_telemetry(parsed, config).items():
-                    append_idempotent(rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
-            finally:
-                parsed.unpersist()
+            present = {row["target"] for row in parsed.select("target").distinct().collect()}
+            tables = {name: rows for name, rows in split_parsed_telemetry(parsed, config).items() if name in present}
+            if config.ingest.bronze_enabled and present:
+                tables[TELEMETRY_RAW.name] = _bronze(batch, config)
+            if tables:
+                append_all(tables, config, app_id, batch_id)
         finally:
+            parsed.unpersist()
             batch.unpersist()
 
     return write
