@@ -8,13 +8,11 @@ tables; every table write carries (txnAppId, txnVersion) so a batch replayed aft
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
@@ -288,8 +286,9 @@ def start_ingest(
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:
     """One checkpoint per set of dump files: replaying the same files again writes nothing twice."""
-    digest = hashlib.sha256("\n".join(sorted(str(Path(p).resolve()) for p in paths)).encode()).hexdigest()[:12]
-    return f"replay-{digest}"
+    from pipelines.sources import replay_staging_dir
+
+    return f"replay-{replay_staging_dir(paths).name}"
 
 
 def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
@@ -304,7 +303,7 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     from pipelines.sources import replay_stream
 
     spark = build_spark_session(config)
-    source = replay_stream(spark, paths)
+    source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     queries = start_ingest(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
     _await_with_progress(queries)
     return table_counts(spark, config)

@@ -7,6 +7,8 @@ line that is not a dump record, so the pipeline can quarantine it instead of sto
 from __future__ import annotations
 
 import glob
+import hashlib
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -95,22 +97,44 @@ def _dump_error(line: Column, parsed: Column, codec: Column) -> Column:
     )
 
 
-def replay_stream(spark: SparkSession, paths: Sequence[str | Path]) -> DataFrame:
+def replay_staging_dir(paths: Sequence[str | Path], root: Path | None = None) -> Path:
+    """The replay's own input folder: one per set of dump files, under `root` (default: the temp folder)."""
+    digest = hashlib.sha256("\n".join(sorted(str(Path(p).resolve()) for p in paths)).encode()).hexdigest()[:12]
+    return (root or Path(tempfile.gettempdir()) / "radar-replay-inputs") / digest
+
+
+def staging_links(paths: Sequence[str | Path], staging: Path) -> list[Path]:
+    """Symlinks to the dump files inside `staging`, numbered so two inputs with one name stay apart."""
+    staging.mkdir(parents=True, exist_ok=True)
+    links = []
+    for index, path in enumerate(paths):
+        link = staging / f"{index:04d}-{Path(path).name}"
+        target = Path(path).resolve()
+        if link.is_symlink() and link.resolve() != target:
+            link.unlink()
+        if not link.is_symlink():
+            link.symlink_to(target)
+        links.append(link)
+    return links
+
+
+def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root: Path | None = None) -> DataFrame:
     """Dump files read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
     if not paths:
         raise ValueError("replay needs at least one dump file (--input DUMP)")
     missing = [str(p) for p in paths if not Path(p).is_file()]
     if missing:
         raise FileNotFoundError(f"dump file(s) not found: {', '.join(missing)}; pass files written by `radar capture`")
+    # A file stream reads folders, and infers partition columns from `key=value` subfolders; read a private
+    # folder holding only links to the inputs (deterministic, so a checkpoint resumes on the same source).
+    staging = replay_staging_dir(paths, staging_root)
     lines: DataFrame | None = None
-    for path in paths:
-        # A file stream reads directories: read the file's folder, filtered to this one file name.
-        resolved = Path(path).resolve()
+    for link in staging_links(paths, staging):
         one = (
             spark.readStream.format("text")
             .option("maxFilesPerTrigger", 1)
-            .option("pathGlobFilter", glob.escape(resolved.name))
-            .load(str(resolved.parent))
+            .option("pathGlobFilter", glob.escape(link.name))
+            .load(str(staging))
         )
         lines = one if lines is None else lines.unionByName(one)
     assert lines is not None

@@ -1,0 +1,41 @@
+"""Replay reads its own folder of links to the dump files, so whatever sits beside a dump cannot break it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import RadarConfig
+from pipelines.ingest import run_replay
+from pipelines.sources import replay_staging_dir, staging_links
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
+
+
+def test_staging_is_deterministic_and_keeps_same_named_inputs_apart(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = tmp_path / "a" / "dump.jsonl", tmp_path / "b" / "dump.jsonl"
+    first.write_text("{}\n")
+    second.write_text("{}\n")
+    staging = replay_staging_dir([first, second], tmp_path / "staging")
+    assert staging == replay_staging_dir([second, first], tmp_path / "staging")  # order does not matter
+    assert staging != replay_staging_dir([first], tmp_path / "staging")
+    links = staging_links([first, second], staging)
+    assert [link.resolve() for link in links] == [first, second]
+    assert sorted(p.name for p in staging.iterdir()) == ["0000-dump.jsonl", "0001-dump.jsonl"]
+    assert staging_links([first, second], staging) == links  # idempotent
+
+
+@pytest.mark.spark
+def test_replay_beside_partition_like_folders(spark: object, radar_config: RadarConfig, tmp_path: Path) -> None:
+    """A `key=value` folder next to the dump (e.g. a data dir) made Spark's partition inference fail before."""
+    work = tmp_path / "work"
+    (work / "commit_date=2025-01-01").mkdir(parents=True)
+    dump = work / SAMPLE.name
+    dump.write_bytes(SAMPLE.read_bytes())
+    counts = run_replay(radar_config.with_data_dir(work / "radar-data"), [str(dump)])
+    expected = {"offsets_raw": 39, "offset_commits": 7, "group_metadata": 5, "group_records": 22, "quarantine": 6}
+    assert {name: counts[name] for name in expected} == expected  # 5 bad offsets records + 1 telemetry garbage
