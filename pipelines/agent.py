@@ -50,6 +50,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from transforms.schemas import HeartbeatEventKind
 from transforms.telemetry.json_events import SCHEMA_V1
+from transforms.telemetry.librdkafka_stats import cgrp_details
 
 Kind = HeartbeatEventKind
 DEFAULT_TOPIC = "radar.telemetry"
@@ -57,15 +58,6 @@ TELEMETRY_PREFIX = "radar.telemetry."
 DEFAULT_STATS_INTERVAL_MS = 5000
 # The consumer settings a telemetry producer on the same cluster needs (credentials included, never printed).
 _SHARED_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.lookup", "socket.")
-_CGRP_FIELDS = (
-    "state",
-    "stateage",
-    "join_state",
-    "rebalance_age",
-    "rebalance_cnt",
-    "rebalance_reason",
-    "assignment_size",
-)
 _GROUP_METADATA_MAGIC = b"CGMDv2:"
 
 
@@ -413,7 +405,7 @@ class RadarConsumer(Consumer):
         except ValueError:
             cgrp = None
         if isinstance(cgrp, dict) and cgrp.get("state") not in (None, "init", "term"):
-            details = {key: str(cgrp[key]) for key in _CGRP_FIELDS if cgrp.get(key) not in (None, "")}
+            details = cgrp_details(cgrp)
             state = str(cgrp.get("state"))
             reason = str(cgrp.get("rebalance_reason") or "")
             if "max.poll" in reason and self._last_rebalance_reason != reason:  # the stats repeat it: report once

@@ -34,6 +34,11 @@ _CGRP_DETAIL_FIELDS: tuple[str, ...] = (
 _QUIET_STATES = frozenset({"init", "term"})
 
 
+def cgrp_details(cgrp: dict[str, Any]) -> dict[str, str]:
+    """The consumer-group fields of librdkafka statistics worth keeping, as event details."""
+    return {key: str(cgrp[key]) for key in _CGRP_DETAIL_FIELDS if cgrp.get(key) not in (None, "")}
+
+
 def is_librdkafka_stats(obj: dict[str, Any]) -> bool:
     """librdkafka stats have a client `type`, a clock (`ts`/`time`) and per-client sections (`cgrp`, `brokers`)."""
     return (
@@ -60,7 +65,7 @@ def parse_librdkafka_stats(stats: dict[str, Any], record_timestamp_ms: int) -> P
     client_id = str(client_id) if client_id is not None else None
     group_id = stats.get("group_id") or cgrp.get("group_id")
     group_id = str(group_id) if group_id is not None else None
-    details = {key: str(cgrp[key]) for key in _CGRP_DETAIL_FIELDS if cgrp.get(key) not in (None, "")}
+    details = cgrp_details(cgrp)
     if stats.get("name") is not None:
         details["name"] = str(stats["name"])
     state = str(cgrp.get("state", ""))
