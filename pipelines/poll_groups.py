@@ -9,16 +9,20 @@ client id, host, instance id; `details`: snapshot=admin_describe, state, type, a
 target_assignment, coordinator), or one `group_empty` event for a group without members.
 
 Covered: classic and KIP-848 consumer groups (`list_consumer_groups` + `describe_consumer_groups`; librdkafka
-sends DescribeGroups or ConsumerGroupDescribe as the group type needs). Not covered: Kafka Streams (KIP-1071)
-groups — confluent-kafka 2.16 / librdkafka 2.16 has no StreamsGroupDescribe call and does not list groups of type
-`streams`, so they are skipped; their telemetry comes from broker logs or a protocol tap (`radar.frame/1`,
-which decodes StreamsGroupDescribe responses). Member and group epochs are not exposed by confluent-kafka's
-`MemberDescription` either, so KIP-848 snapshots carry no `member_epoch`.
+sends DescribeGroups or ConsumerGroupDescribe as the group type needs), and Kafka Streams (KIP-1071) groups, which
+confluent-kafka 2.16 can neither list nor describe: those go through the project's own protocol client
+(`pipelines.kafka_wire_client`: ListGroups with typesFilter=streams on every broker, FindCoordinator, then
+StreamsGroupDescribe on the coordinator). Their events carry `member_epoch` and, in `details`, type=STREAMS,
+group_epoch, assignment_epoch, topology_epoch, process_id and the active/standby/warm-up tasks
+(`<subtopology>_<partition>`). The wire client speaks PLAINTEXT only, so with TLS or SASL settings streams groups
+are skipped (said once on stderr). Member epochs are not exposed by confluent-kafka's `MemberDescription`, so
+KIP-848 snapshots carry no `member_epoch`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -27,11 +31,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
 from transforms.schemas import HeartbeatEventKind
 from transforms.telemetry.json_events import SCHEMA_V1
+from transforms.telemetry.protocol_frames import error_name
 
 SNAPSHOT = "admin_describe"
 MAX_LISTED_PARTITIONS = 256
+STREAMS_TYPE = "STREAMS"
+WIRE_CLIENT_ID = "radar-poll-groups"
 
 
 def _enum_name(value: Any) -> str:
@@ -82,6 +90,83 @@ def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
     return events
 
 
+def _upper_snake(state: str) -> str:
+    """StreamsGroupDescribe says `NotReady`; the admin API's enums say `NOT_READY` (snapshots use the latter)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", state).upper() if state else "UNKNOWN"
+
+
+def _task_list(tasks: Sequence[Mapping[str, Any]] | None) -> tuple[str, int]:
+    """Streams tasks as Kafka names them (`<subtopology>_<partition>`), cut at MAX_LISTED_PARTITIONS; and the count."""
+    listed: list[str] = []
+    count = 0
+    for task in tasks or ():
+        for partition in task.get("partitions") or ():
+            count += 1
+            if len(listed) < MAX_LISTED_PARTITIONS:
+                listed.append(f"{task.get('subtopologyId')}_{partition}")
+    return ",".join(listed), count
+
+
+def streams_snapshot_events(
+    group: Mapping[str, Any], now_ms: int, coordinator: int | None = None
+) -> list[dict[str, Any]]:
+    """One StreamsGroupDescribe `DescribedGroup` -> radar.event/1 objects (per member, or one `group_empty`)."""
+    members = list(group.get("members") or [])
+    details: dict[str, str] = {
+        "snapshot": SNAPSHOT,
+        "state": _upper_snake(str(group.get("groupState") or "")),
+        "type": STREAMS_TYPE,
+        "members": str(len(members)),
+        "group_epoch": str(group.get("groupEpoch")),
+        "assignment_epoch": str(group.get("assignmentEpoch")),
+    }
+    topology = group.get("topology")
+    topology_epoch = topology.get("epoch") if topology else None
+    if topology is not None:
+        details["topology_epoch"] = str(topology_epoch)
+        details["subtopologies"] = str(len(topology.get("subtopologies") or []))
+    if group.get("assignorName"):
+        details["assignor"] = str(group["assignorName"])
+    if coordinator is not None:
+        details["coordinator"] = str(coordinator)
+    base = {"schema": SCHEMA_V1, "ts": now_ms, "group_id": group.get("groupId")}
+    if not members:
+        return [{**base, "event": HeartbeatEventKind.GROUP_EMPTY.value, "details": details}]
+    events = []
+    for member in members:
+        member_details = dict(details)
+        assignment = member.get("assignment") or {}
+        active, active_count = _task_list(assignment.get("activeTasks"))
+        member_details.update({"assignment": active, "assigned_tasks": str(active_count)})
+        for key, name in (("standbyTasks", "standby_tasks"), ("warmupTasks", "warmup_tasks")):
+            listed, count = _task_list(assignment.get(key))
+            if count:
+                member_details[name] = listed
+        member_details["target_assignment"] = _task_list((member.get("targetAssignment") or {}).get("activeTasks"))[0]
+        if member.get("processId"):
+            member_details["process_id"] = str(member["processId"])
+        if member.get("topologyEpoch") is not None and member.get("topologyEpoch") != topology_epoch:
+            member_details["member_topology_epoch"] = str(member["topologyEpoch"])
+        if member.get("isClassic"):
+            member_details["is_classic"] = "true"
+        event: dict[str, Any] = {
+            **base,
+            "event": HeartbeatEventKind.HEARTBEAT.value,
+            "member_id": member.get("memberId"),
+            "member_epoch": member.get("memberEpoch"),
+        }
+        for key, value in (
+            ("client_id", member.get("clientId")),
+            ("host", (member.get("clientHost") or "").lstrip("/")),
+            ("group_instance_id", member.get("instanceId")),
+        ):
+            if value:
+                event[key] = value
+        event["details"] = member_details
+        events.append(event)
+    return events
+
+
 @dataclass(frozen=True, slots=True)
 class PollCounts:
     """What one poll did: groups described, events produced, groups that failed to describe."""
@@ -102,6 +187,7 @@ class GroupPoller:
         groups: Sequence[str] = (),
         client_config: Mapping[str, Any] | None = None,
         timeout_s: float = 10.0,
+        streams: bool = True,
     ) -> None:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
@@ -113,6 +199,12 @@ class GroupPoller:
         self.groups = tuple(groups)
         self.timeout_s = timeout_s
         self._key = socket.gethostname().encode()
+        self.bootstrap_servers = bootstrap_servers
+        plaintext = str(base.get("security.protocol", "PLAINTEXT")).upper() == "PLAINTEXT"
+        self.streams = streams and plaintext
+        if streams and not plaintext:
+            print("radar poll-groups: streams groups skipped (the wire client speaks PLAINTEXT only)", file=sys.stderr)
+        self._streams_unavailable_said = False
 
     def group_ids(self) -> list[str]:
         if self.groups:
@@ -134,16 +226,87 @@ class GroupPoller:
                 print(f"radar poll-groups: {group_id}: {failure}", file=sys.stderr)
         return found, failed
 
+    def _wire_client(self, host: str, port: int) -> KafkaWireClient:
+        return KafkaWireClient(host, port, client_id=WIRE_CLIENT_ID, timeout_s=self.timeout_s)
+
+    def streams_group_ids(self) -> list[str]:
+        """Streams groups on every broker (a broker lists only the groups it coordinates), or the given ones."""
+        metadata = self.admin.list_topics(timeout=self.timeout_s)
+        found: set[str] = set()
+        for broker in sorted(metadata.brokers.values(), key=lambda b: b.id):
+            with self._wire_client(broker.host, broker.port) as client:
+                found.update(g.group_id for g in client.list_groups(types=("streams",)))
+        return sorted(found & set(self.groups)) if self.groups else sorted(found)
+
+    def describe_streams(self, group_ids: Iterable[str]) -> tuple[list[tuple[dict[str, Any], int]], int]:
+        """StreamsGroupDescribe each group on its coordinator; the described groups (with the coordinator's node
+        id) and how many failed."""
+        by_coordinator: dict[BrokerAddress, list[str]] = {}
+        failed = 0
+        ids = list(group_ids)
+        if not ids:
+            return [], 0
+        with KafkaWireClient.from_bootstrap(
+            self.bootstrap_servers, client_id=WIRE_CLIENT_ID, timeout_s=self.timeout_s
+        ) as bootstrap:
+            for group_id in ids:
+                try:
+                    by_coordinator.setdefault(bootstrap.find_coordinator(group_id), []).append(group_id)
+                except KafkaWireError as failure:
+                    failed += 1
+                    print(f"radar poll-groups: {group_id}: {failure}", file=sys.stderr)
+        found: list[tuple[dict[str, Any], int]] = []
+        for coordinator, coordinated in by_coordinator.items():
+            try:
+                with self._wire_client(coordinator.host, coordinator.port) as client:
+                    described = client.describe_streams_groups(coordinated)
+            except KafkaWireError as failure:
+                failed += len(coordinated)
+                print(f"radar poll-groups: {','.join(coordinated)}: {failure}", file=sys.stderr)
+                continue
+            for group in described:
+                error = error_name(group.get("errorCode"))
+                if error:  # e.g. GROUP_ID_NOT_FOUND for a group deleted since it was listed
+                    failed += 1
+                    message = f" ({group['errorMessage']})" if group.get("errorMessage") else ""
+                    print(f"radar poll-groups: {group.get('groupId')}: {error}{message}", file=sys.stderr)
+                    continue
+                found.append((group, coordinator.node_id))
+        return found, failed
+
+    def _streams_round(self) -> tuple[list[tuple[dict[str, Any], int]], int, set[str]]:
+        """Described streams groups, failures, and the ids the admin API must not describe; a cluster or
+        client that cannot list streams groups yields none (said once)."""
+        if not self.streams:
+            return [], 0, set()
+        try:
+            ids = self.streams_group_ids()
+        except Exception as failure:  # e.g. a broker before KIP-1071: ListGroups v5 or streams groups unknown
+            if not self._streams_unavailable_said:
+                print(f"radar poll-groups: streams groups not listed: {failure}", file=sys.stderr)
+                self._streams_unavailable_said = True
+            return [], 0, set()
+        found, failed = self.describe_streams(ids)
+        return found, failed, set(ids)
+
+    def _produce(self, events: Iterable[dict[str, Any]]) -> int:
+        produced = 0
+        for event in events:
+            self.producer.produce(self.topic, json.dumps(event, separators=(",", ":")).encode(), self._key)
+            produced += 1
+        return produced
+
     def poll_once(self) -> PollCounts:
-        descriptions, failed = self.describe(self.group_ids())
+        streams_groups, streams_failed, streams_ids = self._streams_round()
+        descriptions, failed = self.describe(g for g in self.group_ids() if g not in streams_ids)
         now_ms = int(time.time() * 1000)
         produced = 0
         for description in descriptions:
-            for event in snapshot_events(description, now_ms):
-                self.producer.produce(self.topic, json.dumps(event, separators=(",", ":")).encode(), self._key)
-                produced += 1
+            produced += self._produce(snapshot_events(description, now_ms))
+        for group, coordinator in streams_groups:
+            produced += self._produce(streams_snapshot_events(group, now_ms, coordinator))
         self.producer.poll(0)
-        return PollCounts(len(descriptions), produced, failed)
+        return PollCounts(len(descriptions) + len(streams_groups), produced, failed + streams_failed)
 
     def run(self, interval_s: float, *, once: bool = False, stop: threading.Event | None = None) -> PollCounts:
         """Poll every `interval_s` until `stop` is set (or once); returns the totals."""
