@@ -27,7 +27,6 @@ from transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_h
 from transforms.wire.messages.protocol import REQUEST_HEADER
 from transforms.wire.writer import write_message
 
-API_VERSIONS_KEY = 18
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 DEFAULT_CLIENT_ID = "radar-wire-client"
 # Errors worth another FindCoordinator round: the coordinator is loading, moving, or not yet elected.
@@ -187,26 +186,13 @@ class KafkaWireClient:
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
         """The broker's supported version range per API key (ApiVersions v0, asked once per client)."""
-        if self._api_versions is not None:
-            return self._api_versions
-        correlation_id = next(self._correlation_ids)
-        client_id = self.client_id.encode()
-        header = struct.pack(">hhih", API_VERSIONS_KEY, 0, correlation_id, len(client_id)) + client_id
-        data = self._exchange(header, "ApiVersions")
-        try:
-            echoed, error_code, count = struct.unpack_from(">ihi", data, 0)
-            if echoed != correlation_id:
-                raise KafkaWireError(f"ApiVersions: correlation id {echoed} answers no request ({correlation_id})")
-            if error_code:
-                raise KafkaBrokerError("ApiVersions", error_name(error_code) or str(error_code))
-            ranges = {}
-            for index in range(count):
-                key, low, high = struct.unpack_from(">hhh", data, 10 + 6 * index)
-                ranges[key] = (low, high)
-        except struct.error as failure:
-            raise KafkaWireError(f"ApiVersions response from {self.address} is truncated: {failure}") from failure
-        self._api_versions = ranges
-        return ranges
+        if self._api_versions is None:
+            body = self.request("ApiVersions", 0, {})
+            error = error_name(body.get("errorCode"))
+            if error is not None:
+                raise KafkaBrokerError("ApiVersions", error)
+            self._api_versions = {k["apiKey"]: (k["minVersion"], k["maxVersion"]) for k in body.get("apiKeys") or []}
+        return self._api_versions
 
     def version_for(self, api_name: str, *, low: int = 0, high: int | None = None) -> int:
         """The highest version both the broker and the codec support, within [low, high]."""

@@ -1076,7 +1076,37 @@ SYNC_GROUP_RESPONSE = M(
 )
 
 
+# Not in shared/kafka-spec: ApiVersions (API key 18), its non-flexible versions 0-2, written from Kafka's
+# ApiVersionsRequest/Response definitions. A client asks it first to pick versions both sides support.
+API_VERSIONS_REQUEST = M("ApiVersionsRequest", "request", api_key=18, valid="0-2", flexible="none", fields=())
+
+
+API_VERSIONS_RESPONSE = M(
+    "ApiVersionsResponse",
+    "response",
+    api_key=18,
+    valid="0-2",
+    flexible="none",
+    fields=(
+        F("errorCode", "int16", "0+"),
+        F(
+            "apiKeys",
+            "[]ApiVersion",
+            "0+",
+            fields=(
+                F("apiKey", "int16", "0+"),
+                F("minVersion", "int16", "0+"),
+                F("maxVersion", "int16", "0+"),
+            ),
+        ),
+        F("throttleTimeMs", "int32", "1+"),
+    ),
+)
+
+
 MESSAGES: tuple[MessageSpec, ...] = (
+    API_VERSIONS_REQUEST,
+    API_VERSIONS_RESPONSE,
     CONSUMER_GROUP_DESCRIBE_REQUEST,
     CONSUMER_GROUP_DESCRIBE_RESPONSE,
     CONSUMER_GROUP_HEARTBEAT_REQUEST,
