@@ -363,15 +363,6 @@ def ensure_offsets_topic(bootstrap_servers: str, offsets_topic: str, timeout_s: 
         time.sleep(0.5)
 
 
-def missing_topics(bootstrap_servers: str, topics: Sequence[str], options: dict[str, str] | None = None) -> list[str]:
-    """Topics of `topics` that do not exist on the cluster."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(options or {})})
-    existing = set(admin.list_topics(timeout=15).topics)
-    return [t for t in topics if t not in existing]
-
-
 def create_topics(bootstrap_servers: str, topics: Sequence[str], partitions: int = 1) -> None:
     """Create telemetry topics that do not exist yet (the embedded broker starts empty)."""
     from confluent_kafka.admin import AdminClient, NewTopic

@@ -24,11 +24,6 @@ from transforms.wire.member_states import member_state_name
 # Columns the pipeline adds itself (the cluster name, the Kafka coordinates, partition dates).
 PIPELINE_COLUMNS = frozenset({"cluster", "src_topic", "src_partition", "src_offset", "src_timestamp", "commit_date"})
 
-TARGET_OFFSET_COMMITS = OFFSET_COMMITS.name
-TARGET_GROUP_METADATA = GROUP_METADATA.name
-TARGET_GROUP_RECORDS = GROUP_RECORDS.name
-TARGET_QUARANTINE = QUARANTINE.name
-
 # The struct column of the decoded batch that carries each target table's payload.
 PAYLOAD_COLUMNS: dict[str, TableSchema] = {
     "offset_commit": OFFSET_COMMITS,
