@@ -20,8 +20,9 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
   `cgrp.rebalance_reason`) is "max.poll.interval.ms exceeded" -> `poll_timeout`, when the reason first appears
   (classic protocol only: with group.protocol=consumer librdkafka 2.16 reported no such reason in our runs).
 
-poll() and consume() are not overridden: they stay librdkafka's own C calls, so the agent adds nothing per
-message, and poll timeouts are read from the statistics instead of from poll's error messages.
+poll() and consume() stay librdkafka's C calls with one check on top: an error message they return (librdkafka
+hands `max.poll.interval.ms exceeded` to the application there, after the overrun, when the statistics may
+already show the rejoin) is reported; a poll timeout is reported once per membership, from whichever source first.
 
 It never blocks or slows the poll loop: events are produced from the consumer's own callbacks by a separate
 producer (its own librdkafka threads) into a bounded queue (`queue.buffering.max.messages`); when the telemetry
@@ -215,6 +216,7 @@ class RadarConsumer(Consumer):
         self._host = socket.gethostname()
         self._last_member_id: str | None = None
         self._last_rebalance_reason = ""
+        self._poll_timeout_reported = False
         self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
@@ -297,6 +299,7 @@ class RadarConsumer(Consumer):
         """Subscribe as usual; the rebalance callbacks are wrapped so each assign/revoke/lost is reported."""
 
         def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            self._poll_timeout_reported = False  # a new membership: a later overrun is a new incident
             if on_assign is not None:
                 on_assign(self, partitions)
             self._emit(
@@ -409,7 +412,7 @@ class RadarConsumer(Consumer):
             state = str(cgrp.get("state"))
             reason = str(cgrp.get("rebalance_reason") or "")
             if "max.poll" in reason and self._last_rebalance_reason != reason:  # the stats repeat it: report once
-                self._emit(Kind.POLL_TIMEOUT, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
+                self._report_poll_timeout(reason, details)
             self._last_rebalance_reason = reason
             if state == "up":
                 self._emit(Kind.HEARTBEAT, details=details)
@@ -417,6 +420,31 @@ class RadarConsumer(Consumer):
                 self._emit(Kind.HEARTBEAT_FAILED, reason=f"consumer group state {state}", details=details)
         if self._user_stats_cb is not None:
             self._user_stats_cb(stats_json)
+
+    def _report_poll_timeout(self, reason: str, details: dict[str, str] | None = None) -> None:
+        """Once per membership, whichever of the stats reason or poll's own error message shows it first."""
+        if not self._poll_timeout_reported:
+            self._poll_timeout_reported = True
+            self._emit(Kind.POLL_TIMEOUT, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
+
+    def _on_message_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._MAX_POLL_EXCEEDED:
+            self._report_poll_timeout(error.str())
+
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
+        """librdkafka's poll; an error message it returns (e.g. max.poll.interval.ms exceeded) is reported."""
+        message = super().poll(*args, **kwargs)
+        if message is not None and message.error() is not None:
+            self._on_message_error(message.error())
+        return message
+
+    def consume(self, *args: Any, **kwargs: Any) -> Any:
+        """librdkafka's consume; error messages among the batch are reported."""
+        messages = super().consume(*args, **kwargs)
+        for message in messages:
+            if message.error() is not None:
+                self._on_message_error(message.error())
+        return messages
 
     def _on_error(self, error: KafkaError) -> None:
         self._emit(
