@@ -60,6 +60,9 @@ DEFAULT_STATS_INTERVAL_MS = 5000
 # The consumer settings a telemetry producer on the same cluster needs (credentials included, never printed).
 _SHARED_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.lookup", "socket.")
 _GROUP_METADATA_MAGIC = b"CGMDv2:"
+# Unbound C methods: the poll path pays one Python call on top of librdkafka, no super() or argument packing.
+_CONSUMER_POLL = Consumer.poll
+_CONSUMER_CONSUME = Consumer.consume
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,16 +434,16 @@ class RadarConsumer(Consumer):
         if error.code() == KafkaError._MAX_POLL_EXCEEDED:
             self._report_poll_timeout(error.str())
 
-    def poll(self, *args: Any, **kwargs: Any) -> Any:
+    def poll(self, timeout: float | None = None) -> Any:
         """librdkafka's poll; an error message it returns (e.g. max.poll.interval.ms exceeded) is reported."""
-        message = super().poll(*args, **kwargs)
+        message = _CONSUMER_POLL(self, -1 if timeout is None else timeout)
         if message is not None and message.error() is not None:
             self._on_message_error(message.error())
         return message
 
-    def consume(self, *args: Any, **kwargs: Any) -> Any:
+    def consume(self, num_messages: int = 1, timeout: float | None = None) -> Any:
         """librdkafka's consume; error messages among the batch are reported."""
-        messages = super().consume(*args, **kwargs)
+        messages = _CONSUMER_CONSUME(self, num_messages, -1 if timeout is None else timeout)
         for message in messages:
             if message.error() is not None:
                 self._on_message_error(message.error())
