@@ -32,6 +32,7 @@ from transforms.schemas import (
     TELEMETRY_RAW,
     TELEMETRY_UNRECOGNISED,
     QuarantineStage,
+    TableSchema,
 )
 from transforms.telemetry.batch import parse_telemetry_batches, parsed_batch_ddl
 
@@ -125,8 +126,19 @@ def append_all(writes: dict[str, DataFrame], config: RadarConfig, app_id: str, b
         future.result()
 
 
-def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
-    """The foreachBatch body of the offsets query: bronze and every silver table, each write idempotent.
+RoutedSplit = Callable[[DataFrame, RadarConfig], dict[str, DataFrame]]
+
+
+def routed_batch_writer(
+    config: RadarConfig,
+    app_id: str,
+    route: Callable[[DataFrame], DataFrame],
+    split: RoutedSplit,
+    bronze: TableSchema,
+    *,
+    with_unreadable_source_rows: bool = False,
+) -> BatchWriter:
+    """A foreachBatch body: route the batch once (mapInArrow), then append bronze and every target table.
 
     Tables with no rows in this batch are not written: a Delta commit costs most of a second even when empty,
     and skipping a txnVersion is harmless (a replayed batch is empty for the same tables again).
@@ -134,23 +146,31 @@ def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> Ba
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
-        decoded = decode_offsets(batch).persist()
+        routed = route(batch).persist()
         try:
-            present = {row["target"] for row in decoded.select("target").distinct().collect()}
-            tables = {name: rows for name, rows in split_decoded(decoded, config).items() if name in present}
-            unreadable = _unreadable_source_rows(batch, config)
-            if not unreadable.isEmpty():
-                quarantine = tables.get(QUARANTINE.name)
-                tables[QUARANTINE.name] = unreadable if quarantine is None else quarantine.unionByName(unreadable)
+            present = {row["target"] for row in routed.select("target").distinct().collect()}
+            tables = {name: rows for name, rows in split(routed, config).items() if name in present}
+            if with_unreadable_source_rows:
+                unreadable = _unreadable_source_rows(batch, config)
+                if not unreadable.isEmpty():
+                    quarantine = tables.get(QUARANTINE.name)
+                    tables[QUARANTINE.name] = unreadable if quarantine is None else quarantine.unionByName(unreadable)
             if config.ingest.bronze_enabled and present:
-                tables[OFFSETS_RAW.name] = _bronze(batch, config)
+                tables[bronze.name] = _bronze(batch, config)
             if tables:
                 append_all(tables, config, app_id, batch_id)
         finally:
-            decoded.unpersist()
+            routed.unpersist()
             batch.unpersist()
 
     return write
+
+
+def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
+    """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine."""
+    return routed_batch_writer(
+        config, app_id, decode_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True
+    )
 
 
 def parse_telemetry(batch: DataFrame) -> DataFrame:
@@ -200,24 +220,8 @@ def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, 
 
 
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
-    """The foreachBatch body of the telemetry query: bronze `telemetry_raw` and the parsed events (tables with no
-    rows in the batch are not written, as for offsets)."""
-
-    def write(batch: DataFrame, batch_id: int) -> None:
-        batch.persist()
-        parsed = parse_telemetry(batch).persist()
-        try:
-            present = {row["target"] for row in parsed.select("target").distinct().collect()}
-            tables = {name: rows for name, rows in split_parsed_telemetry(parsed, config).items() if name in present}
-            if config.ingest.bronze_enabled and present:
-                tables[TELEMETRY_RAW.name] = _bronze(batch, config)
-            if tables:
-                append_all(tables, config, app_id, batch_id)
-        finally:
-            parsed.unpersist()
-            batch.unpersist()
-
-    return write
+    """The telemetry query: bronze `telemetry_raw` and the parsed events."""
+    return routed_batch_writer(config, app_id, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
 
 
 @dataclass
