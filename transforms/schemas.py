@@ -189,6 +189,134 @@ TELEMETRY_UNRECOGNISED = TableSchema(
     ),
 )
 
+CLOCK_TICKS = _table(
+    "clock_ticks",
+    "silver",
+    (
+        Column("tick_time", "TIMESTAMP", "the emitter's wall clock when it wrote the tick"),
+        Column("emitter", "STRING", "who wrote it, e.g. radar-run@host"),
+    ),
+)
+"""The clock as data: `radar run` writes a `radar.clock/1` record to the telemetry topic every second, so event
+time (and with it the detectors' watermark) advances while every group is silent, and a dump that captured the
+telemetry topic replays the same passage of time."""
+
+# Columns the detectors read: the union of the silver tables that speak about groups, projected onto one row
+# shape (`src_table` says which table a row came from; a column a table does not have is null). Declared once so
+# the Spark projection (pipelines/detect.py) and the pure conversion to group events (transforms/detectors) agree.
+DETECTOR_INPUT = TableSchema(
+    "detector_input",
+    "view",
+    (
+        Column("cluster", "STRING"),
+        Column("group_id", "STRING", "null only on clock ticks"),
+        Column("event_time", "TIMESTAMP", "heartbeat_events.event_time, clock_ticks.tick_time, else src_timestamp"),
+        Column(
+            "src_table", "STRING", "offset_commits | group_metadata | group_records | heartbeat_events | clock_ticks"
+        ),
+        *SOURCE_COLUMNS[1:],
+        # offset_commits
+        Column("topic", "STRING"),
+        Column("partition", "INT"),
+        Column("committed_offset", "BIGINT"),
+        Column("leader_epoch", "INT"),
+        Column("is_tombstone", "BOOLEAN", "offset_commits, group_metadata, group_records"),
+        # group_metadata
+        Column("protocol_type", "STRING"),
+        Column("generation", "INT", "group_metadata and heartbeat_events: classic generation"),
+        Column("protocol", "STRING"),
+        Column("leader", "STRING"),
+        Column("member_count", "INT"),
+        Column("members", f"ARRAY<{MEMBER_STRUCT_DDL}>"),
+        # group_records
+        Column("group_type", "STRING"),
+        Column("record_type", "STRING"),
+        Column("epoch", "INT"),
+        Column("member_id", "STRING", "group_records and heartbeat_events"),
+        Column("member_state", "STRING"),
+        Column("payload", "STRING"),
+        # heartbeat_events
+        Column("event", "STRING"),
+        Column("group_instance_id", "STRING"),
+        Column("member_epoch", "INT"),
+        Column("error", "STRING"),
+        Column("reason", "STRING"),
+        Column("client_id", "STRING"),
+        Column("host", "STRING"),
+        Column("source", "STRING"),
+        Column("details", "MAP<STRING, STRING>"),
+    ),
+)
+
+EVIDENCE_DOC = "JSON array of the source records: [{table, topic, partition, offset, event_time}]"
+
+REBALANCES = TableSchema(
+    "rebalances",
+    "gold",
+    (
+        Column("cluster", "STRING"),
+        Column("group_id", "STRING"),
+        Column("rebalance_id", "STRING", "deterministic: cluster, group, protocol and the generation/epoch left"),
+        Column("group_protocol", "STRING", "classic | consumer | streams | share"),
+        Column("from_generation", "INT", "generation (classic) or group epoch (KIP-848/1071) before"),
+        Column("generation", "INT", "generation or group epoch reached; null while not stabilised"),
+        Column("started_at", "TIMESTAMP"),
+        Column("stabilized_at", "TIMESTAMP", "null while the rebalance is in progress or never completed"),
+        Column("duration_ms", "BIGINT"),
+        Column("members_before", "INT"),
+        Column("members_after", "INT"),
+        Column("joined", "ARRAY<STRING>", "member ids"),
+        Column("left", "ARRAY<STRING>", "member ids that left (LeaveGroup, shutdown)"),
+        Column("expired", "ARRAY<STRING>", "member ids removed on session/heartbeat expiry"),
+        Column("leader", "STRING"),
+        Column("cause", "STRING", "one of RebalanceCause"),
+        Column("cause_detail", "STRING", "the reason text that decided the cause"),
+        Column("evidence", "STRING", EVIDENCE_DOC),
+    ),
+)
+
+DETECTIONS = TableSchema(
+    "detections",
+    "gold",
+    (
+        Column("cluster", "STRING"),
+        Column("detection_id", "STRING", "deterministic: same incident, same id, live or replayed"),
+        Column("kind", "STRING", "one of DetectionKind"),
+        Column("severity", "STRING", "one of Severity"),
+        Column("group_id", "STRING"),
+        Column("generation", "INT", "generation or epoch the incident is about"),
+        Column("member_id", "STRING"),
+        Column("topic", "STRING"),
+        Column("partition", "INT"),
+        Column("first_seen", "TIMESTAMP", "event time of the first evidence"),
+        Column("last_seen", "TIMESTAMP", "event time of the latest evidence"),
+        Column("detected_at", "TIMESTAMP", "event time at which the rule decided"),
+        Column("status", "STRING", "one of DetectionStatus"),
+        Column("resolved_at", "TIMESTAMP"),
+        Column("summary", "STRING", "one sentence for a human"),
+        Column("evidence", "STRING", EVIDENCE_DOC),
+    ),
+)
+
+GROUP_HEALTH = TableSchema(
+    "group_health",
+    "gold",
+    (
+        Column("cluster", "STRING"),
+        Column("group_id", "STRING"),
+        Column("group_protocol", "STRING", "classic | consumer | streams | share"),
+        Column("state", "STRING", "Stable | PreparingRebalance | CompletingRebalance | Reconciling | Empty | Dead"),
+        Column("generation", "INT", "generation or group epoch"),
+        Column("members", "INT"),
+        Column("last_rebalance_at", "TIMESTAMP"),
+        Column("rebalances_1h", "INT", "completed rebalances in the hour before last_event_at"),
+        Column("open_detections", "INT"),
+        Column("last_event_at", "TIMESTAMP"),
+    ),
+)
+
+GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
+
 TABLES: dict[str, TableSchema] = {
     t.name: t
     for t in (
@@ -260,3 +388,31 @@ class QuarantineStage(StrEnum):
     READ_DUMP = "read_dump"
     DECODE_OFFSETS = "decode_offsets"
     PARSE_TELEMETRY = "parse_telemetry"
+
+
+class RebalanceCause(StrEnum):
+    """`rebalances.cause` values (DESIGN §6): why a group left its generation/epoch."""
+
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"
+    HEARTBEAT_EXPIRATION = "heartbeat_expiration"
+    POLL_TIMEOUT = "poll_timeout"
+    ENFORCED = "enforced"
+    SUBSCRIPTION_CHANGE = "subscription_change"
+    FAILED_PREVIOUS = "failed_previous"
+    UNKNOWN = "unknown"
+
+
+class Severity(StrEnum):
+    """`detections.severity` values."""
+
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class DetectionStatus(StrEnum):
+    """`detections.status`: an incident is open until its rule sees it end."""
+
+    OPEN = "open"
+    RESOLVED = "resolved"
