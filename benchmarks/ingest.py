@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
 from pipelines.ingest import start_ingest
-from pipelines.local.sample_dump import _consumer_members, example_value
+from pipelines.local.sample_dump import consumer_members, example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog
 from transforms.decode import decode_offsets_batch, decoded_batch_ddl
@@ -52,7 +52,7 @@ def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]
         version = 3 + index % 2
         value = {"protocolType": "consumer", "generation": 1 + index, "protocol": "range",
                  "leader": "consumer-payments-0-5f0c9a9e", "currentStateTimestamp": BASE_TS,
-                 "members": _consumer_members(10, version)}
+                 "members": consumer_members(10, version)}
         group_metadata.append(encode_coordinator_record(2, {"group": f"bench-group-{index}"}, version, value))
     kip848 = []
     for record_type in KIP848_TYPES:

@@ -50,6 +50,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from transforms.schemas import HeartbeatEventKind
+from transforms.telemetry.events import partition_list
 from transforms.telemetry.json_events import SCHEMA_V1
 from transforms.telemetry.librdkafka_stats import cgrp_details
 
@@ -193,7 +194,7 @@ def telemetry_settings(consumer_config: Mapping[str, Any], telemetry: Mapping[st
 
 
 def _partitions_text(partitions: list[TopicPartition] | None) -> str:
-    return ",".join(f"{p.topic}-{p.partition}" for p in partitions or [])
+    return partition_list(((p.topic, (p.partition,)) for p in partitions or []), limit=None)[0]
 
 
 def _error_name(error: KafkaError) -> str:

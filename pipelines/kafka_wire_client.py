@@ -6,8 +6,8 @@ without a Java Kafka Streams application. PLAINTEXT only: no TLS, no SASL.
 
 One connection per client, one request in flight: int32 size framing, request header v1 (v2 for flexible
 versions), a correlation id per request that the response must echo, the response decoded with
-`frames.decode_response`. Versions are chosen from the broker's ApiVersions answer (sent once, v0, written by
-hand because the codec holds only group-protocol APIs).
+`frames.decode_response`. Versions are chosen from the broker's ApiVersions answer (sent once, v0, with
+the codec's own ApiVersions definition).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from transforms.telemetry.protocol_frames import error_name
+from transforms.wire.error_codes import error_name
 from transforms.wire.errors import DecodeError
 from transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_header_version
 from transforms.wire.messages.protocol import REQUEST_HEADER

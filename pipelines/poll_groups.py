@@ -22,7 +22,6 @@ KIP-848 snapshots carry no `member_epoch`.
 from __future__ import annotations
 
 import json
-import re
 import socket
 import sys
 import threading
@@ -33,11 +32,11 @@ from typing import Any
 
 from pipelines.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
 from transforms.schemas import HeartbeatEventKind
+from transforms.telemetry.events import partition_list
 from transforms.telemetry.json_events import SCHEMA_V1
-from transforms.telemetry.protocol_frames import error_name
+from transforms.wire.error_codes import error_name, upper_snake
 
 SNAPSHOT = "admin_describe"
-MAX_LISTED_PARTITIONS = 256
 STREAMS_TYPE = "STREAMS"
 WIRE_CLIENT_ID = "radar-poll-groups"
 
@@ -47,9 +46,8 @@ def _enum_name(value: Any) -> str:
 
 
 def _partitions(assignment: Any) -> tuple[str, int]:
-    partitions = list(getattr(assignment, "topic_partitions", None) or [])
-    listed = ",".join(f"{p.topic}-{p.partition}" for p in partitions[:MAX_LISTED_PARTITIONS])
-    return listed, len(partitions)
+    partitions = getattr(assignment, "topic_partitions", None) or []
+    return partition_list((p.topic, (p.partition,)) for p in partitions)
 
 
 def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
@@ -92,19 +90,12 @@ def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
 
 def _upper_snake(state: str) -> str:
     """StreamsGroupDescribe says `NotReady`; the admin API's enums say `NOT_READY` (snapshots use the latter)."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", state).upper() if state else "UNKNOWN"
+    return upper_snake(state) if state else "UNKNOWN"
 
 
 def _task_list(tasks: Sequence[Mapping[str, Any]] | None) -> tuple[str, int]:
     """Streams tasks as Kafka names them (`<subtopology>_<partition>`), cut at MAX_LISTED_PARTITIONS; and the count."""
-    listed: list[str] = []
-    count = 0
-    for task in tasks or ():
-        for partition in task.get("partitions") or ():
-            count += 1
-            if len(listed) < MAX_LISTED_PARTITIONS:
-                listed.append(f"{task.get('subtopologyId')}_{partition}")
-    return ",".join(listed), count
+    return partition_list(((str(task.get("subtopologyId")), task.get("partitions")) for task in tasks or ()), sep="_")
 
 
 def streams_snapshot_events(

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipelines.config import BrokerConfig
-from transforms.telemetry.protocol_frames import FRAMING_SIZED, encode_frame_envelope
+from transforms.wire.frame_envelope import FRAMING_SIZED, encode_frame_envelope
 
 # Group APIs mirrored (key -> name, as in transforms.wire.frames.APIS); FindCoordinator is left out: no event.
 MIRRORED_API_KEYS: dict[int, str] = {

@@ -76,7 +76,8 @@ def _example_scalar(type_name: str, name: str, index: int) -> Any:
     return index + (3 if type_name in ("int32", "int64") else 1)
 
 
-def _consumer_members(count: int, version: int) -> list[dict[str, Any]]:
+def consumer_members(count: int, version: int) -> list[dict[str, Any]]:
+    """`count` GroupMetadata members of a `consumer` group, their subscription and assignment encoded for `version`."""
     members = []
     for i in range(count):
         subscription = encode_subscription(
@@ -120,7 +121,7 @@ def sample_records() -> list[DumpRecord]:
             "protocol": "range",
             "leader": "consumer-payments-0-5f0c9a9e",
             "currentStateTimestamp": BASE_TS,
-            "members": _consumer_members(3, version),
+            "members": consumer_members(3, version),
         }
         raw.append(encode_coordinator_record(2, {"group": GROUP}, version, value))
     for record_type in RECORD_TYPES.values():

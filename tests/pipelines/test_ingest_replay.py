@@ -14,7 +14,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pipelines.config import RadarConfig
 from pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
 from pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY, replay_checkpoint_name, run_replay
-from pipelines.local.sample_dump import _consumer_members, example_value
+from pipelines.local.sample_dump import consumer_members, example_value
 from pipelines.tables import TableCatalog
 from tests.pipelines.ingest_support import coordinates, duplicates, isolated_config, table
 from transforms.schemas import (
@@ -56,7 +56,7 @@ def offsets_records() -> list[tuple[bytes | None, bytes | None, str, str | None]
     for version in RECORD_TYPES[2].value.valid:
         value = {"protocolType": "consumer", "generation": version + 1, "protocol": "range",
                  "leader": "consumer-payments-0-5f0c9a9e", "currentStateTimestamp": BASE_TS,
-                 "members": _consumer_members(2, version)}
+                 "members": consumer_members(2, version)}
         add(encode_coordinator_record(2, {"group": GROUP}, version, value), GROUP_METADATA.name)
     connect = {"protocolType": "connect", "generation": 9, "protocol": "sessioned", "leader": "w-0",
                "currentStateTimestamp": BASE_TS, "members": []}

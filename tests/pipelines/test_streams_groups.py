@@ -23,7 +23,7 @@ from pipelines.kafka_wire_client import (
 )
 from tests.pipelines.group_member import create_topics, read_records
 from transforms.schemas import HeartbeatEventKind
-from transforms.telemetry.protocol_frames import error_name
+from transforms.wire.error_codes import error_name
 
 SOURCE_PARTITIONS = 2
 JOIN_TIMEOUT_S = 30.0

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from transforms.schemas import HEARTBEAT_EVENTS, QUARANTINE, TELEMETRY_UNRECOGNISED, QuarantineStage
-from transforms.telemetry.events import EVENT_COLUMNS
-from transforms.telemetry.record_parser import DEFAULT_DETECTORS, RecordDetector, parse_telemetry_record
+from transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
+from transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
 
 TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name

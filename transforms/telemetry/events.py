@@ -1,4 +1,5 @@
-"""A heartbeat event (one `heartbeat_events` row without its Kafka coordinates) and the outcome of parsing a record.
+"""A heartbeat event (one `heartbeat_events` row without its Kafka coordinates), the outcome of parsing a record,
+and the detector contract every telemetry format implements (`RecordDetector`, given a `RecordContext`).
 
 `event_time` is epoch milliseconds, UTC: integers are cheap to build per line and convert to Arrow
 `timestamp[ms, UTC]` without a Python `datetime` per row; `as_row()` gives the `datetime` for Spark rows.
@@ -6,11 +7,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from transforms.schemas import HEARTBEAT_EVENTS, SOURCE_COLUMNS, HeartbeatEventKind, TelemetrySource
+
+# Partitions listed in `details` (assignment, commits); longer lists are cut (the count is kept in full).
+MAX_LISTED_PARTITIONS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +83,31 @@ class ParseOutcome:
     @staticmethod
     def unrecognised(source: TelemetrySource | None, reason: str) -> ParseOutcome:
         return ParseOutcome((), source, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordContext:
+    """What a detector may use besides the bytes: the Kafka record time and the zone of naive log times."""
+
+    record_timestamp_ms: int
+    tz: str = "UTC"
+
+
+# One telemetry format: the record's events, or None when the bytes are not that format (the next one is asked).
+RecordDetector = Callable[[bytes, RecordContext], ParseOutcome | None]
+
+
+def partition_list(
+    pairs: Iterable[tuple[str, Iterable[int]]], limit: int | None = MAX_LISTED_PARTITIONS, sep: str = "-"
+) -> tuple[str, int]:
+    """`topic-0,topic-1,...` as `details` spell partitions (cut at `limit`, None = all) and the full count.
+
+    `sep="_"` spells Kafka Streams task ids (`<subtopology>_<partition>`)."""
+    listed: list[str] = []
+    count = 0
+    for topic, partitions in pairs:
+        for partition in partitions or ():
+            count += 1
+            if limit is None or len(listed) < limit:
+                listed.append(f"{topic}{sep}{partition}")
+    return ",".join(listed), count

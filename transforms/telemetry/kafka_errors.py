@@ -2,12 +2,15 @@
 
 Client logs print `error.message()` ("Specified group generation id is not valid.") or an exception class
 (`(MemberIdRequiredException)`) rather than the name the `heartbeat_events.error` column holds, so the
-coordinator-related errors are mapped back here (messages from `org.apache.kafka.common.protocol.Errors`).
+coordinator-related messages are mapped back here (from `org.apache.kafka.common.protocol.Errors`); the names
+themselves are declared in `transforms.wire.error_codes`.
 """
 
 from __future__ import annotations
 
 import re
+
+from transforms.wire.error_codes import KNOWN_ERROR_NAMES, upper_snake
 
 ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "Specified group generation id is not valid": "ILLEGAL_GENERATION",
@@ -34,34 +37,14 @@ ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "The request timed out": "REQUEST_TIMED_OUT",
 }
 
-KNOWN_ERROR_NAMES: frozenset[str] = frozenset(ERROR_NAME_BY_MESSAGE.values()) | {
-    "NONE",
-    "UNKNOWN_SERVER_ERROR",
-    "NETWORK_EXCEPTION",
-    "INVALID_SESSION_TIMEOUT",
-    "INVALID_GROUP_ID",
-    "GROUP_ID_NOT_FOUND",
-    "UNRELEASED_INSTANCE_ID",
-    "UNSUPPORTED_ASSIGNOR",
-    "UNSTABLE_OFFSET_COMMIT",
-    "TOPIC_AUTHORIZATION_FAILED",
-    "INVALID_COMMIT_OFFSET_SIZE",
-    "UNKNOWN_TOPIC_ID",
-    "INVALID_REGULAR_EXPRESSION",
-    "STREAMS_INVALID_TOPOLOGY",
-    "STREAMS_INVALID_TOPOLOGY_EPOCH",
-    "STREAMS_TOPOLOGY_FENCED",
-}
-
 _ERROR_NAME_TOKEN = re.compile(r"\b[A-Z][A-Z_]{3,}\b")
 _EXCEPTION_CLASS = re.compile(r"\b([A-Z][A-Za-z]+)Exception\b")
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def error_name_from_exception(class_name: str) -> str | None:
     """`IllegalGenerationException` -> `ILLEGAL_GENERATION`, when that is a known Kafka error name."""
     stem = class_name.removesuffix("Exception").rsplit(".", 1)[-1]
-    name = _CAMEL_BOUNDARY.sub("_", stem).upper()
+    name = upper_snake(stem)
     return name if name in KNOWN_ERROR_NAMES else None
 
 

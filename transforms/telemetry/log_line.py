@@ -253,8 +253,3 @@ def apply_rules(table: RuleTable, line: LogLine) -> HeartbeatEvent | None:
                 if built is not None:
                     return built
     return None
-
-
-def optional_int(text: str | None) -> int | None:
-    """An int from a regex group that may be missing."""
-    return int(text) if text is not None else None

@@ -1,23 +1,8 @@
 """Kafka group-protocol frames mirrored by a tap or proxy -> heartbeat events (`source = protocol`).
 
 Brokers do not publish heartbeats, but a proxy (or a packet tap that reassembles TCP) sees every one. It ships
-each frame, or each request/response exchange, as one telemetry record in the `radar.frame/1` envelope below,
-and this detector decodes it with `transforms.wire`.
-
-Envelope `radar.frame/1` (the whole Kafka record value; big-endian; the record key is free for the tap):
-
-    offset size  field
-    0      4     magic b"\\xffRF1"    0xFF never occurs in UTF-8, so no text record is ever mistaken for a frame
-    4      1     kind                0 = request, 1 = response, 2 = exchange (request + its response)
-    5      1     framing             0 = as on the wire (int32 size + header + body), 1 = header + body,
-                                     2 = body only (no header: the tap decoded it already)
-    6      2     api_key             int16; for a response, the API of the request it answers
-    8      2     api_version         int16; for a response, the version of the request it answers
-    10     8     time_ms             int64 epoch ms of the capture; -1 = use the Kafka record timestamp
-    18     2+n   peer                int16 length (-1 = null) + UTF-8: the client's address as the tap saw it
-    ..     2+n   client_id           int16 length (-1 = null) + UTF-8: for frames without a request header
-    ..           payload             kind 0/1: the frame; kind 2: int32 request length + request frame,
-                                     then the response frame
+each frame, or each request/response exchange, as one telemetry record in the `radar.frame/1` envelope
+(`transforms.wire.frame_envelope`), and this detector decodes it with `transforms.wire`.
 
 A response alone says how a call ended but not who made it (a Heartbeat response is just an error code), so a
 tap that pairs requests and responses by correlation id should prefer kind 2: the exchange's event carries the
@@ -29,171 +14,25 @@ OffsetCommit -> commit / commit_failed; Consumer/Streams/ShareGroupHeartbeat -> 
 -2), heartbeat, heartbeat_failed, + assignment when the response carries one; DescribeGroups /
 ConsumerGroupDescribe / StreamsGroupDescribe responses -> a describe snapshot: one `heartbeat` per member
 (`details.snapshot` = the API name, with state, member count, epochs, assignment), or `group_empty` for a group
-without members. Error names come from `ERROR_NAME_BY_CODE` (the group-related codes of Kafka's `Errors`).
+without members. Error names come from `transforms.wire.error_codes`.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, partition_list
 from transforms.wire.consumer_protocol import decode_assignment
+from transforms.wire.error_codes import error_name
 from transforms.wire.errors import DecodeError
+from transforms.wire.frame_envelope import FRAMING_BODY, FRAMING_SIZED, MAGIC, FrameEnvelope, decode_frame_envelope
 from transforms.wire.frames import APIS, Direction, ProtocolFrame, decode_body, decode_request, decode_response
-
-if TYPE_CHECKING:  # record_parser registers this detector, so it cannot be imported from here at run time
-    from transforms.telemetry.record_parser import RecordContext
 
 SOURCE = TelemetrySource.PROTOCOL
 Kind = HeartbeatEventKind
-
-MAGIC = b"\xffRF1"
-KIND_REQUEST, KIND_RESPONSE, KIND_EXCHANGE = 0, 1, 2
-FRAMING_SIZED, FRAMING_HEADER, FRAMING_BODY = 0, 1, 2
-_FIXED = struct.Struct(">4sBBhhq")
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-# Partitions listed in `details.assignment`; longer assignments are cut (the count is kept in full).
-MAX_LISTED_PARTITIONS = 256
-
-# Kafka `Errors` codes that group and offset-commit calls return (org.apache.kafka.common.protocol.Errors).
-ERROR_NAME_BY_CODE: dict[int, str] = {
-    -1: "UNKNOWN_SERVER_ERROR",
-    0: "NONE",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    7: "REQUEST_TIMED_OUT",
-    12: "OFFSET_METADATA_TOO_LARGE",
-    13: "NETWORK_EXCEPTION",
-    14: "COORDINATOR_LOAD_IN_PROGRESS",
-    15: "COORDINATOR_NOT_AVAILABLE",
-    16: "NOT_COORDINATOR",
-    22: "ILLEGAL_GENERATION",
-    23: "INCONSISTENT_GROUP_PROTOCOL",
-    24: "INVALID_GROUP_ID",
-    25: "UNKNOWN_MEMBER_ID",
-    26: "INVALID_SESSION_TIMEOUT",
-    27: "REBALANCE_IN_PROGRESS",
-    28: "INVALID_COMMIT_OFFSET_SIZE",
-    29: "TOPIC_AUTHORIZATION_FAILED",
-    30: "GROUP_AUTHORIZATION_FAILED",
-    35: "UNSUPPORTED_VERSION",
-    42: "INVALID_REQUEST",
-    68: "NON_EMPTY_GROUP",
-    69: "GROUP_ID_NOT_FOUND",
-    79: "MEMBER_ID_REQUIRED",
-    81: "GROUP_MAX_SIZE_REACHED",
-    82: "FENCED_INSTANCE_ID",
-    86: "GROUP_SUBSCRIBED_TO_TOPIC",
-    88: "UNSTABLE_OFFSET_COMMIT",
-    100: "UNKNOWN_TOPIC_ID",
-    110: "FENCED_MEMBER_EPOCH",
-    111: "UNRELEASED_INSTANCE_ID",
-    112: "UNSUPPORTED_ASSIGNOR",
-    113: "STALE_MEMBER_EPOCH",
-    128: "INVALID_REGULAR_EXPRESSION",
-    130: "STREAMS_INVALID_TOPOLOGY",
-    131: "STREAMS_INVALID_TOPOLOGY_EPOCH",
-    132: "STREAMS_TOPOLOGY_FENCED",
-}
-
-
-def error_name(code: int | None) -> str | None:
-    """Kafka's name for an error code; None for no error, `ERROR_<code>` for a code outside the table."""
-    if not code:
-        return None
-    return ERROR_NAME_BY_CODE.get(code, f"ERROR_{code}")
-
-
-@dataclass(frozen=True, slots=True)
-class FrameEnvelope:
-    """One `radar.frame/1` record, unpacked but not yet decoded."""
-
-    kind: int
-    framing: int
-    api_key: int
-    api_version: int
-    time_ms: int
-    peer: str | None
-    client_id: str | None
-    request: bytes | None
-    response: bytes | None
-
-
-def _write_text(out: bytearray, text: str | None) -> None:
-    if text is None:
-        out += _INT16.pack(-1)
-        return
-    raw = text.encode("utf-8")
-    out += _INT16.pack(len(raw)) + raw
-
-
-def encode_frame_envelope(
-    *,
-    api_key: int,
-    api_version: int,
-    request: bytes | None = None,
-    response: bytes | None = None,
-    framing: int = FRAMING_SIZED,
-    time_ms: int = -1,
-    peer: str | None = None,
-    client_id: str | None = None,
-) -> bytes:
-    """The record value a tap emits for a request, a response, or both (an exchange)."""
-    if request is None and response is None:
-        raise ValueError("a frame envelope needs a request, a response or both")
-    kind = KIND_EXCHANGE if request is not None and response is not None else KIND_REQUEST if response is None else 1
-    out = bytearray(_FIXED.pack(MAGIC, kind, framing, api_key, api_version, time_ms))
-    _write_text(out, peer)
-    _write_text(out, client_id)
-    if kind == KIND_EXCHANGE:
-        assert request is not None and response is not None
-        out += _INT32.pack(len(request)) + request + response
-    else:
-        out += request if request is not None else response  # type: ignore[operator]
-    return bytes(out)
-
-
-def _read_text(data: bytes, pos: int) -> tuple[str | None, int]:
-    if len(data) < pos + 2:
-        raise DecodeError("envelope truncated in a string length", offset=pos, part="radar.frame/1")
-    (length,) = _INT16.unpack_from(data, pos)
-    pos += 2
-    if length < 0:
-        return None, pos
-    if len(data) < pos + length:
-        raise DecodeError("envelope truncated in a string", offset=pos, part="radar.frame/1")
-    return data[pos : pos + length].decode("utf-8", errors="replace"), pos + length
-
-
-def decode_frame_envelope(data: bytes) -> FrameEnvelope:
-    """Unpack the envelope; a DecodeError says what is wrong with it (the frames inside are not read yet)."""
-    if len(data) < _FIXED.size:
-        raise DecodeError("envelope shorter than its fixed header", offset=len(data), part="radar.frame/1")
-    magic, kind, framing, api_key, api_version, time_ms = _FIXED.unpack_from(data, 0)
-    if magic != MAGIC:
-        raise DecodeError("not a radar.frame/1 envelope", offset=0, part="radar.frame/1")
-    if kind not in (KIND_REQUEST, KIND_RESPONSE, KIND_EXCHANGE) or framing not in (0, 1, 2):
-        raise DecodeError(f"unknown kind {kind} or framing {framing}", offset=4, part="radar.frame/1")
-    peer, pos = _read_text(data, _FIXED.size)
-    client_id, pos = _read_text(data, pos)
-    request = response = None
-    if kind == KIND_EXCHANGE:
-        if len(data) < pos + 4:
-            raise DecodeError("envelope truncated in the request length", offset=pos, part="radar.frame/1")
-        (length,) = _INT32.unpack_from(data, pos)
-        pos += 4
-        if length < 0 or len(data) < pos + length:
-            raise DecodeError("request length beyond the record", offset=pos, part="radar.frame/1")
-        request, response = data[pos : pos + length], data[pos + length :]
-    elif kind == KIND_REQUEST:
-        request = data[pos:]
-    else:
-        response = data[pos:]
-    return FrameEnvelope(kind, framing, api_key, api_version, time_ms, peer, client_id, request, response)
 
 
 def _decode_frame(envelope: FrameEnvelope, direction: Direction, data: bytes) -> ProtocolFrame:
@@ -272,20 +111,8 @@ def _peer_host(peer: str | None) -> str | None:
     return host.strip("[]") if sep and port.isdigit() else peer
 
 
-def _partition_list(pairs: Iterable[tuple[str, Iterable[int]]]) -> tuple[str, int]:
-    """`topic-0,topic-1,...` (cut at MAX_LISTED_PARTITIONS) and the full partition count."""
-    listed: list[str] = []
-    count = 0
-    for topic, partitions in pairs:
-        for partition in partitions or ():
-            count += 1
-            if len(listed) < MAX_LISTED_PARTITIONS:
-                listed.append(f"{topic}-{partition}")
-    return ",".join(listed), count
-
-
 def _assignment_details(pairs: Iterable[tuple[str, Iterable[int]]], prefix: str = "") -> dict[str, str]:
-    text, count = _partition_list(pairs)
+    text, count = partition_list(pairs)
     return {f"{prefix}assignment": text, f"{prefix}assigned_partitions": str(count)}
 
 
@@ -430,10 +257,10 @@ def _offset_commit(call: _Call) -> list[HeartbeatEvent]:
             (str(t.get("name") or t.get("topicId")), [p.get("partitionIndex") for p in t.get("partitions") or []])
             for t in resp.get("topics") or []
         ]
-    text, count = _partition_list(committed)
+    text, count = partition_list(committed)
     details = {"partitions": text, "partition_count": str(count)}
     if failed:
-        details["failed_partitions"] = _partition_list(failed)[0]
+        details["failed_partitions"] = partition_list(failed)[0]
     generation = req.get("generationIdOrMemberEpoch")
     if generation is not None:
         details["generation_or_member_epoch"] = str(generation)
@@ -486,8 +313,8 @@ def _group_heartbeat(call: _Call) -> list[HeartbeatEvent]:
         if pairs is not None:
             extra = _assignment_details(pairs)
             if resp.get("activeTasks") is not None:
-                extra["standby_tasks"] = _partition_list(_tasks(resp.get("standbyTasks")))[0]
-                extra["warmup_tasks"] = _partition_list(_tasks(resp.get("warmupTasks")))[0]
+                extra["standby_tasks"] = partition_list(_tasks(resp.get("standbyTasks")))[0]
+                extra["warmup_tasks"] = partition_list(_tasks(resp.get("warmupTasks")))[0]
             events.append(call.event(Kind.ASSIGNMENT, details=extra, **who))
     return events
 

@@ -15,14 +15,12 @@ input: empty, oversized, non-UTF-8 or unknown records are unrecognised outcomes,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from transforms.schemas import TelemetrySource
 from transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
 from transforms.telemetry.client_log import looks_like_client_log, parse_client_message
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
 from transforms.telemetry.json_events import is_radar_event, parse_radar_event
 from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
 from transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
@@ -36,17 +34,6 @@ MAX_TEXT_LINE_CHARS = 16 << 10
 _MESSAGE_KEYS = ("message", "msg", "log", "@message")
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "date")
 _LOGGER_KEYS = ("logger", "logger_name", "loggerName", "log.logger")
-
-
-@dataclass(frozen=True, slots=True)
-class RecordContext:
-    """What a detector may use besides the bytes: the Kafka record time and the zone of naive log times."""
-
-    record_timestamp_ms: int
-    tz: str = "UTC"
-
-
-RecordDetector = Callable[[bytes, RecordContext], ParseOutcome | None]
 
 
 def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:

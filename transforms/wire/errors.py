@@ -1,4 +1,6 @@
-"""The one exception the codec raises: a typed decode failure the stream can quarantine."""
+"""The one exception the codec's readers raise: a typed decode failure the stream can quarantine.
+
+Writing is not decoding: the writer refuses a value it cannot encode with `writer.EncodeError`."""
 
 from __future__ import annotations
 

@@ -14,11 +14,7 @@ from transforms.wire.errors import DecodeError
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
-UINT16 = struct.Struct(">H")
 INT32 = struct.Struct(">i")
-UINT32 = struct.Struct(">I")
-INT64 = struct.Struct(">q")
-FLOAT64 = struct.Struct(">d")
 
 STRUCT_CODES: dict[str, str] = {
     "bool": "?",
@@ -32,7 +28,6 @@ STRUCT_CODES: dict[str, str] = {
     "uuid": "16s",
 }
 MAX_STRING_LENGTH = 0x7FFF
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 def truncated(pos: int, need: int, end: int, what: str) -> DecodeError:
@@ -74,36 +69,6 @@ def read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
             raise DecodeError("unsigned varint is longer than 5 bytes", offset=pos)
 
 
-def read_uvarlong(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Unsigned varlong (at most 10 bytes)."""
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise DecodeError("truncated unsigned varlong", offset=pos)
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("varlong is longer than 10 bytes", offset=pos)
-
-
-def read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Signed zigzag varint (record headers and batches use these)."""
-    raw, pos = read_uvarint(buf, pos, end)
-    raw &= 0xFFFFFFFF
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def read_varlong(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    raw, pos = read_uvarlong(buf, pos, end)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def write_uvarint(out: bytearray, value: int) -> None:
     if value < 0 or value > 0xFFFFFFFF:
         raise ValueError(f"unsigned varint out of range: {value}")
@@ -111,23 +76,6 @@ def write_uvarint(out: bytearray, value: int) -> None:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
-
-
-def write_uvarlong(out: bytearray, value: int) -> None:
-    if value < 0 or value > 0xFFFFFFFFFFFFFFFF:
-        raise ValueError(f"unsigned varlong out of range: {value}")
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(out: bytearray, value: int) -> None:
-    write_uvarlong(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _length_prefix(buf: bytes, pos: int, end: int, compact: bool, wide: bool) -> tuple[int, int]:

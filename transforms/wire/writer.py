@@ -1,7 +1,8 @@
 """The one writer: encodes any `MessageSpec` at any version from the reader's value form.
 
-Tests and the simulator use it to produce real bytes; production paths only read. Missing fields take their
-default; tagged fields are written only when they differ from their default, as Kafka does.
+It writes the requests of `radar poll-groups`' wire client and of the test groups it drives, and the bytes of tests,
+demos and the simulator; the ingest only reads. Missing fields take their default; tagged fields are written only
+when they differ from their default, as Kafka does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Protocol frames of a tap (`radar.frame/1`) -> heartbeat events, through the default detector chain.
 
-Bodies come from the shared protocol vectors (sarama's and Kafka's own test bytes) and from frames built with the
-codec's writer (request/response headers included, size-prefixed as on the wire).
+Bodies come from the golden protocol vectors in tests/data (sarama's and Kafka's own test bytes) and from frames built
+with the codec's writer (request/response headers included, size-prefixed as on the wire).
 """
 
 from __future__ import annotations
@@ -13,20 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.shared_data import load_jsonl
+from tests.data_files import load_jsonl
 from transforms.schemas import HeartbeatEventKind as K
 from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.protocol_frames import (
-    ERROR_NAME_BY_CODE,
+from transforms.telemetry.record_parser import parse_telemetry_record
+from transforms.wire.consumer_protocol import encode_assignment
+from transforms.wire.error_codes import ERROR_NAME_BY_CODE, error_name
+from transforms.wire.frame_envelope import (
     FRAMING_BODY,
     FRAMING_HEADER,
     MAGIC,
     decode_frame_envelope,
     encode_frame_envelope,
-    error_name,
 )
-from transforms.telemetry.record_parser import parse_telemetry_record
-from transforms.wire.consumer_protocol import encode_assignment
 from transforms.wire.frames import APIS, APIS_BY_NAME, request_header_version, response_header_version
 from transforms.wire.messages.protocol import REQUEST_HEADER, RESPONSE_HEADER
 from transforms.wire.writer import write_message
@@ -84,7 +83,7 @@ def events(value: bytes) -> list[Any]:
     return list(outcome.events)
 
 
-# --- shared vectors, wrapped body-only ------------------------------------------------------------------------
+# --- golden vectors, wrapped body-only ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("vector", [v for v in PROTOCOL if v["api"] in HANDLED], ids=lambda v: v["id"])

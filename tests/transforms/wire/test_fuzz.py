@@ -1,7 +1,7 @@
 """The codec's failure contract under hostile bytes: only `DecodeError` (typed, located), fast, without big allocations.
 
 The stream quarantines `DecodeError`s; any other exception or a hang would stop a micro-batch. The random part uses
-the engine of benchmarks/fuzz_codec.py (a bounded run here, millions there); the systematic part truncates,
+the engine of codec_fuzz.py (a bounded run here, millions in benchmarks/fuzz_codec.py); the systematic part truncates,
 mutates and corrupts the length prefixes of every valid seed encoding at every offset.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from benchmarks.fuzz_codec import FuzzReport, Seed, build_seeds, check, random_value, run
+from tests.transforms.wire.codec_fuzz import FuzzReport, Seed, build_seeds, check, random_value, run
 from transforms.wire import primitives as prim
 from transforms.wire.consumer_protocol import EmbeddedDecode
 from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record

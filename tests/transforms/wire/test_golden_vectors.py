@@ -1,4 +1,4 @@
-"""Golden tests: every vector in shared/vectors decodes to its expected value, or fails with a clean DecodeError."""
+"""Golden tests: every vector in tests/data/vectors decodes to its expected value, or fails with a clean DecodeError."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.shared_data import load_jsonl
+from tests.data_files import load_jsonl
 from transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.frames import decode_body, decode_response

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.shared_data import shared_path
+from tests.data_files import data_path
+from tests.transforms.wire.codec_fuzz import INT_RANGES
 from transforms.wire import primitives as prim
 from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
 from transforms.wire.frames import (
@@ -42,15 +43,6 @@ ROUND_TRIP = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-INT_RANGES: dict[str, tuple[int, int]] = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
 
 # Any Unicode scalar value (no surrogates: they have no UTF-8 form), so multi-byte encodings are exercised.
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=MAX_STRING_CHARS)
@@ -243,7 +235,7 @@ ALLOWED_DIFFERENCES: frozenset[str] = frozenset(
         "OffsetFetchResponse: validVersions ours 0-10, Kafka's 1-10",
     }
 )
-# Definitions the shared spec folder does not hold: ApiVersions (key 18), which a client needs to pick versions.
+# Definitions tests/data/kafka-spec does not hold: ApiVersions (key 18), which a client needs to pick versions.
 OURS_ONLY: frozenset[tuple[str, Any]] = frozenset({("request", 18), ("response", 18)})
 _COMMENT_LINE = re.compile(r"^\s*//.*$", re.MULTILINE)
 
@@ -254,8 +246,8 @@ def load_kafka_definition(path: Path) -> dict[str, Any]:
 
 
 def _kafka_definitions() -> list[dict[str, Any]]:
-    folders = [shared_path("kafka-spec", "coordinator"), shared_path("kafka-spec", "coordinator", "removed")]
-    folders.append(shared_path("kafka-spec", "protocol"))
+    folders = [data_path("kafka-spec", "coordinator"), data_path("kafka-spec", "coordinator", "removed")]
+    folders.append(data_path("kafka-spec", "protocol"))
     return [load_kafka_definition(p) for folder in folders for p in sorted(folder.glob("*.json"))]
 
 
@@ -381,7 +373,7 @@ def test_every_definition_matches_kafka_json() -> None:
 
 def test_conformance_check_notices_a_drifted_definition() -> None:
     """The comparison itself can fail: a changed version range, nullability or tag is reported."""
-    theirs = load_kafka_definition(shared_path("kafka-spec", "coordinator", "OffsetCommitValue.json"))
+    theirs = load_kafka_definition(data_path("kafka-spec", "coordinator", "OffsetCommitValue.json"))
     drifted = M(
         "OffsetCommitValue",
         "coordinator-value",
