@@ -1,8 +1,9 @@
 """The dump format (DESIGN §2): JSON Lines, one Kafka record per line, read by `radar decode` and `radar replay`
-and written by `radar capture`.
+and written by `radar capture`. `CODECS` and `parse_dump_line` are its one declaration and its one reader: replay
+runs the same parser inside Spark (`pipelines.sources.parse_dump_batches`).
 
 `{"topic", "partition", "offset", "timestamp" (ms), "key", "value", "codec": "base64"|"hex"|"utf8"}`;
-`codec` (default base64) applies to key and value; a null value is a tombstone.
+`codec` (default base64, also when null) applies to key and value; a null value is a tombstone.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def parse_dump_line(line: str, where: str) -> DumpRecord:
         raise DumpFormatError(f"{where}: not a JSON object ({exc.msg}); is this a radar dump file?") from None
     if not isinstance(obj, dict):
         raise DumpFormatError(f"{where}: expected a JSON object per line, got {type(obj).__name__}")
-    codec = obj.get("codec", "base64")
+    codec = obj.get("codec")
+    if codec is None:
+        codec = "base64"
     if codec not in CODECS:
         raise DumpFormatError(f"{where}: unknown codec {codec!r}; use one of {', '.join(CODECS)}")
     try:
@@ -72,9 +75,13 @@ def parse_dump_line(line: str, where: str) -> DumpRecord:
         raise DumpFormatError(
             f"{where}: missing required field {exc.args[0]!r} (need topic, partition, offset)"
         ) from None
-    timestamp = obj.get("timestamp", 0)
+    timestamp = obj.get("timestamp")
+    if timestamp is None:
+        timestamp = 0
     if not isinstance(topic, str) or not all(isinstance(v, int) for v in (partition, offset, timestamp)):
         raise DumpFormatError(f"{where}: topic must be a string and partition/offset/timestamp integers")
+    if not (-(2**31) <= partition < 2**31 and all(-(2**63) <= v < 2**63 for v in (offset, timestamp))):
+        raise DumpFormatError(f"{where}: partition must fit an int32, offset and timestamp an int64")
     return DumpRecord(
         topic,
         partition,

@@ -1,7 +1,8 @@
 """Streaming sources with one schema: Spark's built-in Kafka source, and `replay` over dump files.
 
 Both give `key, value, topic, partition, offset, timestamp, source_error`; `source_error` is set only for a dump
-line that is not a dump record, so the pipeline can quarantine it instead of stopping.
+line that is not a dump record, so the pipeline can quarantine it instead of stopping. Dump lines are read by the
+same parser as `radar decode` (`pipelines.dump.parse_dump_line`).
 """
 
 from __future__ import annotations
@@ -9,20 +10,37 @@ from __future__ import annotations
 import glob
 import hashlib
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
+from pipelines.dump import DumpFormatError, parse_dump_line
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "source_error")
 # Spark's Admin-based Kafka offset reader drops internal topics (its ConsumerStrategy filters `isInternal`), so
 # `__consumer_offsets` reads as empty; the consumer-based offset fetching subscribes by name and reads it.
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
-DUMP_LINE_DDL = "topic STRING, partition INT, offset BIGINT, timestamp BIGINT, key STRING, value STRING, codec STRING"
+# A replayed dump line as `parse_dump_batches` gives it (the timestamp is typed afterwards, in Spark).
+PARSED_DUMP_DDL = (
+    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp_ms BIGINT, source_error STRING"
+)
+_PARSED_DUMP = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp_ms", pa.int64()),
+        ("source_error", pa.string()),
+    ]
+)
 
 
 def databricks_secret_lookup(spark: SparkSession) -> SecretLookup:
@@ -72,29 +90,29 @@ def kafka_stream(
     )
 
 
-def _payload(text: Column, codec: Column) -> Column:
-    """Key/value bytes from their dump text; null when the text is not valid for its codec."""
-    return (
-        F.when(codec == "hex", F.try_to_binary(text, F.lit("hex")))
-        .when(codec == "utf8", F.try_to_binary(text, F.lit("utf-8")))
-        .otherwise(F.try_to_binary(text, F.lit("base64")))
-    )
-
-
-def _dump_error(line: Column, parsed: Column, codec: Column) -> Column:
-    return (
-        F.when(parsed.isNull(), F.lit("not a JSON object"))
-        .when(
-            parsed["topic"].isNull() | parsed["partition"].isNull() | parsed["offset"].isNull(),
-            F.lit("missing topic, partition or offset"),
-        )
-        .when(~codec.isin("base64", "hex", "utf8"), F.concat(F.lit("unknown codec "), codec))
-        .when(
-            (parsed["key"].isNotNull() & _payload(parsed["key"], codec).isNull())
-            | (parsed["value"].isNotNull() & _payload(parsed["value"], codec).isNull()),
-            F.concat(F.lit("key or value is not valid "), codec),
-        )
-    )
+def parse_dump_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` body of the replay: every text line through the one dump parser (`pipelines.dump`); a line that
+    is not a dump record keeps its text as the value and says why in `source_error`."""
+    for batch in batches:
+        rows: dict[str, list[Any]] = {name: [] for name in _PARSED_DUMP.names}
+        for line in batch.column("value").to_pylist():
+            try:
+                record = parse_dump_line(line, "dump line")
+            except DumpFormatError as exc:
+                parsed: tuple[Any, ...] = (None, line.encode("utf-8"), "", -1, -1, 0, str(exc))
+            else:
+                parsed = (
+                    record.key,
+                    record.value,
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    record.timestamp,
+                    None,
+                )
+            for name, value in zip(_PARSED_DUMP.names, parsed, strict=True):
+                rows[name].append(value)
+        yield pa.RecordBatch.from_pydict(rows, schema=_PARSED_DUMP)
 
 
 def replay_staging_dir(paths: Sequence[str | Path], root: Path | None = None) -> Path:
@@ -138,16 +156,13 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
         )
         lines = one if lines is None else lines.unionByName(one)
     assert lines is not None
-    parsed = F.from_json(F.col("value"), DUMP_LINE_DDL, {"mode": "PERMISSIVE"})
-    rows = lines.where(F.length(F.trim("value")) > 0).select(F.col("value").alias("line"), parsed.alias("d"))
-    codec = F.coalesce(F.col("d.codec"), F.lit("base64"))
-    error = _dump_error(F.col("line"), F.col("d"), codec)
-    return rows.select(
-        F.when(error.isNull(), _payload(F.col("d.key"), codec)).alias("key"),
-        F.when(error.isNull(), _payload(F.col("d.value"), codec)).otherwise(F.encode("line", "UTF-8")).alias("value"),
-        F.coalesce(F.col("d.topic"), F.lit("")).alias("topic"),
-        F.coalesce(F.col("d.partition"), F.lit(-1)).alias("partition"),
-        F.coalesce(F.col("d.offset"), F.lit(-1).cast("bigint")).alias("offset"),
-        F.timestamp_millis(F.coalesce(F.col("d.timestamp"), F.lit(0).cast("bigint"))).alias("timestamp"),
-        error.alias("source_error"),
+    parsed = lines.where(F.length(F.trim("value")) > 0).mapInArrow(parse_dump_batches, PARSED_DUMP_DDL)
+    return parsed.select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        F.timestamp_millis("timestamp_ms").alias("timestamp"),
+        "source_error",
     )

@@ -25,6 +25,7 @@ from transforms.telemetry.log_line import (
     instance_id_value,
     split_log_line,
 )
+from transforms.wire.error_codes import ErrorCode as E
 
 SOURCE = TelemetrySource.CLIENT_LOG
 Kind = HeartbeatEventKind
@@ -116,7 +117,7 @@ def _heartbeat_attempt_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent
 
 def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     cause = m.group(1).rstrip(".")
-    error = error_name_in_text(cause) or ("REBALANCE_IN_PROGRESS" if "rebalancing" in cause else None)
+    error = error_name_in_text(cause) or (E.REBALANCE_IN_PROGRESS.name if "rebalancing" in cause else None)
     return line.event(Kind.HEARTBEAT_FAILED, SOURCE, error=error, reason=cause, details=_protocol_details(line))
 
 

@@ -11,30 +11,31 @@ from __future__ import annotations
 import re
 
 from transforms.wire.error_codes import KNOWN_ERROR_NAMES, upper_snake
+from transforms.wire.error_codes import ErrorCode as E
 
 ERROR_NAME_BY_MESSAGE: dict[str, str] = {
-    "Specified group generation id is not valid": "ILLEGAL_GENERATION",
-    "The coordinator is not aware of this member": "UNKNOWN_MEMBER_ID",
-    "The group is rebalancing, so a rejoin is needed": "REBALANCE_IN_PROGRESS",
+    "Specified group generation id is not valid": E.ILLEGAL_GENERATION.name,
+    "The coordinator is not aware of this member": E.UNKNOWN_MEMBER_ID.name,
+    "The group is rebalancing, so a rejoin is needed": E.REBALANCE_IN_PROGRESS.name,
     # AbstractCoordinator's own wording for REBALANCE_IN_PROGRESS in SyncGroup failures.
-    "The group began another rebalance": "REBALANCE_IN_PROGRESS",
+    "The group began another rebalance": E.REBALANCE_IN_PROGRESS.name,
     "another consumer with the same group.instance.id has registered with a different member.id": (
-        "FENCED_INSTANCE_ID"
+        E.FENCED_INSTANCE_ID.name
     ),
     "The group member needs to have a valid member id before actually entering a consumer group": (
-        "MEMBER_ID_REQUIRED"
+        E.MEMBER_ID_REQUIRED.name
     ),
-    "The coordinator is not available": "COORDINATOR_NOT_AVAILABLE",
-    "This is not the correct coordinator": "NOT_COORDINATOR",
-    "The coordinator is loading and hence can't process requests": "COORDINATOR_LOAD_IN_PROGRESS",
-    "Group authorization failed": "GROUP_AUTHORIZATION_FAILED",
-    "The group has reached its maximum size": "GROUP_MAX_SIZE_REACHED",
-    "The group member's supported protocols are incompatible": "INCONSISTENT_GROUP_PROTOCOL",
-    "The member epoch is stale": "STALE_MEMBER_EPOCH",
-    "The member epoch is fenced by the group coordinator": "FENCED_MEMBER_EPOCH",
-    "This server does not host this topic-partition": "UNKNOWN_TOPIC_OR_PARTITION",
-    "The metadata field of the offset request was too large": "OFFSET_METADATA_TOO_LARGE",
-    "The request timed out": "REQUEST_TIMED_OUT",
+    "The coordinator is not available": E.COORDINATOR_NOT_AVAILABLE.name,
+    "This is not the correct coordinator": E.NOT_COORDINATOR.name,
+    "The coordinator is loading and hence can't process requests": E.COORDINATOR_LOAD_IN_PROGRESS.name,
+    "Group authorization failed": E.GROUP_AUTHORIZATION_FAILED.name,
+    "The group has reached its maximum size": E.GROUP_MAX_SIZE_REACHED.name,
+    "The group member's supported protocols are incompatible": E.INCONSISTENT_GROUP_PROTOCOL.name,
+    "The member epoch is stale": E.STALE_MEMBER_EPOCH.name,
+    "The member epoch is fenced by the group coordinator": E.FENCED_MEMBER_EPOCH.name,
+    "This server does not host this topic-partition": E.UNKNOWN_TOPIC_OR_PARTITION.name,
+    "The metadata field of the offset request was too large": E.OFFSET_METADATA_TOO_LARGE.name,
+    "The request timed out": E.REQUEST_TIMED_OUT.name,
 }
 
 _ERROR_NAME_TOKEN = re.compile(r"\b[A-Z][A-Z_]{3,}\b")
