@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from transforms.wire.error_codes import ErrorCode as E
 from transforms.wire.error_codes import error_name
 from transforms.wire.errors import DecodeError
 from transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_header_version
@@ -31,7 +32,7 @@ MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 DEFAULT_CLIENT_ID = "radar-wire-client"
 # Errors worth another FindCoordinator round: the coordinator is loading, moving, or not yet elected.
 RETRIABLE_COORDINATOR_ERRORS = frozenset(
-    {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"}
+    {E.COORDINATOR_LOAD_IN_PROGRESS.name, E.COORDINATOR_NOT_AVAILABLE.name, E.NOT_COORDINATOR.name}
 )
 
 

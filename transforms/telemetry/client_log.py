@@ -139,7 +139,7 @@ def _fenced_instance_in_heartbeat(m: re.Match[str], line: LogLine) -> HeartbeatE
         Kind.HEARTBEAT_FAILED,
         SOURCE,
         group_instance_id=instance_id_value(m.group(1)),
-        error="FENCED_INSTANCE_ID",
+        error=E.FENCED_INSTANCE_ID.name,
         reason="fenced group.instance.id",
         details=_protocol_details(line),
     )
