@@ -1076,8 +1076,8 @@ SYNC_GROUP_RESPONSE = M(
 )
 
 
-# Not in shared/kafka-spec: ApiVersions (API key 18), its non-flexible versions 0-2, written from Kafka's
-# ApiVersionsRequest/Response definitions. A client asks it first to pick versions both sides support.
+# Not in the Kafka definitions kept in tests/data/kafka-spec: ApiVersions (API key 18), its non-flexible versions
+# 0-2, written from Kafka's ApiVersionsRequest/Response definitions. A client asks it first to pick versions.
 API_VERSIONS_REQUEST = M("ApiVersionsRequest", "request", api_key=18, valid="0-2", flexible="none", fields=())
 
 
