@@ -54,7 +54,7 @@ def main() -> int:
     if args.protocol == "classic":
         conf.update({"session.timeout.ms": args.session_timeout_ms, "heartbeat.interval.ms": 500})
     if args.agent_topic:
-        from pipelines.agent import RadarConsumer
+        from emitters.agent import RadarConsumer
 
         consumer: Consumer = RadarConsumer(conf, {"topic": args.agent_topic, "linger.ms": 10})
     else:
@@ -247,8 +247,8 @@ def run_group_scenario(
 ) -> ScenarioResult:
     """Join A (agent) and B; SIGSTOP A past its session (the broker expires it); SIGCONT (its commits are
     refused); C (agent) overruns max.poll.interval.ms; B, C, A close. The broker log is shipped meanwhile."""
-    from pipelines.local.log_shipper import start_shipper
-    from pipelines.poll_groups import GroupPoller
+    from emitters.log_shipper import start_shipper
+    from emitters.poll_groups import GroupPoller
     from transforms.telemetry.record_parser import parse_telemetry_record
 
     tag = f"{protocol}-{time.time_ns()}"

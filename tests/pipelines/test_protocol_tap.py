@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from pipelines.agent import parse_group_metadata
+from emitters.agent import parse_group_metadata
+from emitters.protocol_tap import FrameScanner, advertise_through
 from pipelines.local.broker import EmbeddedKafka, free_loopback_port
-from pipelines.local.protocol_tap import FrameScanner, advertise_through
 from tests.pipelines.group_member import create_topics
 from transforms.telemetry.record_parser import parse_telemetry_record
 
@@ -135,7 +135,7 @@ def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPa
             [
                 sys.executable,
                 "-m",
-                "pipelines.local.protocol_tap",
+                "emitters.protocol_tap",
                 "--listen",
                 f"{host}:{tap_port}",
                 "--broker",

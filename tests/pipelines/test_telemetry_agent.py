@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from pipelines.agent import RadarConsumer, instrument
+from emitters.agent import RadarConsumer, instrument
 from tests.pipelines.group_member import create_topics
 
 RECORDS = 150_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pipelines.local.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
+from emitters.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
 
 
 def _append(path: Path, text: str) -> None:
