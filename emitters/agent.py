@@ -274,30 +274,13 @@ class RadarConsumer(Consumer):
             self._remember_membership(identity)
             if on_assign is not None:
                 on_assign(self, partitions)
-            self._emit(
-                Kind.ASSIGNMENT,
-                identity,
-                details={
-                    "change": "assigned",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            self._report_partitions(Kind.ASSIGNMENT, identity, "assigned", partitions)
 
         def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()  # the generation being left
             if on_revoke is not None:
                 on_revoke(self, partitions)
-            self._emit(
-                Kind.REBALANCE_PREPARE,
-                identity,
-                reason="partitions revoked",
-                details={
-                    "change": "revoked",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            self._report_partitions(Kind.REBALANCE_PREPARE, identity, "revoked", partitions, "partitions revoked")
 
         def lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()
@@ -305,18 +288,23 @@ class RadarConsumer(Consumer):
                 on_lost(self, partitions)
             elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
                 on_revoke(self, partitions)
-            self._emit(
-                Kind.MEMBER_REMOVED,
-                identity,
-                reason="assignment lost (session expired or fenced)",
-                details={
-                    "change": "lost",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            reason = "assignment lost (session expired or fenced)"
+            self._report_partitions(Kind.MEMBER_REMOVED, identity, "lost", partitions, reason)
 
         super().subscribe(topics, on_assign=assigned, on_revoke=revoked, on_lost=lost, **kwargs)
+
+    def _report_partitions(
+        self,
+        kind: HeartbeatEventKind,
+        identity: GroupIdentity,
+        change: str,
+        partitions: list[TopicPartition],
+        reason: str | None = None,
+    ) -> None:
+        """An assignment, revoke or loss: the partitions that changed hands, under the identity that held them."""
+        count = str(len(partitions))
+        details = {"change": change, "partitions": _partitions_text(partitions), "partition_count": count}
+        self._emit(kind, identity, reason=reason, details=details)
 
     # --- commits -----------------------------------------------------------------------------------------------
 

@@ -147,7 +147,7 @@ def resolve_credentials(
 
 
 class ClientSettings(Mapping[str, Any]):
-    """librdkafka settings (`Consumer(dict(settings))`); a Mapping whose repr/str mask every secret value."""
+    """Kafka client settings (librdkafka: `Consumer(dict(settings))`); a Mapping whose repr/str mask every secret."""
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._settings = dict(settings)
@@ -165,7 +165,7 @@ class ClientSettings(Mapping[str, Any]):
         return masked(self._settings)
 
     def __repr__(self) -> str:
-        return f"ClientSettings({self.masked()!r})"
+        return f"{type(self).__name__}({self.masked()!r})"
 
     __str__ = __repr__
 

@@ -30,7 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
+from emitters.telemetry_producer import (
+    DEFAULT_TELEMETRY_TOPIC,
+    TelemetryProducer,
+    add_producer_arguments,
+    producer_settings_from,
+)
 
 # What a coordinator line contains: the logger (the layout prints it), the Scala/Java prefixes, KIP-848 context.
 DEFAULT_KEYWORDS: tuple[str, ...] = (
@@ -278,45 +283,22 @@ def start_shipper(
     ).start()
 
 
-def _producer_property(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got a value without '=' for {key or '?'}")
-    return key.strip(), value
-
-
 def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool = True) -> None:
     """The shipper's options, shared by `python -m emitters.log_shipper` and `radar ship-logs`."""
     parser.add_argument("--log", required=True, help="the broker's log file (server.log)")
-    parser.add_argument(
-        "--bootstrap",
-        required=bootstrap_required,
-        default=None,
-        help="HOST:PORT of the telemetry cluster"
-        + ("" if bootstrap_required else " (default: kafka.bootstrap_servers)"),
-    )
-    parser.add_argument("--topic", default=None, help=f"telemetry topic (default {DEFAULT_TELEMETRY_TOPIC})")
+    add_producer_arguments(parser, bootstrap_required=bootstrap_required)
     parser.add_argument(
         "--keyword", action="append", default=None, help="keep lines containing this (repeatable; default: coordinator)"
     )
     parser.add_argument("--all-lines", action="store_true", help="ship every line (no keyword filter)")
     parser.add_argument("--from-end", action="store_true", help="skip what the log already holds")
     parser.add_argument("--poll-interval", type=float, default=DEFAULT_POLL_INTERVAL_S, metavar="S")
-    parser.add_argument(
-        "-X",
-        dest="producer",
-        action="append",
-        type=_producer_property,
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka producer property (e.g. security.protocol=SASL_SSL); values are never printed",
-    )
     parser.add_argument("--once", action="store_true", help="ship what the log holds now, flush and exit")
 
 
 def run_shipper(args: argparse.Namespace, client_settings: Mapping[str, Any] | None = None) -> ShipperCounts:
     """Ship `args.log` until SIGTERM/Ctrl-C (or once); `client_settings` (bootstrap + security) under -X settings."""
-    settings = {**(client_settings or {}), **({"bootstrap.servers": args.bootstrap} if args.bootstrap else {})}
+    settings = producer_settings_from(args, client_settings)
     bootstrap = str(settings.get("bootstrap.servers") or "")
     topic = args.topic or DEFAULT_TELEMETRY_TOPIC
     keywords: Sequence[str] = () if args.all_lines else tuple(args.keyword or DEFAULT_KEYWORDS)
@@ -327,7 +309,7 @@ def run_shipper(args: argparse.Namespace, client_settings: Mapping[str, Any] | N
         keywords=keywords,
         from_start=not args.from_end,
         poll_interval_s=args.poll_interval,
-        producer_config={**settings, **dict(args.producer)},
+        producer_config=settings,
     )
     print(f"log shipper: {args.log} -> {topic} on {bootstrap}", file=sys.stderr, flush=True)
     if args.once:

@@ -44,7 +44,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar
 
-from emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
+from emitters.telemetry_producer import (
+    DEFAULT_TELEMETRY_TOPIC,
+    TelemetryProducer,
+    add_producer_arguments,
+    producer_settings_from,
+)
 from transforms.telemetry.protocol_frames import FRAMING_SIZED, encode_frame_envelope
 
 # Group APIs mirrored (key -> name, as in transforms.wire.frames.APIS); FindCoordinator is left out: no event.
@@ -377,24 +382,9 @@ class ProtocolTap:
         return self.stats
 
 
-def parse_producer_settings(pairs: list[str]) -> dict[str, str]:
-    """-X key=value pairs as producer settings (values never printed)."""
-    settings = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"-X expects key=value, got a setting without '=' ({key!r})")
-        settings[key.strip()] = value
-    return settings
-
-
 async def run(args: argparse.Namespace, client_settings: Mapping[str, Any] | None = None) -> TapStats:
     """Serve until SIGTERM/SIGINT; `client_settings` (bootstrap + security) lie under --bootstrap and -X."""
-    producer_config = {
-        **(client_settings or {}),
-        **({"bootstrap.servers": args.bootstrap} if args.bootstrap else {}),
-        **parse_producer_settings(args.producer_setting),
-    }
+    producer_config = producer_settings_from(args, client_settings)
     if args.max_queued:
         producer_config["queue.buffering.max.messages"] = args.max_queued
     topic = args.topic or DEFAULT_TELEMETRY_TOPIC
@@ -418,20 +408,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool =
     """The tap's options, shared by `python -m emitters.protocol_tap` and `radar tap`."""
     parser.add_argument("--listen", type=parse_host_port, required=True, help="HOST:PORT the clients connect to")
     parser.add_argument("--broker", type=parse_host_port, required=True, help="HOST:PORT of the tapped broker")
-    parser.add_argument(
-        "--bootstrap",
-        required=bootstrap_required,
-        default=None,
-        help="bootstrap servers of the telemetry cluster"
-        + ("" if bootstrap_required else " (default: kafka.bootstrap_servers)"),
-    )
-    parser.add_argument("--topic", default=None, help=f"telemetry topic (default {DEFAULT_TELEMETRY_TOPIC})")
+    add_producer_arguments(parser, bootstrap_required=bootstrap_required)
     parser.add_argument("--max-queued", type=int, default=0, help="producer queue bound (records); 0 = 10000")
     parser.add_argument("--flush-timeout-s", type=float, default=5.0)
     parser.add_argument("--stats-interval-s", type=float, default=0.0, help="print stats every N s (0 = at exit)")
-    parser.add_argument(
-        "-X", dest="producer_setting", action="append", default=[], help="producer key=value (never printed)"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ together `dropped`, so nothing is lost silently. Client-level errors (an unreach
 
 from __future__ import annotations
 
+import argparse
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -144,3 +145,41 @@ class TelemetryProducer:
         """Count a record the caller could not even build (telemetry must never break the caller)."""
         with self._lock:
             self._rejected += 1
+
+
+def producer_setting(text: str) -> tuple[str, str]:
+    """One `-X key=value` librdkafka producer setting (argparse type)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got a setting without '=' for {key or '?'}")
+    return key.strip(), value
+
+
+def add_producer_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool) -> None:
+    """--bootstrap, --topic and -X: where an emitter's command line sends its telemetry (values never printed)."""
+    parser.add_argument(
+        "--bootstrap",
+        required=bootstrap_required,
+        default=None,
+        help="bootstrap servers of the telemetry cluster"
+        + ("" if bootstrap_required else " (default: kafka.bootstrap_servers)"),
+    )
+    parser.add_argument("--topic", default=None, help=f"telemetry topic (default {DEFAULT_TELEMETRY_TOPIC})")
+    parser.add_argument(
+        "-X",
+        dest="producer_settings",
+        action="append",
+        type=producer_setting,
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka producer setting (e.g. security.protocol=SASL_SSL), repeatable; values are never printed",
+    )
+
+
+def producer_settings_from(args: argparse.Namespace, client_settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The cluster's settings (bootstrap + security), then --bootstrap, then -X settings."""
+    return {
+        **(client_settings or {}),
+        **({"bootstrap.servers": args.bootstrap} if args.bootstrap else {}),
+        **dict(args.producer_settings),
+    }

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from emitters.kafka_settings import ConfigError, SecretLookup, SecurityConfig, masked, resolve_credentials
+from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, resolve_credentials
 
 ENV_PREFIX = "RADAR__"
 ENV_SEPARATOR = "__"
@@ -208,28 +208,8 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH, env: Mapping[s
 # --- Kafka client options: secrets are read here, at run time, and masked in every printed form ---
 
 
-class KafkaClientOptions(Mapping[str, str]):
+class KafkaClientOptions(ClientSettings):
     """Spark Kafka source options (`kafka.*`); a Mapping whose repr/str mask every secret value."""
-
-    def __init__(self, options: Mapping[str, str]) -> None:
-        self._options = dict(options)
-
-    def __getitem__(self, key: str) -> str:
-        return self._options[key]
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._options)
-
-    def __len__(self) -> int:
-        return len(self._options)
-
-    def masked(self) -> dict[str, str]:
-        return masked(self._options)
-
-    def __repr__(self) -> str:
-        return f"KafkaClientOptions({self.masked()!r})"
-
-    __str__ = __repr__
 
 
 def kafka_client_options(
