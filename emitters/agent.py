@@ -182,8 +182,10 @@ class RadarConsumer(Consumer):
         # Who the consumer last was while assigned (set by each assignment and each accepted commit): the member
         # that overran max.poll.interval.ms, and who a zombie commit (no member id left) belongs to.
         self._membership: GroupIdentity | None = None
+        self._previous_membership: GroupIdentity | None = None  # the one before the last assignment
+        self._assigned_since_stats = False  # an assignment came after the last statistics were served
+        self._overrun_reported: GroupIdentity | None = None  # the membership whose overrun was reported
         self._last_rebalance_reason = ""
-        self._poll_timeout_reported = False
         self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
@@ -251,9 +253,11 @@ class RadarConsumer(Consumer):
             self.agent.count_dropped()
             print(f"radar agent: event not sent ({type(failure).__name__})", file=sys.stderr)
 
-    def _remember_membership(self, identity: GroupIdentity) -> None:
+    def _remember_membership(self, identity: GroupIdentity, *, assigned: bool = False) -> None:
         """Keep an identity the group really had (an assignment's, or one the coordinator accepted a commit with)."""
         if identity.member_id and (identity.generation is not None or identity.member_epoch is not None):
+            if assigned and identity != self._membership:
+                self._previous_membership = self._membership
             self._membership = identity
 
     # --- rebalance callbacks -----------------------------------------------------------------------------------
@@ -269,9 +273,9 @@ class RadarConsumer(Consumer):
         """Subscribe as usual; the rebalance callbacks are wrapped so each assign/revoke/lost is reported."""
 
         def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            self._poll_timeout_reported = False  # a new membership: a later overrun is a new incident
             identity = self.group_identity()  # the generation/epoch just joined
-            self._remember_membership(identity)
+            self._remember_membership(identity, assigned=True)
+            self._assigned_since_stats = True
             if on_assign is not None:
                 on_assign(self, partitions)
             self._report_partitions(Kind.ASSIGNMENT, identity, "assigned", partitions)
@@ -401,8 +405,11 @@ class RadarConsumer(Consumer):
             state = str(cgrp.get("state"))
             reason = str(cgrp.get("rebalance_reason") or "")
             if "max.poll" in reason and self._last_rebalance_reason != reason:  # the stats repeat it: report once
-                self._report_poll_timeout(reason, details)
+                # Seen only after a new assignment, the reason is the rejoin's: the overrun was the previous member's.
+                overran = self._previous_membership if self._assigned_since_stats else self._membership
+                self._report_poll_timeout(reason, overran, details)
             self._last_rebalance_reason = reason
+            self._assigned_since_stats = False
             if state == "up":
                 self._emit(Kind.HEARTBEAT, details=details)
             else:
@@ -410,16 +417,20 @@ class RadarConsumer(Consumer):
         if self._user_stats_cb is not None:
             self._user_stats_cb(stats_json)
 
-    def _report_poll_timeout(self, reason: str, details: dict[str, str] | None = None) -> None:
+    def _report_poll_timeout(
+        self, reason: str, overran: GroupIdentity | None, details: dict[str, str] | None = None
+    ) -> None:
         """Once per membership, whichever of the stats reason or poll's own error message shows it first; named
-        after the membership that overran (its last assignment), not librdkafka's identity of the moment."""
-        if not self._poll_timeout_reported:
-            self._poll_timeout_reported = True
-            self._emit(Kind.POLL_TIMEOUT, self._membership, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
+        after the membership that overran (member id + generation/epoch of its assignment), never librdkafka's
+        identity of the moment: after the overrun that may pair the rejoin's new member id with the old generation."""
+        if overran is None or overran != self._overrun_reported:
+            self._overrun_reported = overran
+            self._emit(Kind.POLL_TIMEOUT, overran, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
 
     def _on_message_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._MAX_POLL_EXCEEDED:
-            self._report_poll_timeout(error.str())
+            # Returned at the first poll after the overrun, before the rejoin's assignment can be served.
+            self._report_poll_timeout(error.str(), self._membership)
 
     def poll(self, timeout: float | None = None) -> Any:
         """librdkafka's poll; an error message it returns (e.g. max.poll.interval.ms exceeded) is reported."""
