@@ -41,7 +41,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from pipelines.agent import RadarConsumer
+from emitters.agent import RadarConsumer
 
 VARIANTS = ("plain", "agent_up", "agent_down")
 POLL_TIMEOUT_S = 1.0

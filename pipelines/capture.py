@@ -15,7 +15,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 
-from pipelines.config import KafkaConfig, read_secret
+from emitters.kafka_settings import librdkafka_settings
+from pipelines.config import KafkaConfig
 from pipelines.dump import DumpRecord, dump_line
 
 
@@ -37,21 +38,15 @@ def parse_time_ms(text: str | None) -> int | None:
 
 
 def consumer_config(kafka: KafkaConfig, bootstrap: str, env: Mapping[str, str]) -> dict[str, str | bool | int]:
-    """librdkafka settings for the configured cluster, credentials read from env at run time (never logged)."""
-    security = kafka.security
-    conf: dict[str, str | bool | int] = {
-        "bootstrap.servers": bootstrap,
+    """librdkafka settings for the configured cluster (`librdkafka_settings`: credentials read from env at run
+    time, never logged) plus a throw-away group that commits nothing and reads committed records only."""
+    return {
+        **librdkafka_settings(bootstrap, kafka.security, env),
         "group.id": f"radar-capture-{uuid.uuid4()}",
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
-        "security.protocol": security.protocol,
     }
-    if security.protocol.startswith("SASL"):
-        conf["sasl.mechanism"] = str(security.sasl_mechanism)
-        conf["sasl.username"] = read_secret(security.username_env, None, None, "username", env, None) or ""
-        conf["sasl.password"] = read_secret(security.password_env, None, None, "password", env, None) or ""
-    return conf
 
 
 def run_capture(

@@ -95,26 +95,58 @@ def _capture(args: argparse.Namespace) -> int:
     return 0
 
 
-def _poll_groups(args: argparse.Namespace) -> int:
-    from pipelines.capture import consumer_config
-    from pipelines.poll_groups import run_poll_groups
-
+def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, object], str]:
+    """(librdkafka settings of the configured cluster, telemetry topic) for the emitters' subcommands."""
     config = _config(args)
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
     if not bootstrap:
         raise ConfigError(
-            "radar poll-groups needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
+            f"radar {command} needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
         )
-    security = {
-        k: v
-        for k, v in consumer_config(config.kafka, bootstrap, os.environ).items()
-        if k.startswith(("security.", "sasl."))
-    }
-    topic = args.topic or config.kafka.telemetry_topics[0]
+    from emitters.kafka_settings import librdkafka_settings
+
+    settings = dict(librdkafka_settings(bootstrap, config.kafka.security, os.environ))
+    return settings, args.topic or config.kafka.telemetry_topics[0]
+
+
+def _poll_groups(args: argparse.Namespace) -> int:
+    from emitters.poll_groups import run_poll_groups
+
+    settings, topic = _emitter_cluster(args, "poll-groups")
     counts = run_poll_groups(
-        bootstrap, topic, interval_s=args.interval, groups=args.group or (), once=args.once, client_config=security
+        str(settings["bootstrap.servers"]),
+        topic,
+        interval_s=args.interval,
+        groups=args.group or (),
+        once=args.once,
+        client_config=settings,
     )
     print(f"radar poll-groups: {counts.groups} group snapshots, {counts.events} events to {topic}", file=sys.stderr)
+    return 0
+
+
+def _ship_logs(args: argparse.Namespace) -> int:
+    from emitters.log_shipper import run_shipper
+
+    settings, args.topic = _emitter_cluster(args, "ship-logs")
+    counts = run_shipper(args, settings)
+    print(
+        f"radar ship-logs: {counts.lines_kept:,} of {counts.lines_read:,} lines kept, {counts.delivered:,} delivered, "
+        f"{counts.dropped:,} dropped, to {args.topic}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _tap(args: argparse.Namespace) -> int:
+    import asyncio
+    from dataclasses import asdict
+
+    from emitters.protocol_tap import run
+
+    settings, args.topic = _emitter_cluster(args, "tap")
+    stats = asyncio.run(run(args, settings))
+    print(json.dumps({"stopped": asdict(stats)}), flush=True)
     return 0
 
 
@@ -170,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     poll.add_argument("--topic", default=None, help="telemetry topic (default: the first kafka.telemetry_topics)")
     poll.add_argument("--once", action="store_true", help="poll once and exit")
     poll.set_defaults(func=_poll_groups)
+
+    from emitters import log_shipper, protocol_tap
+
+    ship = sub.add_parser("ship-logs", help="tail a broker's log and produce its group-coordinator lines as telemetry")
+    log_shipper.add_arguments(ship, bootstrap_required=False)
+    ship.set_defaults(func=_ship_logs)
+
+    tap = sub.add_parser("tap", help="a TCP proxy before one broker that mirrors group-protocol calls as telemetry")
+    protocol_tap.add_arguments(tap, bootstrap_required=False)
+    tap.set_defaults(func=_tap)
     return parser
 
 

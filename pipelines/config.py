@@ -1,68 +1,32 @@
 """Typed configuration: one YAML per environment (conf/<env>.yml) plus RADAR__* environment overrides.
 
 Secrets never live in these files: the security section holds only the *names* of environment
-variables or Databricks secret-scope keys, and `kafka_client_options` reads the values at run time.
+variables or Databricks secret-scope keys, and `kafka_client_options` reads the values at run time. The security
+model and the librdkafka settings builder live in `emitters.kafka_settings` (the emitters must not import pipelines).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, resolve_credentials
 
 ENV_PREFIX = "RADAR__"
 ENV_SEPARATOR = "__"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONF_PATH = Path("conf/local.yml")
-MASK = "****"
-
-
-class ConfigError(ValueError):
-    """A configuration problem, phrased as a sentence that names the key and what is expected."""
 
 
 class FrozenSection(BaseModel):
     """Base for every section: immutable, and unknown keys are errors (a typo must not be ignored)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SecurityConfig(FrozenSection):
-    """How to authenticate to Kafka; holds only where the secrets are, never the secrets."""
-
-    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    # Names of environment variables that hold the values (local / CI / any cluster).
-    username_env: str | None = None
-    password_env: str | None = None
-    ssl_truststore_location_env: str | None = None
-    ssl_truststore_password_env: str | None = None
-    # A Databricks secret scope and the keys in it (used instead of the env names when set).
-    secret_scope: str | None = None
-    username_key: str | None = None
-    password_key: str | None = None
-    ssl_truststore_location_key: str | None = None
-    ssl_truststore_password_key: str | None = None
-
-    @model_validator(mode="after")
-    def _sasl_needs_a_mechanism_and_credentials(self) -> SecurityConfig:
-        if self.protocol.startswith("SASL"):
-            if self.sasl_mechanism is None:
-                raise ValueError(
-                    f"protocol {self.protocol} needs sasl_mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)"
-                )
-            has_env = self.username_env and self.password_env
-            has_scope = self.secret_scope and self.username_key and self.password_key
-            if not (has_env or has_scope):
-                raise ValueError(
-                    f"protocol {self.protocol} needs username_env+password_env (names of "
-                    "environment variables) or secret_scope+username_key+password_key"
-                )
-        return self
 
 
 class KafkaConfig(FrozenSection):
@@ -243,61 +207,9 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH, env: Mapping[s
 
 # --- Kafka client options: secrets are read here, at run time, and masked in every printed form ---
 
-SecretLookup = Callable[[str, str], str]
-SECRET_OPTION_WORDS = ("password", "jaas")
 
-
-class KafkaClientOptions(Mapping[str, str]):
+class KafkaClientOptions(ClientSettings):
     """Spark Kafka source options (`kafka.*`); a Mapping whose repr/str mask every secret value."""
-
-    def __init__(self, options: Mapping[str, str]) -> None:
-        self._options = dict(options)
-
-    def __getitem__(self, key: str) -> str:
-        return self._options[key]
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._options)
-
-    def __len__(self) -> int:
-        return len(self._options)
-
-    def masked(self) -> dict[str, str]:
-        return {
-            key: (MASK if any(word in key for word in SECRET_OPTION_WORDS) else value)
-            for key, value in self._options.items()
-        }
-
-    def __repr__(self) -> str:
-        return f"KafkaClientOptions({self.masked()!r})"
-
-    __str__ = __repr__
-
-
-def read_secret(
-    name_env: str | None,
-    scope: str | None,
-    key: str | None,
-    what: str,
-    env: Mapping[str, str],
-    secret_lookup: SecretLookup | None,
-) -> str | None:
-    """One secret from the secret scope (when configured) or from the named environment variable."""
-    if scope and key and secret_lookup is not None:
-        return secret_lookup(scope, key)
-    if name_env:
-        value = env.get(name_env)
-        if not value:
-            raise ConfigError(
-                f"Environment variable {name_env} (kafka.security {what}) is not set; export it before starting radar."
-            )
-        return value
-    if scope and key:
-        raise ConfigError(
-            f"kafka.security {what} is in secret scope {scope!r} but no secret lookup is "
-            "available here; run on Databricks (dbutils.secrets) or set the *_env names."
-        )
-    return None
 
 
 def kafka_client_options(
@@ -309,7 +221,8 @@ def kafka_client_options(
 ) -> KafkaClientOptions:
     """The `kafka.*` options for Spark's Kafka source, with credentials from env or the secret scope.
 
-    `shaded=True` uses Databricks' shaded login-module class names.
+    `shaded=True` uses Databricks' shaded login-module class names. librdkafka clients (capture, poll-groups, the
+    emitters) get theirs from `emitters.kafka_settings.librdkafka_settings` over the same `SecurityConfig`.
     """
     servers = bootstrap_servers or kafka.bootstrap_servers
     if not servers:
@@ -317,40 +230,18 @@ def kafka_client_options(
             "kafka.bootstrap_servers is empty: start the embedded broker and pass its "
             "address, or set kafka.bootstrap_servers (RADAR__KAFKA__BOOTSTRAP_SERVERS)."
         )
-    security = kafka.security
-    options = {"kafka.bootstrap.servers": servers, "kafka.security.protocol": security.protocol}
-    if security.protocol.startswith("SASL"):
-        username = read_secret(
-            security.username_env, security.secret_scope, security.username_key, "username", env, secret_lookup
-        )
-        password = read_secret(
-            security.password_env, security.secret_scope, security.password_key, "password", env, secret_lookup
-        )
-        module = "plain.PlainLoginModule" if security.sasl_mechanism == "PLAIN" else "scram.ScramLoginModule"
+    credentials = resolve_credentials(kafka.security, env, secret_lookup)
+    options = {"kafka.bootstrap.servers": servers, "kafka.security.protocol": credentials.protocol}
+    if credentials.sasl_mechanism:
+        module = "plain.PlainLoginModule" if credentials.sasl_mechanism == "PLAIN" else "scram.ScramLoginModule"
         prefix = "kafkashaded.org.apache.kafka" if shaded else "org.apache.kafka"
-        options["kafka.sasl.mechanism"] = str(security.sasl_mechanism)
+        options["kafka.sasl.mechanism"] = credentials.sasl_mechanism
         options["kafka.sasl.jaas.config"] = (
-            f'{prefix}.common.security.{module} required username="{username}" password="{password}";'
+            f'{prefix}.common.security.{module} required username="{credentials.username}" '
+            f'password="{credentials.password}";'
         )
-    if security.protocol.endswith("SSL"):
-        location = read_secret(
-            security.ssl_truststore_location_env,
-            security.secret_scope,
-            security.ssl_truststore_location_key,
-            "truststore location",
-            env,
-            secret_lookup,
-        )
-        truststore_password = read_secret(
-            security.ssl_truststore_password_env,
-            security.secret_scope,
-            security.ssl_truststore_password_key,
-            "truststore password",
-            env,
-            secret_lookup,
-        )
-        if location:
-            options["kafka.ssl.truststore.location"] = location
-        if truststore_password:
-            options["kafka.ssl.truststore.password"] = truststore_password
+    if credentials.truststore_location:
+        options["kafka.ssl.truststore.location"] = credentials.truststore_location
+    if credentials.truststore_password:
+        options["kafka.ssl.truststore.password"] = credentials.truststore_password
     return KafkaClientOptions(options)

@@ -407,7 +407,7 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
             bootstrap = broker.bootstrap_servers
             create_topics(bootstrap, config.kafka.telemetry_topics)
             if config.kafka.telemetry_topics:  # the embedded broker's coordinator log is telemetry: ship it
-                from pipelines.local.log_shipper import start_shipper
+                from emitters.log_shipper import start_shipper
 
                 stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
             ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)

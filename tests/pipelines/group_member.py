@@ -4,7 +4,8 @@
 polls, and every `--commit-every-s` synchronously commits offset 0 on every partition it holds; like a
 batch-processing application it keeps holding partitions it *lost* (on_lost) until a commit fails, so a resumed
 zombie commits with its old generation; `--stall-after-s/--stall-s` stops polling for a while
-(a `max.poll.interval.ms` overrun); it exits after `--run-s` (closing cleanly = LeaveGroup) or on SIGTERM.
+(a `max.poll.interval.ms` overrun), `--stalls N` times (each after a new assignment); it exits after `--run-s`
+(closing cleanly = LeaveGroup) or on SIGTERM.
 Prints one JSON line per assignment change and commit outcome.
 """
 
@@ -38,6 +39,7 @@ def main() -> int:
     parser.add_argument("--commit-every-s", type=float, default=0.3)
     parser.add_argument("--stall-after-s", type=float, default=None)
     parser.add_argument("--stall-s", type=float, default=0.0)
+    parser.add_argument("--stalls", type=int, default=1, help="stall again after each new assignment, N times")
     parser.add_argument("--run-s", type=float, default=120.0)
     args = parser.parse_args()
     conf: dict[str, Any] = {
@@ -54,7 +56,7 @@ def main() -> int:
     if args.protocol == "classic":
         conf.update({"session.timeout.ms": args.session_timeout_ms, "heartbeat.interval.ms": 500})
     if args.agent_topic:
-        from pipelines.agent import RadarConsumer
+        from emitters.agent import RadarConsumer
 
         consumer: Consumer = RadarConsumer(conf, {"topic": args.agent_topic, "linger.ms": 10})
     else:
@@ -85,15 +87,22 @@ def main() -> int:
     consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
     started = time.monotonic()
     last_commit = 0.0
-    stalled = False
+    stalls = 0
+    stalled_at_assignment = 0  # how many assignments there had been at the last stall
     while not stopping and time.monotonic() - started < args.run_s:
         message = consumer.poll(0.1)
         if message is not None and message.error() is not None:
             say(poll_error=message.error().name())
         now = time.monotonic()
-        if args.stall_after_s is not None and not stalled and assigned_at and now - assigned_at[0] > args.stall_after_s:
-            stalled = True
-            say(stalling=args.stall_s)
+        if (
+            args.stall_after_s is not None
+            and stalls < args.stalls
+            and len(assigned_at) > stalled_at_assignment
+            and now - assigned_at[stalled_at_assignment] > args.stall_after_s
+        ):
+            stalls += 1
+            stalled_at_assignment = len(assigned_at)
+            say(stalling=args.stall_s, stalling_member=consumer.memberid())
             time.sleep(args.stall_s)
             continue
         if now - last_commit < args.commit_every_s:
@@ -247,8 +256,8 @@ def run_group_scenario(
 ) -> ScenarioResult:
     """Join A (agent) and B; SIGSTOP A past its session (the broker expires it); SIGCONT (its commits are
     refused); C (agent) overruns max.poll.interval.ms; B, C, A close. The broker log is shipped meanwhile."""
-    from pipelines.local.log_shipper import start_shipper
-    from pipelines.poll_groups import GroupPoller
+    from emitters.log_shipper import start_shipper
+    from emitters.poll_groups import GroupPoller
     from transforms.telemetry.record_parser import parse_telemetry_record
 
     tag = f"{protocol}-{time.time_ns()}"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from pipelines.agent import parse_group_metadata
+from emitters.agent import parse_group_metadata
+from emitters.protocol_tap import FrameScanner, advertise_through
 from pipelines.local.broker import EmbeddedKafka, free_loopback_port
-from pipelines.local.protocol_tap import FrameScanner, advertise_through
 from tests.pipelines.group_member import create_topics
 from transforms.telemetry.record_parser import parse_telemetry_record
 
@@ -118,7 +118,8 @@ def read_mirrored(bootstrap: str, topic: str, expected: int, timeout_s: float = 
 
 @pytest.fixture(scope="module")
 def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tapped]:
-    """A second embedded broker advertising a tap port, the tap (CLI subprocess), telemetry on the session broker."""
+    """A second embedded broker advertising a tap port, the tap (`radar tap`, a subprocess), telemetry on the
+    session broker."""
     host = radar_config.broker.host
     tap_port = free_loopback_port(host)
     telemetry_topic = f"tap-telemetry-{time.time_ns()}"
@@ -135,7 +136,8 @@ def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPa
             [
                 sys.executable,
                 "-m",
-                "pipelines.local.protocol_tap",
+                "pipelines.cli",
+                "tap",
                 "--listen",
                 f"{host}:{tap_port}",
                 "--broker",

@@ -1,7 +1,7 @@
 """Kafka Streams (KIP-1071) groups on the real embedded broker, through the project's own wire client.
 
 Why: librdkafka cannot create, list or describe streams groups, so the members here are StreamsGroupHeartbeat
-dialogues written by hand, and `radar poll-groups` must describe them through `pipelines.kafka_wire_client`.
+dialogues written by hand, and `radar poll-groups` must describe them through `emitters.kafka_wire_client`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.kafka_wire_client import (
+from emitters.kafka_wire_client import (
     KafkaConnectionError,
     KafkaWireClient,
     KafkaWireError,
@@ -158,7 +158,7 @@ def test_describe_streams_group_reports_members_and_epochs(bootstrap: str, strea
 
 
 def test_poll_groups_emits_streams_snapshot_events(bootstrap: str, streams_group: Any) -> None:
-    from pipelines.poll_groups import GroupPoller
+    from emitters.poll_groups import GroupPoller
     from transforms.telemetry.record_parser import parse_telemetry_record
 
     group_id, members, _ = streams_group

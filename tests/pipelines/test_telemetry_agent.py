@@ -1,19 +1,29 @@
 """The agent never slows or blocks the poll loop: with its telemetry cluster unreachable (a closed port) a real
-consumer reads as fast as a plain one, and every event that could not be queued or delivered is counted."""
+consumer reads as fast as a plain one, and every event that could not be queued or delivered is counted. It names
+the member that overran max.poll.interval.ms, keeps what a zombie tried to commit and who it last was, and runs in
+a process where Spark, Delta and Great Expectations cannot be imported."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from pipelines.agent import RadarConsumer, instrument
-from tests.pipelines.group_member import create_topics
+from emitters.agent import RadarConsumer, instrument
+from tests.pipelines.group_member import MemberProcess, create_topics, read_records
+from transforms.telemetry.json_events import RadarEventV1
 
 RECORDS = 150_000
+ZOMBIE_ERRORS = {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH"}
 
 
 def closed_port() -> int:
@@ -130,3 +140,167 @@ def test_wrapped_consumer_keeps_the_consumer_api(kafka_broker: Any, loaded_topic
     assert consumer.memberid() and consumer.list_topics(loaded_topic, timeout=10).topics
     consumer.close()
     assert consumer.agent.topic.startswith("api-telemetry-") and consumer.agent.dropped == 0
+
+
+# --- issue #8: who overran, what a zombie tried to commit, and who it last was ----------------------------------
+
+
+@dataclass
+class OverrunRun:
+    """Telemetry of one agent member that overran max.poll.interval.ms several times, and what it printed."""
+
+    events: list[dict[str, Any]]
+    lines: list[dict[str, Any]]
+    topic: str
+
+
+@pytest.fixture(scope="module")
+def overruns(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> OverrunRun:
+    """Classic group: B polls steadily (the group never empties, so a zombie commit is refused); C (agent) stalls
+    past max.poll.interval.ms after each of its assignments, three times, and commits the partitions it held."""
+    bootstrap = kafka_broker.bootstrap_servers
+    tag = f"overrun-{time.time_ns()}"
+    topic, group, telemetry = f"work-{tag}", f"group-{tag}", f"telemetry-{tag}"
+    create_topics(bootstrap, {topic: 4, telemetry: 1})
+    out_dir = tmp_path_factory.mktemp("overruns")
+    b = MemberProcess(out_dir, "B", bootstrap, topic, group)
+    members = [b]
+    try:
+        b.wait_for("assigned")
+        c = MemberProcess(
+            out_dir,
+            "C",
+            bootstrap,
+            topic,
+            group,
+            "--agent-topic",
+            telemetry,
+            "--max-poll-interval-ms",
+            "3000",
+            "--session-timeout-ms",
+            "3000",
+            "--stall-after-s",
+            "1",
+            "--stall-s",
+            "4.5",
+            "--stalls",
+            "3",
+        )
+        members.append(c)
+        deadline = time.monotonic() + 90
+        while sum("commit_error" in line for line in c.lines()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.5)  # one statistics interval more
+    finally:
+        for member in members:
+            member.stop()
+    events = [json.loads(value) for value, _ in read_records(bootstrap, telemetry)]
+    return OverrunRun(events, c.lines(), topic)
+
+
+def _last_assignment(events: list[dict[str, Any]], before: int) -> dict[str, Any]:
+    return [e for e in events[:before] if e["event"] == "assignment"][-1]
+
+
+def test_every_overrun_names_the_member_that_overran(overruns: OverrunRun) -> None:
+    """(a) Each poll_timeout names the member id + generation of the membership that stalled (the pair the
+    member printed before stalling, from its last assignment), not the rejoin's member id with the old generation."""
+    for event in overruns.events:
+        RadarEventV1.model_validate(event)  # everything the agent produced is a valid radar.event/1
+    stalled_as = [line["stalling_member"] for line in overruns.lines if "stalling" in line]
+    indexed = [(i, e) for i, e in enumerate(overruns.events) if e["event"] == "poll_timeout"]
+    assert len(stalled_as) == 3 and len(indexed) == 3, (stalled_as, indexed)
+    assert [e["member_id"] for _, e in indexed] == stalled_as
+    assert len(set(stalled_as)) == 3  # classic: every rejoin after leaving got a new member id
+    for i, timeout in indexed:
+        assigned = _last_assignment(overruns.events, i)
+        assert (timeout["member_id"], timeout["generation"]) == (assigned["member_id"], assigned["generation"])
+        assert timeout["error"] == "MAX_POLL_EXCEEDED"
+    # the pairs existed: each is an assignment's pair
+    pairs = {(e["member_id"], e["generation"]) for e in overruns.events if e["event"] == "assignment"}
+    assert {(e["member_id"], e["generation"]) for _, e in indexed} <= pairs
+
+
+def test_zombie_commit_keeps_its_offsets_and_who_it_last_was(overruns: OverrunRun) -> None:
+    """(b) a synchronous commit that raised carries the partitions and offsets it tried to commit; (c) commit
+    events name the member id and generation last held while assigned, whatever librdkafka holds by then."""
+    refused = [line["commit_error"] for line in overruns.lines if "commit_error" in line]
+    indexed = [(i, e) for i, e in enumerate(overruns.events) if e["event"] == "commit_failed"]
+    assert len(indexed) >= 3 and len(refused) >= 3
+    for i, failed in indexed:
+        details = failed["details"]
+        assert failed["error"] in ZOMBIE_ERRORS and details["trigger"] == "sync"
+        assigned = _last_assignment(overruns.events, i)
+        partitions = details["partitions"].split(",")
+        assert partitions and set(partitions) <= {f"{overruns.topic}-{p}" for p in range(4)}
+        assert details["offsets"].split(",") == ["0"] * len(partitions)  # what the member committed: offset 0
+        assert details["partitions"] == assigned["details"]["partitions"]  # the partitions it still held
+        assert (details["last_member_id"], details["last_generation"]) == (
+            assigned["member_id"],
+            str(assigned["generation"]),
+        )
+    commits = [e for e in overruns.events if e["event"] == "commit"]
+    assert commits and all(
+        (e["details"]["last_member_id"], e["details"]["last_generation"]) == (e["member_id"], str(e["generation"]))
+        for e in commits
+    )
+
+
+# --- the agent without Spark, Delta or Great Expectations ----------------------------------------------------
+
+NO_SPARK_SCRIPT = """
+import importlib.abc, json, sys, time
+
+BLOCKED = ("pyspark", "delta", "great_expectations", "pipelines")
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked: the agent must not need it")
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+from emitters.agent import RadarConsumer
+
+bootstrap, topic, telemetry = sys.argv[1:4]
+consumer = RadarConsumer({
+    "bootstrap.servers": bootstrap, "group.id": topic + "-group", "auto.offset.reset": "earliest",
+    "enable.auto.commit": False, "statistics.interval.ms": 200, "radar.telemetry.topic": telemetry,
+})
+consumer.subscribe([topic])
+seen, deadline = [], time.monotonic() + 30
+while len(seen) < 20 and time.monotonic() < deadline:
+    message = consumer.poll(0.5)
+    if message is not None and message.error() is None:
+        seen.append(message)
+committed = consumer.commit(message=seen[-1], asynchronous=False)
+consumer.close()
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"pyspark", "delta", "great_expectations", "pipelines"})
+print(json.dumps({"read": len(seen), "committed": committed[0].offset, "produced": consumer.agent.produced,
+                  "delivered": consumer.agent.delivered, "dropped": consumer.agent.dropped, "loaded": loaded}))
+"""
+
+
+def test_agent_runs_in_a_process_without_spark_delta_or_great_expectations(kafka_broker: Any, tmp_path: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, telemetry = f"no-spark-{time.time_ns()}", f"no-spark-telemetry-{time.time_ns()}"
+    create_topics(bootstrap, {topic: 1, telemetry: 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        producer.produce(topic, f"r{i}".encode())
+    assert producer.flush(30) == 0
+    script = tmp_path / "no_spark.py"
+    script.write_text(NO_SPARK_SCRIPT)
+    root = str(Path(__file__).resolve().parents[2])  # this checkout, whatever is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, str(script), bootstrap, topic, telemetry], capture_output=True, text=True, timeout=90, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["read"] == 20 and result["committed"] == 20 and result["loaded"] == []
+    assert result["dropped"] == 0 and result["delivered"] == result["produced"] > 0
+    kinds = {json.loads(value)["event"] for value, _ in read_records(bootstrap, telemetry, idle_s=1.0)}
+    assert {"assignment", "commit"} <= kinds

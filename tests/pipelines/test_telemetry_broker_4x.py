@@ -69,6 +69,11 @@ def test_classic_agent_reports_assignment_commits_eviction_and_zombie_commit(cla
     )
     assert zombie[0].generation == expiry_generation == lost.generation
     assert max(e.generation for e in classic.of("broker_log", "rebalance_stable")) > zombie[0].generation
+    # who the zombie last was while assigned, and what it tried to commit (issue #8)
+    assert zombie[0].details["last_member_id"] == a_first
+    assert int(zombie[0].details["last_generation"]) == lost.generation
+    tried = zombie[0].details["partitions"].split(",")
+    assert tried and len(zombie[0].details["offsets"].split(",")) == len(tried)
 
 
 def test_classic_poll_timeout_and_snapshot(classic: ScenarioResult) -> None:

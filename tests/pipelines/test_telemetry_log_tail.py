@@ -1,11 +1,16 @@
-"""The shipper's tail over real files: partial lines wait, truncation and rename rotation lose nothing."""
+"""The shipper's tail over real files: partial lines wait, truncation and rename rotation lose nothing; and the
+`radar ship-logs` subcommand ships what it kept."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any
 
-from pipelines.local.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
+import pytest
+
+from emitters.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
 
 
 def _append(path: Path, text: str) -> None:
@@ -62,3 +67,26 @@ def test_default_keywords_keep_coordinator_lines_of_both_wordings() -> None:
     assert keep(b"[t] INFO [GroupId g] Member m left the consumer group. (org.apache.kafka.coordinator.group.X)")
     assert not keep(b"[t] INFO [LogLoader partition=t-0] Loading producer state (kafka.log.UnifiedLog$)")
     assert keyword_filter(())(b"anything") and not keyword_filter(())(b"  ")
+
+
+@pytest.mark.kafka
+def test_radar_ship_logs_ships_the_coordinator_lines_once(kafka_broker: Any, tmp_path: Path) -> None:
+    """`radar ship-logs` wiring: --log, --bootstrap, --topic, --keyword and --once reach the shipper."""
+    from pipelines.cli import main
+    from tests.pipelines.group_member import create_topics, read_records
+
+    topic = f"ship-logs-{time.time_ns()}"
+    create_topics(kafka_broker.bootstrap_servers, {topic: 1})
+    log = tmp_path / "server.log"
+    _append(log, "[t] INFO [GroupCoordinator 1]: Stabilized group g generation 2\n[t] INFO other\n[t] INFO mine x\n")
+    argv = ["ship-logs", "--log", str(log), "--bootstrap", kafka_broker.bootstrap_servers, "--topic", topic]
+    assert main([*argv, "--keyword", "GroupCoordinator", "--keyword", "mine", "--once"]) == 0
+    values = [value for value, _ in read_records(kafka_broker.bootstrap_servers, topic, idle_s=1.0)]
+    assert values == [b"[t] INFO [GroupCoordinator 1]: Stabilized group g generation 2", b"[t] INFO mine x"]
+
+
+def test_radar_ship_logs_without_a_cluster_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pipelines.cli import main
+
+    assert main(["ship-logs", "--log", str(tmp_path / "server.log"), "--once"]) == 2  # conf/local.yml: embedded
+    assert "radar ship-logs needs a cluster: pass --bootstrap" in capsys.readouterr().err

@@ -71,6 +71,10 @@ class RadarEventV1(BaseModel):
                 converted[key] = item
         return converted
 
+    def to_json_bytes(self) -> bytes:
+        """The wire form emitters produce: compact JSON, `schema` by its name, absent optional fields left out."""
+        return self.model_dump_json(by_alias=True, exclude_none=True).encode()
+
     def as_event(self) -> HeartbeatEvent:
         return HeartbeatEvent(
             event_time=self.ts,

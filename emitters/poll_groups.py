@@ -4,14 +4,16 @@ Why: telemetry from logs and agents says what changed; a periodic describe says 
 assignments), so a member that silently vanished, or a group stuck in PreparingRebalance, is visible even when
 nobody shipped a log line.
 
-Each snapshot is `radar.event/1` JSON on the telemetry topic: one `heartbeat` event per member (member id,
-client id, host, instance id; `details`: snapshot=admin_describe, state, type, assignor, members, assignment,
-target_assignment, coordinator), or one `group_empty` event for a group without members.
+Each snapshot is `radar.event/1` JSON (built and serialised by `RadarEventV1`) on the telemetry topic, produced by
+the emitters' bounded `TelemetryProducer` (a full queue or a failed delivery is counted, never waited for): one
+`heartbeat` event per member (member id, client id, host, instance id; `details`: snapshot=admin_describe, state,
+type, assignor, members, assignment, target_assignment, coordinator), or one `group_empty` event for a group
+without members.
 
 Covered: classic and KIP-848 consumer groups (`list_consumer_groups` + `describe_consumer_groups`; librdkafka
 sends DescribeGroups or ConsumerGroupDescribe as the group type needs), and Kafka Streams (KIP-1071) groups, which
 confluent-kafka 2.16 can neither list nor describe: those go through the project's own protocol client
-(`pipelines.kafka_wire_client`: ListGroups with typesFilter=streams on every broker, FindCoordinator, then
+(`emitters.kafka_wire_client`: ListGroups with typesFilter=streams on every broker, FindCoordinator, then
 StreamsGroupDescribe on the coordinator). Their events carry `member_epoch` and, in `details`, type=STREAMS,
 group_epoch, assignment_epoch, topology_epoch, process_id and the active/standby/warm-up tasks
 (`<subtopology>_<partition>`). The wire client speaks PLAINTEXT only, so with TLS or SASL settings streams groups
@@ -21,7 +23,6 @@ KIP-848 snapshots carry no `member_epoch`.
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 import threading
@@ -30,10 +31,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
+from emitters.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
+from emitters.telemetry_producer import TelemetryProducer
 from transforms.schemas import HeartbeatEventKind
 from transforms.telemetry.events import partition_list
-from transforms.telemetry.json_events import SCHEMA_V1
+from transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
 from transforms.wire.error_codes import error_name, upper_snake
 
 SNAPSHOT = "admin_describe"
@@ -50,7 +52,13 @@ def _partitions(assignment: Any) -> tuple[str, int]:
     return partition_list((p.topic, (p.partition,)) for p in partitions)
 
 
-def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
+def _event(base: Mapping[str, Any], kind: HeartbeatEventKind, details: dict[str, str], **member: Any) -> RadarEventV1:
+    """One snapshot event; empty optional member fields are left out."""
+    present = {key: value for key, value in member.items() if value not in (None, "")}
+    return RadarEventV1(schema_id=SCHEMA_V1, event=kind, **base, **present, details=details)
+
+
+def snapshot_events(description: Any, now_ms: int) -> list[RadarEventV1]:
     """One `ConsumerGroupDescription` -> radar.event/1 objects (per member, or one `group_empty`)."""
     members = list(description.members or [])
     state = _enum_name(description.state)
@@ -65,9 +73,9 @@ def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
     coordinator = getattr(description, "coordinator", None)
     if coordinator is not None and getattr(coordinator, "id", None) is not None:
         details["coordinator"] = str(coordinator.id)
-    base = {"schema": SCHEMA_V1, "ts": now_ms, "group_id": description.group_id}
+    base = {"ts": now_ms, "group_id": description.group_id}
     if not members:
-        return [{**base, "event": HeartbeatEventKind.GROUP_EMPTY.value, "details": details}]
+        return [_event(base, HeartbeatEventKind.GROUP_EMPTY, details)]
     events = []
     for member in members:
         member_details = dict(details)
@@ -75,16 +83,17 @@ def snapshot_events(description: Any, now_ms: int) -> list[dict[str, Any]]:
         member_details.update({"assignment": listed, "assigned_partitions": str(count)})
         if getattr(member, "target_assignment", None) is not None:
             member_details["target_assignment"] = _partitions(member.target_assignment)[0]
-        event = {**base, "event": HeartbeatEventKind.HEARTBEAT.value, "member_id": member.member_id}
-        for key, value in (
-            ("client_id", member.client_id),
-            ("host", (member.host or "").lstrip("/")),
-            ("group_instance_id", member.group_instance_id),
-        ):
-            if value:
-                event[key] = value
-        event["details"] = member_details
-        events.append(event)
+        events.append(
+            _event(
+                base,
+                HeartbeatEventKind.HEARTBEAT,
+                member_details,
+                member_id=member.member_id,
+                client_id=member.client_id,
+                host=(member.host or "").lstrip("/"),
+                group_instance_id=member.group_instance_id,
+            )
+        )
     return events
 
 
@@ -100,7 +109,7 @@ def _task_list(tasks: Sequence[Mapping[str, Any]] | None) -> tuple[str, int]:
 
 def streams_snapshot_events(
     group: Mapping[str, Any], now_ms: int, coordinator: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[RadarEventV1]:
     """One StreamsGroupDescribe `DescribedGroup` -> radar.event/1 objects (per member, or one `group_empty`)."""
     members = list(group.get("members") or [])
     details: dict[str, str] = {
@@ -120,9 +129,9 @@ def streams_snapshot_events(
         details["assignor"] = str(group["assignorName"])
     if coordinator is not None:
         details["coordinator"] = str(coordinator)
-    base = {"schema": SCHEMA_V1, "ts": now_ms, "group_id": group.get("groupId")}
+    base = {"ts": now_ms, "group_id": group.get("groupId")}
     if not members:
-        return [{**base, "event": HeartbeatEventKind.GROUP_EMPTY.value, "details": details}]
+        return [_event(base, HeartbeatEventKind.GROUP_EMPTY, details)]
     events = []
     for member in members:
         member_details = dict(details)
@@ -140,27 +149,24 @@ def streams_snapshot_events(
             member_details["member_topology_epoch"] = str(member["topologyEpoch"])
         if member.get("isClassic"):
             member_details["is_classic"] = "true"
-        event: dict[str, Any] = {
-            **base,
-            "event": HeartbeatEventKind.HEARTBEAT.value,
-            "member_id": member.get("memberId"),
-            "member_epoch": member.get("memberEpoch"),
-        }
-        for key, value in (
-            ("client_id", member.get("clientId")),
-            ("host", (member.get("clientHost") or "").lstrip("/")),
-            ("group_instance_id", member.get("instanceId")),
-        ):
-            if value:
-                event[key] = value
-        event["details"] = member_details
-        events.append(event)
+        events.append(
+            _event(
+                base,
+                HeartbeatEventKind.HEARTBEAT,
+                member_details,
+                member_id=member.get("memberId"),
+                member_epoch=member.get("memberEpoch"),
+                client_id=member.get("clientId"),
+                host=(member.get("clientHost") or "").lstrip("/"),
+                group_instance_id=member.get("instanceId"),
+            )
+        )
     return events
 
 
 @dataclass(frozen=True, slots=True)
 class PollCounts:
-    """What one poll did: groups described, events produced, groups that failed to describe."""
+    """What one poll did: groups described, events queued, groups that failed to describe."""
 
     groups: int
     events: int
@@ -168,7 +174,11 @@ class PollCounts:
 
 
 class GroupPoller:
-    """Lists (or takes) groups, describes them, produces snapshot events; `poll_once()` is one round."""
+    """Lists (or takes) groups, describes them, produces snapshot events; `poll_once()` is one round.
+
+    `client_config`: librdkafka settings for the cluster (security included, from
+    `emitters.kafka_settings.librdkafka_settings`); snapshots go to `topic` on the same cluster through a
+    `TelemetryProducer` (`producer.counts` says what was delivered or dropped)."""
 
     def __init__(
         self,
@@ -180,12 +190,11 @@ class GroupPoller:
         timeout_s: float = 10.0,
         streams: bool = True,
     ) -> None:
-        from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
-        base = {"bootstrap.servers": bootstrap_servers, **(client_config or {})}
+        base = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
         self.admin = AdminClient(base)
-        self.producer = Producer({**base, "client.id": "radar-poll-groups", "linger.ms": 50})
+        self.producer = TelemetryProducer(base, topic, client_id="radar-poll-groups", flush_timeout_s=timeout_s)
         self.topic = topic
         self.groups = tuple(groups)
         self.timeout_s = timeout_s
@@ -280,12 +289,8 @@ class GroupPoller:
         found, failed = self.describe_streams(ids)
         return found, failed, set(ids)
 
-    def _produce(self, events: Iterable[dict[str, Any]]) -> int:
-        produced = 0
-        for event in events:
-            self.producer.produce(self.topic, json.dumps(event, separators=(",", ":")).encode(), self._key)
-            produced += 1
-        return produced
+    def _produce(self, events: Iterable[RadarEventV1]) -> int:
+        return sum(self.producer.send_event(event, self._key) for event in events)
 
     def poll_once(self) -> PollCounts:
         streams_groups, streams_failed, streams_ids = self._streams_round()
@@ -296,7 +301,7 @@ class GroupPoller:
             produced += self._produce(snapshot_events(description, now_ms))
         for group, coordinator in streams_groups:
             produced += self._produce(streams_snapshot_events(group, now_ms, coordinator))
-        self.producer.poll(0)
+        self.producer.serve()
         return PollCounts(len(descriptions) + len(streams_groups), produced, failed + streams_failed)
 
     def run(self, interval_s: float, *, once: bool = False, stop: threading.Event | None = None) -> PollCounts:
@@ -311,7 +316,7 @@ class GroupPoller:
             )
             if once or stop.wait(max(0.0, interval_s - (time.monotonic() - started))):
                 break
-        self.producer.flush(self.timeout_s)
+        self.producer.close()
         return totals
 
 
@@ -331,5 +336,5 @@ def run_poll_groups(
         return poller.run(interval_s, once=once, stop=stop)
     except KeyboardInterrupt:
         stop.set()
-        poller.producer.flush(poller.timeout_s)
+        poller.producer.close()
         return PollCounts(0, 0, 0)

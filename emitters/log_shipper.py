@@ -5,13 +5,16 @@ them (one line = one record, keyed by host so a broker's lines stay ordered in o
 the embedded broker (`start_shipper`, a daemon thread; `radar run` starts one for the embedded broker) or
 standalone on a real broker host:
 
-    python -m pipelines.local.log_shipper --log /var/log/kafka/server.log --bootstrap HOST:9092 \\
+    radar ship-logs --log /var/log/kafka/server.log --bootstrap HOST:9092 \\
         --topic radar.telemetry [--keyword coordinator.group ...] [--from-end] [-X security.protocol=SASL_SSL ...]
+
+(`python -m emitters.log_shipper` takes the same arguments, for hosts with only the emitters installed.)
 
 Rotation-safe: a file that shrinks (truncated / copytruncate) is read again from the start; a path that now names
 another inode (rename-and-create rotation) has the old file drained, then the new one read from its start.
-Never blocks the broker host: the producer queue is bounded, a full queue drops lines and counts them (`dropped`);
-`stop()` flushes what is queued. Producer settings given with -X are never logged (they may hold secrets).
+Never blocks the broker host: lines go through the emitters' bounded `TelemetryProducer`; a line that does not
+fit, is not delivered in time, or is still queued when `stop()`'s flush bound runs out is counted (`dropped`).
+Producer settings given with -X are never logged (they may hold secrets).
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from emitters.telemetry_producer import (
+    DEFAULT_TELEMETRY_TOPIC,
+    TelemetryProducer,
+    add_producer_arguments,
+    producer_settings_from,
+)
+
 # What a coordinator line contains: the logger (the layout prints it), the Scala/Java prefixes, KIP-848 context.
 DEFAULT_KEYWORDS: tuple[str, ...] = (
     "coordinator.group",
@@ -38,6 +48,13 @@ READ_CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 10  # longer lines are cut: no coordinator message needs more
 DEFAULT_POLL_INTERVAL_S = 0.2
 DEFAULT_QUEUE_MESSAGES = 100_000
+# A broker log bursts (a rebalance storm writes thousands of lines): a deeper queue than the agent's, compressed.
+SHIPPER_PRODUCER_DEFAULTS: dict[str, Any] = {
+    "queue.buffering.max.messages": DEFAULT_QUEUE_MESSAGES,
+    "queue.buffering.max.kbytes": 64 * 1024,
+    "compression.type": "lz4",
+    "log_level": 3,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +152,8 @@ def keyword_filter(keywords: Sequence[str]) -> Callable[[bytes], bool]:
 
 @dataclass(frozen=True, slots=True)
 class ShipperCounts:
-    """What a shipper did so far; `dropped` = lines lost to a full queue, `failed` = delivery errors."""
+    """What a shipper did so far; `dropped` = lines not delivered (queue full, delivery failed, or still queued
+    when stopped), `failed` = those of them the cluster refused or that timed out."""
 
     lines_read: int
     lines_kept: int
@@ -162,37 +180,22 @@ class LogShipper:
         producer_config: Mapping[str, Any] | None = None,
         host: str | None = None,
     ) -> None:
-        from confluent_kafka import Producer
-
         self.topic = topic
         self.bootstrap_servers = bootstrap_servers
         self.tail = LogTail(Path(log_file), from_start=from_start)
         self._keep = keyword_filter(keywords)
         self._poll_interval_s = poll_interval_s
         self._key = (host or socket.gethostname()).encode()
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "client.id": "radar-log-shipper",
-            "linger.ms": 50,
-            "queue.buffering.max.messages": DEFAULT_QUEUE_MESSAGES,
-            "queue.buffering.max.kbytes": 64 * 1024,
-            "message.timeout.ms": 30_000,
-            "compression.type": "lz4",
-            "log_level": 3,
-        }
-        config.update(producer_config or {})
-        self._producer = Producer(config)
+        self.producer = TelemetryProducer(
+            {**(producer_config or {}), "bootstrap.servers": bootstrap_servers},
+            topic,
+            client_id="radar-log-shipper",
+            defaults=SHIPPER_PRODUCER_DEFAULTS,
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._read = self._kept = self._produced = self._delivered = self._dropped = self._failed = 0
-
-    def _on_delivery(self, error: object, _message: object) -> None:
-        with self._lock:
-            if error is None:
-                self._delivered += 1
-            else:
-                self._failed += 1
+        self._read = self._kept = 0
 
     def ship_once(self) -> int:
         """Read what is new, produce the kept lines; returns how many were queued."""
@@ -204,17 +207,11 @@ class LogShipper:
             if not self._keep(line):
                 continue
             kept += 1
-            try:
-                self._producer.produce(self.topic, line, self._key, on_delivery=self._on_delivery)
-                queued += 1
-            except BufferError:
-                with self._lock:
-                    self._dropped += 1
-        self._producer.poll(0)
+            queued += self.producer.send(line, self._key)
+        self.producer.serve()
         with self._lock:
             self._read += len(lines)
             self._kept += kept
-            self._produced += queued
         return queued
 
     def _run(self) -> None:
@@ -240,20 +237,21 @@ class LogShipper:
         if self._thread is not None:
             self._thread.join(timeout=flush_timeout_s)
             self._thread = None
-        self._producer.flush(flush_timeout_s)
+        self.producer.close(flush_timeout_s)
         self.tail.close()
         return self.counts
 
     @property
     def counts(self) -> ShipperCounts:
+        sent = self.producer.counts
         with self._lock:
             return ShipperCounts(
                 self._read,
                 self._kept,
-                self._produced,
-                self._delivered,
-                self._dropped,
-                self._failed,
+                sent.produced,
+                sent.delivered,
+                sent.dropped,
+                sent.failed,
                 self.tail.rotations,
                 self.tail.truncations,
             )
@@ -285,54 +283,53 @@ def start_shipper(
     ).start()
 
 
-def _producer_property(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got a value without '=' for {key or '?'}")
-    return key.strip(), value
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.local.log_shipper", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool = True) -> None:
+    """The shipper's options, shared by `python -m emitters.log_shipper` and `radar ship-logs`."""
     parser.add_argument("--log", required=True, help="the broker's log file (server.log)")
-    parser.add_argument("--bootstrap", required=True, help="HOST:PORT of the telemetry cluster")
-    parser.add_argument("--topic", default="radar.telemetry", help="telemetry topic (default radar.telemetry)")
+    add_producer_arguments(parser, bootstrap_required=bootstrap_required)
     parser.add_argument(
         "--keyword", action="append", default=None, help="keep lines containing this (repeatable; default: coordinator)"
     )
     parser.add_argument("--all-lines", action="store_true", help="ship every line (no keyword filter)")
     parser.add_argument("--from-end", action="store_true", help="skip what the log already holds")
     parser.add_argument("--poll-interval", type=float, default=DEFAULT_POLL_INTERVAL_S, metavar="S")
-    parser.add_argument(
-        "-X",
-        dest="producer",
-        action="append",
-        type=_producer_property,
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka producer property (e.g. security.protocol=SASL_SSL); values are never printed",
-    )
-    args = parser.parse_args(argv)
+    parser.add_argument("--once", action="store_true", help="ship what the log holds now, flush and exit")
+
+
+def run_shipper(args: argparse.Namespace, client_settings: Mapping[str, Any] | None = None) -> ShipperCounts:
+    """Ship `args.log` until SIGTERM/Ctrl-C (or once); `client_settings` (bootstrap + security) under -X settings."""
+    settings = producer_settings_from(args, client_settings)
+    bootstrap = str(settings.get("bootstrap.servers") or "")
+    topic = args.topic or DEFAULT_TELEMETRY_TOPIC
     keywords: Sequence[str] = () if args.all_lines else tuple(args.keyword or DEFAULT_KEYWORDS)
     shipper = LogShipper(
         Path(args.log),
-        args.bootstrap,
-        args.topic,
+        bootstrap,
+        topic,
         keywords=keywords,
         from_start=not args.from_end,
         poll_interval_s=args.poll_interval,
-        producer_config=dict(args.producer),
+        producer_config=settings,
     )
+    print(f"log shipper: {args.log} -> {topic} on {bootstrap}", file=sys.stderr, flush=True)
+    if args.once:
+        shipper.ship_once()
+        return shipper.stop()
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-    print(f"log shipper: {args.log} -> {args.topic} on {args.bootstrap}", file=sys.stderr, flush=True)
     shipper.start()
     try:
         while not stopping.wait(5.0):
             pass
     except KeyboardInterrupt:
         pass
-    counts = shipper.stop()
+    return shipper.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m emitters.log_shipper", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    counts = run_shipper(parser.parse_args(argv))
     print(f"log shipper: stopped; {counts}", file=sys.stderr, flush=True)
     return 0
 

@@ -3,7 +3,7 @@
 Why: the broker knows when it fenced a member, only the client knows what that member was doing (committing with
 an old generation, still processing after its partitions were lost). One changed line gives both:
 
-    from pipelines.agent import RadarConsumer as Consumer       # same constructor, same API
+    from emitters.agent import RadarConsumer as Consumer        # same constructor, same API
     consumer = Consumer({"bootstrap.servers": ..., "group.id": "orders", ...})
     # or: consumer = instrument(consumer_conf, {"bootstrap.servers": "telemetry:9092", "topic": "radar.telemetry"})
 
@@ -13,24 +13,34 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
 - every commit result: synchronous `commit()` (result or exception) and asynchronous/auto commits (`on_commit`,
   chained) -> `commit` / `commit_failed` with the member id and generation (classic) or member epoch (KIP-848)
   *at the time commit() was called* — read from `consumer_group_metadata()` (librdkafka's serialized group
-  metadata: generation/epoch, group, member, instance id), not from the stats, which carry no generation;
+  metadata: generation/epoch, group, member, instance id), not from the stats, which carry no generation. Details
+  hold the partitions and offsets (also of a commit that raised: what the zombie tried to commit) and the member id
+  and generation/epoch the consumer *last held while assigned* (`last_member_id`, `last_generation` or
+  `last_member_epoch`): librdkafka clears its member id when the member is evicted, so a zombie's commit goes out
+  without one and only these attribute it;
 - group state from statistics (`stats_cb`, chained; `statistics.interval.ms` defaults to 5000 when unset):
   `heartbeat` while the coordinator is up, `heartbeat_failed` otherwise, with the `cgrp` fields in details;
 - client errors: `error_cb` (chained) -> `heartbeat_failed`; a rebalance whose reason (statistics
   `cgrp.rebalance_reason`) is "max.poll.interval.ms exceeded" -> `poll_timeout`, when the reason first appears
-  (classic protocol only: with group.protocol=consumer librdkafka 2.16 reported no such reason in our runs).
+  (classic protocol only: with group.protocol=consumer librdkafka 2.16 reported no such reason in our runs). It
+  names the member that overran: the member id and generation/epoch of its last assignment, not what librdkafka
+  holds by then (after the overrun it may already carry the rejoin's new member id with the old generation).
 
 poll() and consume() stay librdkafka's C calls with one check on top: an error message they return (librdkafka
 hands `max.poll.interval.ms exceeded` to the application there, after the overrun, when the statistics may
 already show the rejoin) is reported; a poll timeout is reported once per membership, from whichever source first.
 
-It never blocks or slows the poll loop: events are produced from the consumer's own callbacks by a separate
-producer (its own librdkafka threads) into a bounded queue (`queue.buffering.max.messages`); when the telemetry
-cluster is unreachable the queue fills, and each event that does not fit, or times out
+It never blocks or slows the poll loop: events (`RadarEventV1` models, serialised by the model) are produced from
+the consumer's own callbacks by the emitters' `TelemetryProducer` (its own librdkafka threads, a bounded queue);
+when the telemetry cluster is unreachable the queue fills, and each event that does not fit, or times out
 (`message.timeout.ms`), is counted in `agent.dropped` instead of waiting. Telemetry settings: the `telemetry`
 argument, else `radar.telemetry.*` keys in the consumer config (stripped before the consumer sees them), else
 `RADAR_TELEMETRY_BOOTSTRAP` / `RADAR_TELEMETRY_TOPIC`, else the consumer's own cluster (with its security
-settings) and topic `radar.telemetry`. Configuration values are never logged.
+settings) and topic `radar.telemetry`. A `security` entry (an `emitters.kafka_settings.SecurityConfig` or its
+fields) authenticates to a separate telemetry cluster with credentials from environment variables. Configuration
+values are never logged.
+
+Needs only confluent-kafka and pydantic (no Spark, Delta or Great Expectations): see README, "Heartbeat telemetry".
 """
 
 from __future__ import annotations
@@ -40,26 +50,28 @@ import os
 import socket
 import struct
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from emitters.kafka_settings import SecurityConfig, librdkafka_settings, shared_client_settings
+from emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
 from transforms.schemas import HeartbeatEventKind
 from transforms.telemetry.events import partition_list
-from transforms.telemetry.json_events import SCHEMA_V1
+from transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
 from transforms.telemetry.librdkafka_stats import cgrp_details
 
 Kind = HeartbeatEventKind
-DEFAULT_TOPIC = "radar.telemetry"
+DEFAULT_TOPIC = DEFAULT_TELEMETRY_TOPIC
 TELEMETRY_PREFIX = "radar.telemetry."
 DEFAULT_STATS_INTERVAL_MS = 5000
-# The consumer settings a telemetry producer on the same cluster needs (credentials included, never printed).
-_SHARED_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.", "client.dns.lookup", "socket.")
+DEFAULT_FLUSH_TIMEOUT_S = 2.0
+# The agent's producer: small batches soon (linger), a modest bound (a consumer process is not a log shipper).
+AGENT_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 100}
 _GROUP_METADATA_MAGIC = b"CGMDv2:"
 # Unbound C methods: the poll path pays one Python call on top of librdkafka, no super() or argument packing.
 _CONSUMER_POLL = Consumer.poll
@@ -103,72 +115,6 @@ def parse_group_metadata(blob: bytes | None, consumer_protocol: bool) -> GroupId
     )
 
 
-class TelemetryAgent:
-    """Serialises events and produces them without ever waiting; counts what it had to drop."""
-
-    def __init__(self, producer_config: Mapping[str, Any], topic: str, *, flush_timeout_s: float = 2.0) -> None:
-        config: dict[str, Any] = {
-            "client.id": "radar-agent",
-            "linger.ms": 100,
-            "queue.buffering.max.messages": 10_000,
-            "queue.buffering.max.kbytes": 16 * 1024,
-            "message.timeout.ms": 30_000,
-            "socket.connection.setup.timeout.ms": 10_000,
-            "reconnect.backoff.max.ms": 5_000,
-            "log_level": 2,
-        }
-        config.update(producer_config)
-        config["error_cb"] = self._on_producer_error  # an unreachable telemetry cluster is counted, not raised
-        self.topic = topic
-        self.flush_timeout_s = flush_timeout_s
-        self._producer = Producer(config)
-        self._lock = threading.Lock()
-        self.produced = 0
-        self.delivered = 0
-        self.dropped = 0
-        self.producer_errors = 0
-
-    def _on_producer_error(self, _error: KafkaError) -> None:
-        self.producer_errors += 1
-
-    def _on_delivery(self, error: KafkaError | None, _message: object) -> None:
-        with self._lock:
-            if error is None:
-                self.delivered += 1
-            else:
-                self.dropped += 1
-
-    def emit(self, event: dict[str, Any], key: bytes | None = None) -> bool:
-        """Queue one event; False (and counted as dropped) when the bounded queue is full."""
-        value = json.dumps(event, separators=(",", ":")).encode()
-        try:
-            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
-        except BufferError:
-            with self._lock:
-                self.dropped += 1
-            return False
-        finally:
-            self._producer.poll(0)  # serve delivery reports; never waits
-        with self._lock:
-            self.produced += 1
-        return True
-
-    @property
-    def queued(self) -> int:
-        return len(self._producer)
-
-    def flush(self, timeout_s: float | None = None) -> int:
-        """Deliver what is queued, up to a timeout; returns what is still queued (not yet counted as dropped)."""
-        return self._producer.flush(self.flush_timeout_s if timeout_s is None else timeout_s)
-
-    def close(self) -> int:
-        """Flush, then count whatever could not be delivered as dropped (nothing is silently lost); returns it."""
-        undelivered = self.flush()
-        with self._lock:
-            self.dropped += undelivered
-        return undelivered
-
-
 def _pop_prefixed(config: dict[str, Any], prefix: str) -> dict[str, Any]:
     found = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
     for key in list(config):
@@ -177,24 +123,33 @@ def _pop_prefixed(config: dict[str, Any], prefix: str) -> dict[str, Any]:
     return found
 
 
-def telemetry_settings(consumer_config: Mapping[str, Any], telemetry: Mapping[str, Any] | None) -> tuple[dict, str]:
-    """(producer config, topic) by precedence: argument, `radar.telemetry.*` keys, environment, consumer cluster."""
+def telemetry_settings(
+    consumer_config: Mapping[str, Any], telemetry: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], str]:
+    """(producer config, topic) by precedence: argument, `radar.telemetry.*` keys, environment, consumer cluster.
+
+    A `security` entry (SecurityConfig or its fields) is rendered by `librdkafka_settings` for the telemetry
+    cluster; without it and without a bootstrap of its own, the producer shares the consumer's cluster settings."""
     chosen = dict(telemetry or {})
     topic = chosen.pop("topic", None) or os.environ.get("RADAR_TELEMETRY_TOPIC") or DEFAULT_TOPIC
-    if "bootstrap.servers" not in chosen:
-        env_bootstrap = os.environ.get("RADAR_TELEMETRY_BOOTSTRAP")
-        if env_bootstrap:
-            chosen["bootstrap.servers"] = env_bootstrap
-        else:
-            chosen["bootstrap.servers"] = consumer_config.get("bootstrap.servers")
-            for key, value in consumer_config.items():
-                if key.startswith(_SHARED_CLIENT_PREFIXES) and key not in chosen:
-                    chosen[key] = value
-    return chosen, str(topic)
+    security = chosen.pop("security", None)
+    bootstrap = chosen.get("bootstrap.servers") or os.environ.get("RADAR_TELEMETRY_BOOTSTRAP")
+    if security is not None:
+        model = security if isinstance(security, SecurityConfig) else SecurityConfig.model_validate(security)
+        base = dict(librdkafka_settings(bootstrap or str(consumer_config.get("bootstrap.servers") or ""), model))
+    elif bootstrap:
+        base = {"bootstrap.servers": bootstrap}
+    else:
+        base = dict(shared_client_settings(consumer_config))
+    return {**base, **chosen}, str(topic)
 
 
 def _partitions_text(partitions: list[TopicPartition] | None) -> str:
     return partition_list(((p.topic, (p.partition,)) for p in partitions or []), limit=None)[0]
+
+
+def _offsets_text(partitions: list[TopicPartition]) -> str:
+    return ",".join(str(p.offset) for p in partitions)
 
 
 def _error_name(error: KafkaError) -> str:
@@ -205,22 +160,33 @@ def _error_name(error: KafkaError) -> str:
 class RadarConsumer(Consumer):
     """`confluent_kafka.Consumer` plus telemetry; every Consumer method behaves as before.
 
-    `agent` is the `TelemetryAgent` (`agent.dropped`, `agent.produced`, `agent.delivered`).
+    `agent` is its `TelemetryProducer` (`agent.dropped`, `agent.produced`, `agent.delivered`, `agent.counts`).
     """
 
     def __init__(self, config: Mapping[str, Any], telemetry: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         conf = {**dict(config), **kwargs}
         prefixed = _pop_prefixed(conf, TELEMETRY_PREFIX)
         producer_config, topic = telemetry_settings(conf, {**prefixed, **(telemetry or {})})
-        flush_timeout = float(producer_config.pop("flush.timeout.s", 2.0))
-        self.agent = TelemetryAgent(producer_config, topic, flush_timeout_s=flush_timeout)
+        flush_timeout = float(producer_config.pop("flush.timeout.s", DEFAULT_FLUSH_TIMEOUT_S))
+        self.agent = TelemetryProducer(
+            producer_config,
+            topic,
+            client_id="radar-agent",
+            defaults=AGENT_PRODUCER_DEFAULTS,
+            flush_timeout_s=flush_timeout,
+        )
         self._group_id = conf.get("group.id")
         self._consumer_protocol = str(conf.get("group.protocol", "classic")).lower() == "consumer"
         self._client_id = conf.get("client.id")
         self._host = socket.gethostname()
         self._last_member_id: str | None = None
+        # Who the consumer last was while assigned (set by each assignment and each accepted commit): the member
+        # that overran max.poll.interval.ms, and who a zombie commit (no member id left) belongs to.
+        self._membership: GroupIdentity | None = None
+        self._previous_membership: GroupIdentity | None = None  # the one before the last assignment
+        self._assigned_since_stats = False  # an assignment came after the last statistics were served
+        self._overrun_reported: GroupIdentity | None = None  # the membership whose overrun was reported
         self._last_rebalance_reason = ""
-        self._poll_timeout_reported = False
         self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
@@ -265,30 +231,35 @@ class RadarConsumer(Consumer):
         reason: str | None = None,
         details: dict[str, str] | None = None,
     ) -> None:
-        who = identity or self.group_identity()
-        event: dict[str, Any] = {
-            "schema": SCHEMA_V1,
-            "event": kind.value,
-            "ts": int(time.time() * 1000),
-            "group_id": who.group_id or self._group_id or "unknown",
-        }
-        optional = {
-            "member_id": who.member_id,
-            "group_instance_id": who.group_instance_id,
-            "generation": who.generation,
-            "member_epoch": who.member_epoch,
-            "client_id": self._client_id,
-            "host": self._host,
-            "error": error,
-            "reason": reason,
-        }
-        event.update({k: v for k, v in optional.items() if v is not None})
-        event["details"] = {"observed_by": "agent", **(details or {})}
         try:
-            self.agent.emit(event, key=event["group_id"].encode())
+            who = identity or self.group_identity()
+            group_id = who.group_id or self._group_id or "unknown"
+            event = RadarEventV1(
+                schema_id=SCHEMA_V1,
+                event=kind,
+                ts=int(time.time() * 1000),
+                group_id=group_id,
+                member_id=who.member_id,
+                group_instance_id=who.group_instance_id,
+                generation=who.generation,
+                member_epoch=who.member_epoch,
+                client_id=self._client_id,
+                host=self._host,
+                error=error,
+                reason=reason,
+                details={"observed_by": "agent", **(details or {})},
+            )
+            self.agent.send_event(event, key=group_id.encode())
         except Exception as failure:  # telemetry must never break the application
-            self.agent.dropped += 1
+            self.agent.count_dropped()
             print(f"radar agent: event not sent ({type(failure).__name__})", file=sys.stderr)
+
+    def _remember_membership(self, identity: GroupIdentity, *, assigned: bool = False) -> None:
+        """Keep an identity the group really had (an assignment's, or one the coordinator accepted a commit with)."""
+        if identity.member_id and (identity.generation is not None or identity.member_epoch is not None):
+            if assigned and identity != self._membership:
+                self._previous_membership = self._membership
+            self._membership = identity
 
     # --- rebalance callbacks -----------------------------------------------------------------------------------
 
@@ -303,32 +274,18 @@ class RadarConsumer(Consumer):
         """Subscribe as usual; the rebalance callbacks are wrapped so each assign/revoke/lost is reported."""
 
         def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            self._poll_timeout_reported = False  # a new membership: a later overrun is a new incident
+            identity = self.group_identity()  # the generation/epoch just joined
+            self._remember_membership(identity, assigned=True)
+            self._assigned_since_stats = True
             if on_assign is not None:
                 on_assign(self, partitions)
-            self._emit(
-                Kind.ASSIGNMENT,
-                details={
-                    "change": "assigned",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            self._report_partitions(Kind.ASSIGNMENT, identity, "assigned", partitions)
 
         def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()  # the generation being left
             if on_revoke is not None:
                 on_revoke(self, partitions)
-            self._emit(
-                Kind.REBALANCE_PREPARE,
-                identity,
-                reason="partitions revoked",
-                details={
-                    "change": "revoked",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            self._report_partitions(Kind.REBALANCE_PREPARE, identity, "revoked", partitions, "partitions revoked")
 
         def lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()
@@ -336,25 +293,37 @@ class RadarConsumer(Consumer):
                 on_lost(self, partitions)
             elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
                 on_revoke(self, partitions)
-            self._emit(
-                Kind.MEMBER_REMOVED,
-                identity,
-                reason="assignment lost (session expired or fenced)",
-                details={
-                    "change": "lost",
-                    "partitions": _partitions_text(partitions),
-                    "partition_count": str(len(partitions)),
-                },
-            )
+            reason = "assignment lost (session expired or fenced)"
+            self._report_partitions(Kind.MEMBER_REMOVED, identity, "lost", partitions, reason)
 
         super().subscribe(topics, on_assign=assigned, on_revoke=revoked, on_lost=lost, **kwargs)
+
+    def _report_partitions(
+        self,
+        kind: HeartbeatEventKind,
+        identity: GroupIdentity,
+        change: str,
+        partitions: list[TopicPartition],
+        reason: str | None = None,
+    ) -> None:
+        """An assignment, revoke or loss: the partitions that changed hands, under the identity that held them."""
+        count = str(len(partitions))
+        details = {"change": change, "partitions": _partitions_text(partitions), "partition_count": count}
+        self._emit(kind, identity, reason=reason, details=details)
 
     # --- commits -----------------------------------------------------------------------------------------------
 
     def _commit_details(self, partitions: list[TopicPartition] | None, trigger: str) -> dict[str, str]:
         details = {"trigger": trigger, "partitions": _partitions_text(partitions)}
         if partitions:
-            details["offsets"] = ",".join(str(p.offset) for p in partitions)
+            details["offsets"] = _offsets_text(partitions)
+        last = self._membership
+        if last is not None:
+            details["last_member_id"] = str(last.member_id)
+            if last.generation is not None:
+                details["last_generation"] = str(last.generation)
+            if last.member_epoch is not None:
+                details["last_member_epoch"] = str(last.member_epoch)
         return details
 
     def _report_commit(
@@ -370,6 +339,8 @@ class RadarConsumer(Consumer):
         details = self._commit_details(partitions, trigger)
         if error is None and not failed:
             self._emit(Kind.COMMIT, identity, details=details)
+            if identity is not None:
+                self._remember_membership(identity)  # the coordinator accepted this member id and generation
             return
         cause = error if error is not None else failed[0].error
         if failed:
@@ -383,6 +354,25 @@ class RadarConsumer(Consumer):
         if self._user_on_commit is not None:
             self._user_on_commit(error, partitions)
 
+    def _requested_offsets(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[TopicPartition] | None:
+        """What a commit() that raised tried to commit: its `offsets`, the offset after its `message`, or (no
+        argument) the current positions of the assignment; None if that cannot be known."""
+        offsets = kwargs.get("offsets")
+        message = kwargs.get("message")
+        if args:
+            if isinstance(args[0], Message):
+                message = args[0]
+            elif isinstance(args[0], list):
+                offsets = args[0]
+        try:
+            if offsets is not None:
+                return list(offsets)
+            if message is not None:
+                return [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            return [p for p in super().position(super().assignment()) if p.offset >= 0] or None
+        except (KafkaException, RuntimeError, TypeError, ValueError):
+            return None
+
     def commit(self, *args: Any, **kwargs: Any) -> Any:
         """`Consumer.commit`, reporting its result with the generation/epoch of the moment it was called."""
         identity = self.group_identity()
@@ -394,12 +384,12 @@ class RadarConsumer(Consumer):
             except KafkaException as failure:  # refused before it was sent: no on_commit will follow
                 if self._pending_async:
                     self._pending_async.pop()
-                self._report_commit(identity, failure.args[0], None, "async")
+                self._report_commit(identity, failure.args[0], self._requested_offsets(args, kwargs), "async")
                 raise
         try:
             result = super().commit(*args, **kwargs)
         except KafkaException as failure:
-            self._report_commit(identity, failure.args[0], None, "sync")
+            self._report_commit(identity, failure.args[0], self._requested_offsets(args, kwargs), "sync")
             raise
         self._report_commit(identity, None, result, "sync")
         return result
@@ -416,8 +406,11 @@ class RadarConsumer(Consumer):
             state = str(cgrp.get("state"))
             reason = str(cgrp.get("rebalance_reason") or "")
             if "max.poll" in reason and self._last_rebalance_reason != reason:  # the stats repeat it: report once
-                self._report_poll_timeout(reason, details)
+                # Seen only after a new assignment, the reason is the rejoin's: the overrun was the previous member's.
+                overran = self._previous_membership if self._assigned_since_stats else self._membership
+                self._report_poll_timeout(reason, overran, details)
             self._last_rebalance_reason = reason
+            self._assigned_since_stats = False
             if state == "up":
                 self._emit(Kind.HEARTBEAT, details=details)
             else:
@@ -425,15 +418,20 @@ class RadarConsumer(Consumer):
         if self._user_stats_cb is not None:
             self._user_stats_cb(stats_json)
 
-    def _report_poll_timeout(self, reason: str, details: dict[str, str] | None = None) -> None:
-        """Once per membership, whichever of the stats reason or poll's own error message shows it first."""
-        if not self._poll_timeout_reported:
-            self._poll_timeout_reported = True
-            self._emit(Kind.POLL_TIMEOUT, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
+    def _report_poll_timeout(
+        self, reason: str, overran: GroupIdentity | None, details: dict[str, str] | None = None
+    ) -> None:
+        """Once per membership, whichever of the stats reason or poll's own error message shows it first; named
+        after the membership that overran (member id + generation/epoch of its assignment), never librdkafka's
+        identity of the moment: after the overrun that may pair the rejoin's new member id with the old generation."""
+        if overran is None or overran != self._overrun_reported:
+            self._overrun_reported = overran
+            self._emit(Kind.POLL_TIMEOUT, overran, error="MAX_POLL_EXCEEDED", reason=reason, details=details)
 
     def _on_message_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._MAX_POLL_EXCEEDED:
-            self._report_poll_timeout(error.str())
+            # Returned at the first poll after the overrun, before the rejoin's assignment can be served.
+            self._report_poll_timeout(error.str(), self._membership)
 
     def poll(self, timeout: float | None = None) -> Any:
         """librdkafka's poll; an error message it returns (e.g. max.poll.interval.ms exceeded) is reported."""

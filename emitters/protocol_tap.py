@@ -3,16 +3,18 @@
 Why: brokers do not publish heartbeats, but every JoinGroup/Heartbeat/ConsumerGroupHeartbeat... passes the wire;
 a tap sees who called, with which generation/epoch, and how the coordinator answered, without touching clients.
 
-    python -m pipelines.local.protocol_tap --listen 127.0.0.1:19092 --broker 127.0.0.1:9092 \\
+    radar tap --listen 127.0.0.1:19092 --broker 127.0.0.1:9092 \\
         --bootstrap telemetry:9092 --topic radar.telemetry [-X security.protocol=SASL_SSL -X ...]
+
+(`python -m emitters.protocol_tap` takes the same arguments, for hosts with only the emitters installed.)
 
 Each connection is forwarded byte for byte in both directions (the bytes are written on before the tap looks at
 them). Meanwhile the size-prefixed stream is scanned: client->broker request headers give api key, version,
 correlation id and client id; broker->client responses are paired with their request by correlation id. Each
 request/response pair of a group API (`MIRRORED_API_KEYS`) becomes one `radar.frame/1` `exchange` record
-(framing: as on the wire; time: when the response passed; key: the client's address), produced by a
-confluent-kafka producer with a bounded queue: a record that does not fit, or is not delivered in time, is
-counted in `dropped` — the forwarded traffic never waits for telemetry. Other APIs (Produce, Fetch, Metadata...)
+(framing: as on the wire; time: when the response passed; key: the client's address), produced by the emitters'
+bounded `TelemetryProducer`: a record that does not fit, or is not delivered in time, is counted in `dropped` —
+the forwarded traffic never waits for telemetry. Other APIs (Produce, Fetch, Metadata...)
 are skipped by length without being copied. Settings given with -X are passed to the producer and never printed.
 
 Clients only keep talking to the tap if the broker advertises the tap: a client bootstraps through it, then
@@ -40,9 +42,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
-from pipelines.config import BrokerConfig
+from emitters.telemetry_producer import (
+    DEFAULT_TELEMETRY_TOPIC,
+    TelemetryProducer,
+    add_producer_arguments,
+    producer_settings_from,
+)
 from transforms.wire.frame_envelope import FRAMING_SIZED, encode_frame_envelope
 
 # Group APIs mirrored (key -> name, as in transforms.wire.frames.APIS); FindCoordinator is left out: no event.
@@ -69,9 +76,22 @@ READ_CHUNK_BYTES = 256 * 1024
 _SIZE = struct.Struct(">i")
 _REQUEST_HEAD = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT16 = struct.Struct(">h")
+# A frame costs more than its bytes in a group storm: a deeper byte bound than the agent's.
+TAP_PRODUCER_DEFAULTS: dict[str, Any] = {"queue.buffering.max.kbytes": 32 * 1024}
 
 
-def advertise_through(broker: BrokerConfig, host: str, port: int) -> BrokerConfig:
+class BrokerProperties(Protocol):
+    """What `advertise_through` needs of a broker config (`pipelines.config.BrokerConfig`, a frozen model)."""
+
+    extra_properties: dict[str, str]
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+
+
+BrokerT = TypeVar("BrokerT", bound=BrokerProperties)
+
+
+def advertise_through(broker: BrokerT, host: str, port: int) -> BrokerT:
     """The embedded broker's config with `advertised.listeners` pointing at a tap (its own listener unchanged)."""
     extra = {**broker.extra_properties, "advertised.listeners": f"PLAINTEXT://{host}:{port}"}
     return broker.model_copy(update={"extra_properties": extra})
@@ -189,50 +209,6 @@ def request_client_id(frame: bytes) -> str | None:
     return frame[pos + 2 : pos + 2 + length].decode("utf-8", errors="replace")
 
 
-class TelemetrySink:
-    """A confluent-kafka producer that never blocks its caller: a full queue or a failed delivery is a drop."""
-
-    def __init__(self, producer_config: Mapping[str, Any], topic: str, stats: TapStats) -> None:
-        from confluent_kafka import Producer
-
-        config: dict[str, Any] = {
-            "client.id": "radar-protocol-tap",
-            "linger.ms": 50,
-            "queue.buffering.max.messages": 10_000,
-            "queue.buffering.max.kbytes": 32 * 1024,
-            "message.timeout.ms": 30_000,
-            "reconnect.backoff.max.ms": 5_000,
-            "log_level": 2,
-        }
-        config.update(producer_config)
-        config["error_cb"] = lambda _error: None  # an unreachable telemetry cluster shows up as drops
-        self.topic = topic
-        self.stats = stats
-        self._producer = Producer(config)
-
-    def _on_delivery(self, error: Any, _message: Any) -> None:
-        if error is None:
-            self.stats.delivered += 1
-        else:
-            self.stats.dropped += 1
-
-    def send(self, value: bytes, key: bytes | None) -> None:
-        try:
-            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
-            self.stats.produced += 1
-        except BufferError:
-            self.stats.dropped += 1
-        self._producer.poll(0)
-
-    def serve(self) -> None:
-        self._producer.poll(0)
-
-    def close(self, timeout_s: float) -> None:
-        """Deliver what is queued, up to a timeout; what is left is counted as dropped."""
-        left = self._producer.flush(timeout_s)
-        self.stats.dropped += left
-
-
 @dataclass(frozen=True, slots=True)
 class PendingRequest:
     """A group request waiting for its response on one connection."""
@@ -256,7 +232,7 @@ class TappedConnection:
 
     def _decide_request(self, head: bytes) -> bool:
         api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(head)
-        self.tap.stats.requests += 1
+        self.tap.counters.requests += 1
         if api_key not in MIRRORED_API_KEYS:
             return False
         self._pending_head = (api_key, api_version, correlation_id)
@@ -266,14 +242,14 @@ class TappedConnection:
         assert self._pending_head is not None
         api_key, api_version, correlation_id = self._pending_head
         self._pending_head = None
-        self.tap.stats.group_requests += 1
+        self.tap.counters.group_requests += 1
         self.pending[correlation_id] = PendingRequest(api_key, api_version, frame, request_client_id(frame))
         if len(self.pending) > MAX_PENDING_PER_CONNECTION:
             self.pending.popitem(last=False)
-            self.tap.stats.unanswered += 1
+            self.tap.counters.unanswered += 1
 
     def _decide_response(self, head: bytes) -> bool:
-        self.tap.stats.responses += 1
+        self.tap.counters.responses += 1
         (correlation_id,) = _SIZE.unpack_from(head)
         return correlation_id in self.pending
 
@@ -284,25 +260,20 @@ class TappedConnection:
             self.tap.mirror(request, frame, self.peer)
 
     def close(self) -> None:
-        self.tap.stats.unanswered += len(self.pending)
-        self.tap.stats.oversize += self.requests.oversize + self.responses.oversize
-        self.tap.stats.desynced += int(self.requests.broken) + int(self.responses.broken)
+        self.tap.counters.unanswered += len(self.pending)
+        self.tap.counters.oversize += self.requests.oversize + self.responses.oversize
+        self.tap.counters.desynced += int(self.requests.broken) + int(self.responses.broken)
         self.pending.clear()
 
 
 class ProtocolTap:
-    """The asyncio proxy: one listening socket, one broker behind it, one telemetry sink."""
+    """The asyncio proxy: one listening socket, one broker behind it, one telemetry producer."""
 
-    def __init__(
-        self,
-        listen: tuple[str, int],
-        broker: tuple[str, int],
-        sink_factory: Callable[[TapStats], TelemetrySink],
-    ) -> None:
+    def __init__(self, listen: tuple[str, int], broker: tuple[str, int], producer: TelemetryProducer) -> None:
         self.listen = listen
         self.broker = broker
-        self.stats = TapStats()
-        self.sink = sink_factory(self.stats)
+        self.counters = TapStats()  # updated in place by the connections; `stats` adds the producer's counts
+        self.producer = producer
         self._server: asyncio.Server | None = None
         self._pumps: set[asyncio.Future[None]] = set()  # cancelled on stop; their connections then close
         self._connections: set[asyncio.Task[Any]] = set()
@@ -321,8 +292,19 @@ class ProtocolTap:
             client_id=request.client_id,
         )
         name = MIRRORED_API_KEYS[request.api_key]
-        self.stats.by_api[name] = self.stats.by_api.get(name, 0) + 1
-        self.sink.send(value, peer.encode())
+        self.counters.by_api[name] = self.counters.by_api.get(name, 0) + 1
+        self.producer.send(value, peer.encode())
+
+    @property
+    def stats(self) -> TapStats:
+        """The tap's counters, with the producer's produced/delivered/dropped as of now."""
+        sent = self.producer.counts
+        self.counters.produced, self.counters.delivered, self.counters.dropped = (
+            sent.produced,
+            sent.delivered,
+            sent.dropped,
+        )
+        return self.counters
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.listen[0], self.listen[1])
@@ -330,11 +312,11 @@ class ProtocolTap:
 
     async def _serve_sink(self) -> None:
         while True:
-            self.sink.serve()
+            self.producer.serve()
             await asyncio.sleep(0.1)
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        self.stats.connections += 1
+        self.counters.connections += 1
         peer_address = client_writer.get_extra_info("peername") or ("?", 0)
         connection = TappedConnection(self, f"{peer_address[0]}:{peer_address[1]}")
         try:
@@ -377,9 +359,9 @@ class ProtocolTap:
                 return
             writer.write(data)
             if to_broker:
-                self.stats.bytes_to_broker += len(data)
+                self.counters.bytes_to_broker += len(data)
             else:
-                self.stats.bytes_to_client += len(data)
+                self.counters.bytes_to_client += len(data)
             scanner.feed(data)
             try:
                 await writer.drain()
@@ -396,27 +378,20 @@ class ProtocolTap:
         if self._sink_task is not None:
             self._sink_task.cancel()
             await asyncio.gather(self._sink_task, return_exceptions=True)
-        self.sink.close(flush_timeout_s)
+        self.producer.close(flush_timeout_s)
         return self.stats
 
 
-def parse_producer_settings(pairs: list[str]) -> dict[str, str]:
-    settings = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"-X expects key=value, got a setting without '=' ({key!r})")
-        settings[key.strip()] = value
-    return settings
-
-
-async def run(args: argparse.Namespace) -> TapStats:
-    producer_config = {"bootstrap.servers": args.bootstrap, **parse_producer_settings(args.producer_setting)}
+async def run(args: argparse.Namespace, client_settings: Mapping[str, Any] | None = None) -> TapStats:
+    """Serve until SIGTERM/SIGINT; `client_settings` (bootstrap + security) lie under --bootstrap and -X."""
+    producer_config = producer_settings_from(args, client_settings)
     if args.max_queued:
         producer_config["queue.buffering.max.messages"] = args.max_queued
-    tap = ProtocolTap(args.listen, args.broker, lambda stats: TelemetrySink(producer_config, args.topic, stats))
+    topic = args.topic or DEFAULT_TELEMETRY_TOPIC
+    producer = TelemetryProducer(producer_config, topic, client_id="radar-protocol-tap", defaults=TAP_PRODUCER_DEFAULTS)
+    tap = ProtocolTap(args.listen, args.broker, producer)
     await tap.start()
-    print(json.dumps({"listening": f"{args.listen[0]}:{args.listen[1]}", "topic": args.topic}), flush=True)
+    print(json.dumps({"listening": f"{args.listen[0]}:{args.listen[1]}", "topic": topic}), flush=True)
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for number in (signal.SIGTERM, signal.SIGINT):
@@ -429,20 +404,20 @@ async def run(args: argparse.Namespace) -> TapStats:
     return await tap.stop(args.flush_timeout_s)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool = True) -> None:
+    """The tap's options, shared by `python -m emitters.protocol_tap` and `radar tap`."""
     parser.add_argument("--listen", type=parse_host_port, required=True, help="HOST:PORT the clients connect to")
     parser.add_argument("--broker", type=parse_host_port, required=True, help="HOST:PORT of the tapped broker")
-    parser.add_argument("--bootstrap", required=True, help="bootstrap servers of the telemetry cluster")
-    parser.add_argument("--topic", default="radar.telemetry")
+    add_producer_arguments(parser, bootstrap_required=bootstrap_required)
     parser.add_argument("--max-queued", type=int, default=0, help="producer queue bound (records); 0 = 10000")
     parser.add_argument("--flush-timeout-s", type=float, default=5.0)
     parser.add_argument("--stats-interval-s", type=float, default=0.0, help="print stats every N s (0 = at exit)")
-    parser.add_argument(
-        "-X", dest="producer_setting", action="append", default=[], help="producer key=value (never printed)"
-    )
-    args = parser.parse_args(argv)
-    stats = asyncio.run(run(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m emitters.protocol_tap", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    stats = asyncio.run(run(parser.parse_args(argv)))
     print(json.dumps({"stopped": asdict(stats)}), flush=True)
     return 0
 
