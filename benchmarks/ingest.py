@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
-from pipelines.ingest import start_ingest
+from pipelines.ingest import IngestStage
 from pipelines.local.sample_dump import _consumer_members, example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog
@@ -120,7 +120,7 @@ def timed_ingest(spark: SparkSession, source: DataFrame, config: RadarConfig, na
     assert bronze is not None
     before = delta_rows(spark, bronze)
     started = time.perf_counter()
-    queries = start_ingest(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=())
+    queries = IngestStage(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=()).start()
     queries.await_all()
     seconds = time.perf_counter() - started
     return measured(seconds, delta_rows(spark, bronze) - before)

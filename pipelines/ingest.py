@@ -27,11 +27,11 @@ from pipelines.streams import (
     BatchWriter,
     RunningQueries,
     Stage,
+    TableWriter,
     Trigger,
     run_until_stopped,
     start_query,
     start_stages,
-    table_batch_writer,
 )
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import route_offsets_batches
@@ -188,14 +188,13 @@ def routed_batch_tables(
 def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine."""
     tables_of = routed_batch_tables(config, route_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True)
-    return table_batch_writer(config, app_id, tables_of)
+    return TableWriter(config, app_id).foreach_batch(tables_of)
 
 
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events."""
-    return table_batch_writer(
-        config, app_id, routed_batch_tables(config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
-    )
+    tables_of = routed_batch_tables(config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
+    return TableWriter(config, app_id).foreach_batch(tables_of)
 
 
 class IngestStage(Stage):
@@ -226,7 +225,7 @@ class IngestStage(Stage):
         self.telemetry_topics = tuple(topics)
 
     def _start(self, rows: DataFrame, query: str, writer: Callable[[str], BatchWriter]) -> StreamingQuery:
-        # Delta's txnAppId names the checkpoint (see `table_batch_writer`): another replay, or `radar run` after a
+        # Delta's txnAppId names the checkpoint (see `TableWriter`): another replay, or `radar run` after a
         # replay, into the same tables must not skip its first batches as already written.
         checkpoints = self.config.checkpoint_dir / self.checkpoint_name
         app_id = f"{query}@{self.checkpoint_name}"
@@ -242,29 +241,6 @@ class IngestStage(Stage):
             telemetry_rows = rows.where(F.col("topic").isin(*self.telemetry_topics) & F.col("source_error").isNull())
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, partial(telemetry_batch_writer, self.config)))
         return RunningQueries(tuple(started))
-
-
-def start_ingest(
-    spark: SparkSession,
-    config: RadarConfig,
-    source: DataFrame,
-    *,
-    telemetry_source: DataFrame | None = None,
-    checkpoint_name: str = "ingest",
-    available_now: bool = False,
-    telemetry_topics: Sequence[str] | None = None,
-) -> RunningQueries:
-    """Start the ingest stage's queries (offsets first, then telemetry when there are telemetry topics)."""
-    stage = IngestStage(
-        spark,
-        config,
-        source,
-        telemetry_source=telemetry_source,
-        checkpoint_name=checkpoint_name,
-        available_now=available_now,
-        telemetry_topics=telemetry_topics,
-    )
-    return stage.start()
 
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:

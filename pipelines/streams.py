@@ -1,7 +1,7 @@
 """The streaming skeleton every pipeline shares (ingest now; detection and checks next).
 
 - `start_query`: a named query with its checkpoint and trigger (processing time, or availableNow to completion).
-- `table_batch_writer`: the multi-table `foreachBatch` body: a stage turns each micro-batch into rows per table,
+- `TableWriter`: the multi-table `foreachBatch` body: a stage turns each micro-batch into rows per table,
   and every table is written concurrently and idempotently (appends carry Delta's txnAppId/txnVersion; a stage
   that upserts passes its own `TableWrite`, e.g. a MERGE by deterministic ids).
 - `RunningQueries`: the queries of a run, with await / stop / progress and failures turned into sentences.
@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -63,52 +63,50 @@ def start_query(
     return trigger.apply(stream).start()
 
 
-def write_tables(
-    tables: Mapping[str, DataFrame],
-    config: RadarConfig,
-    app_id: str,
-    batch_id: int,
-    write: TableWrite = append_idempotent,
-    schemas: Mapping[str, TableSchema] = TABLES,
-) -> None:
-    """Write one micro-batch to several tables concurrently: each Delta commit is mostly driver-side latency, so
-    the tables' commits overlap instead of queueing. Every write stays idempotent on its own (app id per table:
-    `{app_id}:{table}`); the first failure is raised after all writes finished, and the batch is retried whole."""
-    if not tables:
-        return
-    with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
-        futures = [
-            pool.submit(write, rows, config, schemas[name], f"{app_id}:{name}", batch_id)
-            for name, rows in tables.items()
-        ]
-    for future in futures:
-        future.result()
-
-
-def table_batch_writer(
-    config: RadarConfig,
-    app_id: str,
-    tables_of: BatchTables,
-    write: TableWrite = append_idempotent,
-    schemas: Mapping[str, TableSchema] = TABLES,
-) -> BatchWriter:
-    """A `foreachBatch` body: split the batch into tables (`tables_of`), then write them all (`write_tables`).
+@dataclass(frozen=True)
+class TableWriter:
+    """Writes micro-batches to several tables, each idempotently: appends by default (`append_idempotent`: Delta
+    txnAppId `{app_id}:{table}`, txnVersion = batch id), or any other `TableWrite` (e.g. `tables.upserting`).
 
     `app_id` must name the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for two
     checkpoints writing the same tables would make the second skip its first batches as already written.
-    A table left out of a batch is not written at all: a Delta commit costs most of a second even when empty, and
-    skipping a txnVersion is harmless (a replayed batch leaves out the same tables again).
     """
 
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
-        batch.persist()
-        try:
-            with tables_of(batch) as tables:
-                write_tables(tables, config, app_id, batch_id, write, schemas)
-        finally:
-            batch.unpersist()
+    config: RadarConfig
+    app_id: str
+    write: TableWrite = append_idempotent
+    schemas: Mapping[str, TableSchema] = field(default_factory=lambda: TABLES)
 
-    return write_batch
+    def write_tables(self, tables: Mapping[str, DataFrame], batch_id: int) -> None:
+        """Write one micro-batch to its tables concurrently: each Delta commit is mostly driver-side latency, so
+        the tables' commits overlap instead of queueing. The first failure is raised after all writes finished,
+        and the batch is retried whole (every write being idempotent on its own)."""
+        if not tables:
+            return
+        with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
+            futures = [
+                pool.submit(self.write, rows, self.config, self.schemas[name], f"{self.app_id}:{name}", batch_id)
+                for name, rows in tables.items()
+            ]
+        for future in futures:
+            future.result()
+
+    def foreach_batch(self, tables_of: BatchTables) -> BatchWriter:
+        """A `foreachBatch` body: split the batch into tables (`tables_of`), then write them all.
+
+        A table left out of a batch is not written at all: a Delta commit costs most of a second even when empty,
+        and skipping a txnVersion is harmless (a replayed batch leaves out the same tables again).
+        """
+
+        def write_batch(batch: DataFrame, batch_id: int) -> None:
+            batch.persist()
+            try:
+                with tables_of(batch) as tables:
+                    self.write_tables(tables, batch_id)
+            finally:
+                batch.unpersist()
+
+        return write_batch
 
 
 @dataclass(frozen=True)

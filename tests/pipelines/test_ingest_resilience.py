@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.ingest import start_ingest
+from pipelines.ingest import IngestStage
 from pipelines.local.broker import EmbeddedKafka
 from pipelines.sources import kafka_stream
 from pipelines.streams import RunningQueries
@@ -56,7 +56,7 @@ def running() -> Iterator[list[RunningQueries]]:
 def start_running_ingest(spark: SparkSession, config: RadarConfig, bootstrap: str, topic: str) -> RunningQueries:
     """Both queries with the processing-time trigger of `radar run`, over `__consumer_offsets` and `topic`."""
     source = kafka_stream(spark, config, [config.kafka.offsets_topic, topic], bootstrap)
-    return start_ingest(spark, config, source, checkpoint_name="running", telemetry_topics=(topic,))
+    return IngestStage(spark, config, source, checkpoint_name="running", telemetry_topics=(topic,)).start()
 
 
 def committed(spark: SparkSession, config: RadarConfig, group: str) -> list[Commit]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import RadarConfig
-from pipelines.streams import write_tables
+from pipelines.streams import TableWriter
 from pipelines.tables import (
     TableCatalog,
     append_idempotent,
@@ -56,25 +56,19 @@ def _health_rows(spark, config: RadarConfig, rows: list[tuple[str, int, int]]): 
 def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
     spark, radar_config: RadarConfig, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    """A MERGE write through `write_tables`: a replayed batch changes nothing, a newer row replaces the old one."""
+    """A MERGE write through `TableWriter`: a replayed batch changes nothing, a newer row replaces the old one."""
     config = radar_config.with_data_dir(tmp_path / "merge")
     ensure_tables(spark, config, [GROUP_HEALTH])
     upsert = upserting({GROUP_HEALTH.name: ("cluster", "group_id")})
+    writer = TableWriter(config, "test:health", upsert, GOLD_TABLES)
     first = {GROUP_HEALTH.name: _health_rows(spark, config, [("a", 1, 2), ("b", 4, 1)])}
-    write_tables(first, config, "test:health", 0, upsert, GOLD_TABLES)
-    write_tables(first, config, "test:health", 0, upsert, GOLD_TABLES)  # a replayed batch
+    writer.write_tables(first, 0)
+    writer.write_tables(first, 0)  # a replayed batch
     name = TableCatalog(config).name(GROUP_HEALTH)
 
     def state() -> list[tuple[str, int, int]]:
         return sorted((r.group_id, r.generation, r.members) for r in spark.table(name).collect())
 
     assert state() == [("a", 1, 2), ("b", 4, 1)]
-    write_tables(
-        {GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])},
-        config,
-        "test:health",
-        1,
-        upsert,
-        GOLD_TABLES,
-    )
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
     assert state() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]
