@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Self
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
@@ -193,7 +194,7 @@ class Stage(ABC):
         if self._queries is not None:
             self._queries.stop()
 
-    def __enter__(self) -> Stage:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
