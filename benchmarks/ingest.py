@@ -30,11 +30,11 @@ from pyspark.sql.types import StructType
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
-from pipelines.ingest import start_ingest
+from pipelines.ingest import IngestStage
 from pipelines.local.sample_dump import consumer_members, example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog
-from transforms.decode import decode_offsets_batch, decoded_batch_ddl
+from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
 from transforms.schemas import OFFSETS_RAW
 from transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
 
@@ -120,7 +120,7 @@ def timed_ingest(spark: SparkSession, source: DataFrame, config: RadarConfig, na
     assert bronze is not None
     before = delta_rows(spark, bronze)
     started = time.perf_counter()
-    queries = start_ingest(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=())
+    queries = IngestStage(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=()).start()
     queries.await_all()
     seconds = time.perf_counter() - started
     return measured(seconds, delta_rows(spark, bronze) - before)
@@ -145,7 +145,7 @@ def python_decode_only(records: list[Record], limit: int = 50_000) -> dict[str, 
     )
     schema = to_arrow_schema(StructType.fromDDL(decoded_batch_ddl()))
     started = time.perf_counter()
-    decode_offsets_batch(batch, schema)
+    route_offsets_batch(batch, schema)
     return measured(time.perf_counter() - started, len(sample))
 
 
@@ -173,8 +173,8 @@ def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
 
 
 def run(config: RadarConfig, count: int) -> dict[str, Any]:
-    from pipelines.ingest import create_topics
     from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.topics import create_topics
     from pipelines.session import build_spark_session
 
     records, mix = realistic_mix(count)

@@ -28,7 +28,7 @@ def _print_counts(command: str, counts: dict[str, int]) -> None:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from pipelines.decode_dump import run_decode
+    from pipelines.dump_json import run_decode
 
     counts = run_decode(args.input, embedded=args.embedded)
     failures = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.failures_by_kind.items())) or "none"
@@ -150,14 +150,27 @@ def _tap(args: argparse.Namespace) -> int:
     return 0
 
 
+GLOBAL_DEFAULTS: dict[str, str | None] = {"conf": "conf/local.yml", "data_dir": None, "jars_dir": None}
+
+
+def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str | None]) -> None:
+    """Options every command takes, before or after its name; a subcommand's copy defaults to SUPPRESS so it only
+    overrides the value given before the command when it is given itself."""
+    parser.add_argument("--conf", default=defaults["conf"], help="config file (default: conf/local.yml)")
+    parser.add_argument(
+        "--data-dir", default=defaults["data_dir"], help="where local Delta tables and checkpoints live"
+    )
+    parser.add_argument(
+        "--jars-dir", default=defaults["jars_dir"], help="use JVM jars from this folder (`radar jars --export`)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="radar",
         description="rebalance-radar: decode __consumer_offsets and heartbeat telemetry, detect rebalance trouble.",
     )
-    parser.add_argument("--conf", default="conf/local.yml", help="config file (default: conf/local.yml)")
-    parser.add_argument("--data-dir", default=None, help="where local Delta tables and checkpoints live")
-    parser.add_argument("--jars-dir", default=None, help="use JVM jars from this folder (`radar jars --export`)")
+    _add_global_options(parser, GLOBAL_DEFAULTS)
     sub = parser.add_subparsers(dest="command", required=True)
 
     decode = sub.add_parser("decode", help="decode dump files to JSON Lines on stdout")
@@ -212,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     tap = sub.add_parser("tap", help="a TCP proxy before one broker that mirrors group-protocol calls as telemetry")
     protocol_tap.add_arguments(tap, bootstrap_required=False)
     tap.set_defaults(func=_tap)
+    for command in sub.choices.values():  # `radar replay --input X --data-dir D` works as well as before the command
+        _add_global_options(command, dict.fromkeys(GLOBAL_DEFAULTS, argparse.SUPPRESS))
     return parser
 
 

@@ -3,54 +3,73 @@
 Offsets and telemetry run as separate queries so garbage or a flood on a telemetry topic cannot stop or slow the
 offsets pipeline. Each micro-batch is decoded once (Arrow batches through `mapInArrow`) and split into the silver
 tables; every table write carries (txnAppId, txnVersion) so a batch replayed after a crash is written once.
+
+This module holds what is ingest-specific (which rows each query reads, routing, splitting into tables); queries,
+triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`'.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.tables import TableCatalog, append_idempotent, ensure_tables
-from transforms.decode import PAYLOAD_COLUMNS, decode_offsets_batches, decoded_batch_ddl
+from pipelines.streams import (
+    BatchTables,
+    BatchWriter,
+    RunningQueries,
+    Stage,
+    TableWriter,
+    Trigger,
+    run_until_stopped,
+    start_query,
+    start_stages,
+)
+from pipelines.tables import TableCatalog, ensure_tables
+from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
-    HEARTBEAT_EVENTS,
+    DECODED_OFFSETS_BATCH,
     OFFSET_COMMITS,
     OFFSETS_RAW,
+    PARSED_TELEMETRY_BATCH,
     QUARANTINE,
+    QUARANTINE_PAYLOAD,
+    ROUTED_SOURCE_COLUMNS,
+    SOURCE_COLUMNS,
     TABLES,
     TELEMETRY_RAW,
     TELEMETRY_UNRECOGNISED,
     QuarantineStage,
+    RoutedBatch,
     TableSchema,
 )
-from transforms.telemetry.batch import parse_telemetry_batches, parsed_batch_ddl
+from transforms.telemetry.batch import parse_telemetry_batches
 
 OFFSETS_QUERY = "radar-offsets"
 TELEMETRY_QUERY = "radar-telemetry"
-BatchWriter = Callable[[DataFrame, int], None]
+KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")  # what the routing reads
+_ROUTED_SOURCE_NAMES = tuple(c.name for c in ROUTED_SOURCE_COLUMNS)
+
+
+def source_columns(config: RadarConfig) -> list[Column]:
+    """The cluster and the Kafka coordinates of a routed batch, as every row keeps them (`SOURCE_COLUMNS`)."""
+    return [F.lit(config.cluster).alias("cluster"), *(F.col(name) for name in _ROUTED_SOURCE_NAMES)]
 
 
 def _with_source(df: DataFrame, config: RadarConfig) -> DataFrame:
-    """Add the cluster and the Kafka coordinates every row keeps."""
-    return df.select(
-        F.lit(config.cluster).alias("cluster"),
-        F.col("topic").alias("src_topic"),
-        F.col("partition").alias("src_partition"),
-        F.col("offset").alias("src_offset"),
-        F.col("timestamp").alias("src_timestamp"),
-        "*",
-    )
+    """Source rows (Kafka's column names) with the cluster and the Kafka coordinates every row keeps."""
+    coordinates = [
+        F.col(kafka).alias(name) for kafka, name in zip(KAFKA_COLUMNS[2:], _ROUTED_SOURCE_NAMES, strict=True)
+    ]
+    return df.select(F.lit(config.cluster).alias("cluster"), *coordinates, "*")
 
 
 def _bronze(batch: DataFrame, config: RadarConfig) -> DataFrame:
@@ -61,39 +80,35 @@ def _bronze(batch: DataFrame, config: RadarConfig) -> DataFrame:
 
 def _unreadable_source_rows(batch: DataFrame, config: RadarConfig) -> DataFrame:
     """Dump lines that are not dump records, as quarantine rows (stage read_dump)."""
-    return _with_source(batch.where(F.col("source_error").isNotNull()), config).select(
-        "cluster",
-        "src_topic",
-        "src_partition",
-        "src_offset",
-        "src_timestamp",
-        F.lit(str(QuarantineStage.READ_DUMP)).alias("stage"),
-        F.lit("malformed").alias("kind"),
-        F.col("source_error").alias("reason"),
-        F.lit(None).cast("smallint").alias("record_type"),
-        F.lit(None).cast("smallint").alias("value_version"),
-        F.lit(None).cast("int").alias("error_offset"),
-        F.col("key"),
-        F.col("value"),
-    )
+    given = {
+        "stage": F.lit(str(QuarantineStage.READ_DUMP)),
+        "kind": F.lit("malformed"),
+        "reason": F.col("source_error"),
+        "key": F.col("key"),
+        "value": F.col("value"),
+    }
+    payload = [given.get(c.name, F.lit(None).cast(c.ddl)).alias(c.name) for c in QUARANTINE_PAYLOAD]
+    rows = _with_source(batch.where(F.col("source_error").isNotNull()), config)
+    return rows.select(*(c.name for c in SOURCE_COLUMNS), *payload)
+
+
+def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
+    """One DataFrame per target table of a routed batch: the source columns, then the target's payload struct."""
+    out: dict[str, DataFrame] = {}
+    for payload in contract.payloads:
+        rows = routed.where(F.col("target") == payload.table.name).select(
+            *source_columns(config), f"{payload.column}.*"
+        )
+        out[payload.table.name] = rows
+    return out
 
 
 def split_decoded(decoded: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
-    """One DataFrame per silver table from a decoded batch (`transforms.decode` output)."""
-    out: dict[str, DataFrame] = {}
-    for column, table in PAYLOAD_COLUMNS.items():
-        rows = decoded.where(F.col("target") == table.name).select(
-            F.lit(config.cluster).alias("cluster"),
-            "src_topic",
-            "src_partition",
-            "src_offset",
-            "src_timestamp",
-            f"{column}.*",
-        )
-        if table is OFFSET_COMMITS:
-            rows = rows.withColumn("commit_date", F.to_date(F.coalesce("commit_ts", "src_timestamp")))
-        out[table.name] = rows.select(*table.column_names)
-    return out
+    """One DataFrame per silver table from a decoded batch (`transforms.offsets_batch` output)."""
+    out = split_routed(decoded, config, DECODED_OFFSETS_BATCH)
+    commits = out[OFFSET_COMMITS.name]
+    out[OFFSET_COMMITS.name] = commits.withColumn("commit_date", F.to_date(F.coalesce("commit_ts", "src_timestamp")))
+    return {name: rows.select(*TABLES[name].column_names) for name, rows in out.items()}
 
 
 def spread_over_cores(rows: DataFrame) -> DataFrame:
@@ -103,49 +118,55 @@ def spread_over_cores(rows: DataFrame) -> DataFrame:
     return rows.repartition(cores) if rows.rdd.getNumPartitions() < cores else rows
 
 
-def decode_offsets(batch: DataFrame) -> DataFrame:
-    """Decode Kafka rows with the codec, vectorised over Arrow batches (no per-row Python UDF)."""
-    ddl = decoded_batch_ddl()
-    arrow_schema = to_arrow_schema(StructType.fromDDL(ddl))
-    rows = batch.where(F.col("source_error").isNull()).select(
-        "key", "value", "topic", "partition", "offset", "timestamp"
+def _map_in_arrow(rows: DataFrame, contract: RoutedBatch, batches: Callable[..., Iterator[object]]) -> DataFrame:
+    """Route Kafka rows through a `mapInArrow` body producing `contract` (no per-row Python UDF)."""
+    arrow_schema = to_arrow_schema(StructType.fromDDL(contract.ddl))
+    return spread_over_cores(rows.select(*KAFKA_COLUMNS)).mapInArrow(
+        partial(batches, schema=arrow_schema), contract.ddl
     )
-    return spread_over_cores(rows).mapInArrow(partial(decode_offsets_batches, schema=arrow_schema), ddl)
 
 
-def append_all(writes: dict[str, DataFrame], config: RadarConfig, app_id: str, batch_id: int) -> None:
-    """Append one micro-batch to several tables concurrently: each Delta commit is mostly driver-side latency, so
-    the tables' commits overlap instead of queueing. Every write stays idempotent on its own (txnAppId per table);
-    the first failure is raised after all writes finished, and the batch is retried as a whole."""
-    with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="radar-append") as pool:
-        futures = [
-            pool.submit(append_idempotent, rows, config, TABLES[name], f"{app_id}:{name}", batch_id)
-            for name, rows in writes.items()
-        ]
-    for future in futures:
-        future.result()
+def route_offsets(batch: DataFrame) -> DataFrame:
+    """Decode Kafka rows with the codec and route them to their silver tables, vectorised over Arrow batches."""
+    return _map_in_arrow(batch.where(F.col("source_error").isNull()), DECODED_OFFSETS_BATCH, route_offsets_batches)
+
+
+def parse_telemetry(batch: DataFrame) -> DataFrame:
+    """Parse telemetry records into heartbeat events, vectorised over Arrow batches."""
+    return _map_in_arrow(batch, PARSED_TELEMETRY_BATCH, parse_telemetry_batches)
+
+
+def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
+    """heartbeat_events rows, per-batch counts of unrecognised records, and quarantined records."""
+    out = split_routed(parsed, config, PARSED_TELEMETRY_BATCH)
+    out[TELEMETRY_UNRECOGNISED.name] = (
+        out[TELEMETRY_UNRECOGNISED.name]
+        .groupBy("cluster", "src_topic", "source", "reason")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.min("src_timestamp").alias("first_seen"),
+            F.max("src_timestamp").alias("last_seen"),
+        )
+    )
+    return {name: rows.select(*TABLES[name].column_names) for name, rows in out.items()}
 
 
 RoutedSplit = Callable[[DataFrame, RadarConfig], dict[str, DataFrame]]
 
 
-def routed_batch_writer(
+def routed_batch_tables(
     config: RadarConfig,
-    app_id: str,
     route: Callable[[DataFrame], DataFrame],
     split: RoutedSplit,
     bronze: TableSchema,
     *,
     with_unreadable_source_rows: bool = False,
-) -> BatchWriter:
-    """A foreachBatch body: route the batch once (mapInArrow), then append bronze and every target table.
+) -> BatchTables:
+    """A stage's tables of one micro-batch: route the batch once (mapInArrow, cached while the tables are
+    written), then bronze and every target table that received rows."""
 
-    Tables with no rows in this batch are not written: a Delta commit costs most of a second even when empty,
-    and skipping a txnVersion is harmless (a replayed batch is empty for the same tables again).
-    """
-
-    def write(batch: DataFrame, batch_id: int) -> None:
-        batch.persist()
+    @contextmanager
+    def tables_of(batch: DataFrame) -> Iterator[dict[str, DataFrame]]:
         routed = route(batch).persist()
         try:
             present = {row["target"] for row in routed.select("target").distinct().collect()}
@@ -157,135 +178,69 @@ def routed_batch_writer(
                     tables[QUARANTINE.name] = unreadable if quarantine is None else quarantine.unionByName(unreadable)
             if config.ingest.bronze_enabled and present:
                 tables[bronze.name] = _bronze(batch, config)
-            if tables:
-                append_all(tables, config, app_id, batch_id)
+            yield tables
         finally:
             routed.unpersist()
-            batch.unpersist()
 
-    return write
+    return tables_of
 
 
 def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine."""
-    return routed_batch_writer(
-        config, app_id, decode_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True
-    )
-
-
-def parse_telemetry(batch: DataFrame) -> DataFrame:
-    """Parse telemetry records into heartbeat events, vectorised over Arrow batches."""
-    ddl = parsed_batch_ddl()
-    arrow_schema = to_arrow_schema(StructType.fromDDL(ddl))
-    rows = batch.select("key", "value", "topic", "partition", "offset", "timestamp")
-    return spread_over_cores(rows).mapInArrow(partial(parse_telemetry_batches, schema=arrow_schema), ddl)
-
-
-def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
-    """heartbeat_events rows, per-batch counts of unrecognised records, and quarantined records."""
-    source = [
-        F.lit(config.cluster).alias("cluster"),
-        "src_topic",
-        "src_partition",
-        "src_offset",
-        "src_timestamp",
-    ]
-    events = parsed.where(F.col("target") == HEARTBEAT_EVENTS.name).select(*source, "event.*")
-    unrecognised = (
-        parsed.where(F.col("target") == TELEMETRY_UNRECOGNISED.name)
-        .groupBy("src_topic", "unrecognised.source", "unrecognised.reason")
-        .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.min("src_timestamp").alias("first_seen"),
-            F.max("src_timestamp").alias("last_seen"),
-        )
-        .withColumn("cluster", F.lit(config.cluster))
-    )
-    quarantine = parsed.where(F.col("target") == QUARANTINE.name).select(
-        *source,
-        "quarantine.stage",
-        "quarantine.kind",
-        "quarantine.reason",
-        F.lit(None).cast("smallint").alias("record_type"),
-        F.lit(None).cast("smallint").alias("value_version"),
-        F.lit(None).cast("int").alias("error_offset"),
-        "quarantine.key",
-        "quarantine.value",
-    )
-    return {
-        HEARTBEAT_EVENTS.name: events.select(*HEARTBEAT_EVENTS.column_names),
-        TELEMETRY_UNRECOGNISED.name: unrecognised.select(*TELEMETRY_UNRECOGNISED.column_names),
-        QUARANTINE.name: quarantine.select(*QUARANTINE.column_names),
-    }
+    tables_of = routed_batch_tables(config, route_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True)
+    return TableWriter(config, app_id).foreach_batch(tables_of)
 
 
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events."""
-    return routed_batch_writer(config, app_id, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
+    tables_of = routed_batch_tables(config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
+    return TableWriter(config, app_id).foreach_batch(tables_of)
 
 
-@dataclass
-class IngestQueries:
-    """The running queries of one ingest; `stop()` stops them cleanly (the current batch completes)."""
-
-    offsets: StreamingQuery
-    telemetry: StreamingQuery | None
-
-    @property
-    def all(self) -> list[StreamingQuery]:
-        return [q for q in (self.offsets, self.telemetry) if q is not None]
-
-    def stop(self) -> None:
-        for query in self.all:
-            query.stop()
-
-    def await_all(self) -> None:
-        for query in self.all:
-            query.awaitTermination()
-
-
-def start_ingest(
-    spark: SparkSession,
-    config: RadarConfig,
-    source: DataFrame,
-    *,
-    telemetry_source: DataFrame | None = None,
-    checkpoint_name: str = "ingest",
-    available_now: bool = False,
-    telemetry_topics: Sequence[str] | None = None,
-) -> IngestQueries:
-    """Start the offsets and telemetry queries over `source` (Kafka or replay, same schema).
+class IngestStage(Stage):
+    """The offsets and telemetry queries over `source` (Kafka or replay, same schema).
 
     With `telemetry_source`, the telemetry query reads it instead of `source`: on Kafka each query then
     subscribes only to its own topics, so telemetry volume never costs the offsets query a read.
     """
-    ensure_tables(spark, config)
-    checkpoints = config.checkpoint_dir / checkpoint_name
-    offsets_topic = config.kafka.offsets_topic
-    telemetry = tuple(config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics)
 
-    def start(df: DataFrame, name: str, writer: BatchWriter) -> StreamingQuery:
-        stream = df.writeStream.queryName(f"{name}-{checkpoint_name}").foreachBatch(writer)
-        stream = stream.option("checkpointLocation", str(checkpoints / name))
-        stream = (
-            stream.trigger(availableNow=True)
-            if available_now
-            else stream.trigger(processingTime=config.ingest.trigger_interval)
-        )
-        return stream.start()
+    name = "ingest"
 
-    # Delta's txnAppId names the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for all of
-    # them would make a second ingest into the same tables (another replay, `radar run` after a replay) skip its
-    # first batches as already written.
-    offsets_rows = source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
-    offsets = start(offsets_rows, OFFSETS_QUERY, offsets_batch_writer(config, f"{OFFSETS_QUERY}@{checkpoint_name}"))
-    telemetry_query = None
-    if telemetry:
-        rows = source if telemetry_source is None else telemetry_source
-        telemetry_rows = rows.where(F.col("topic").isin(*telemetry) & F.col("source_error").isNull())
-        writer = telemetry_batch_writer(config, f"{TELEMETRY_QUERY}@{checkpoint_name}")
-        telemetry_query = start(telemetry_rows, TELEMETRY_QUERY, writer)
-    return IngestQueries(offsets, telemetry_query)
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: RadarConfig,
+        source: DataFrame,
+        *,
+        telemetry_source: DataFrame | None = None,
+        checkpoint_name: str = "ingest",
+        available_now: bool = False,
+        telemetry_topics: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.spark, self.config, self.source, self.telemetry_source = spark, config, source, telemetry_source
+        self.checkpoint_name = checkpoint_name
+        self.trigger = Trigger(available_now, config.ingest.trigger_interval)
+        topics = config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics
+        self.telemetry_topics = tuple(topics)
+
+    def _start(self, rows: DataFrame, query: str, writer: Callable[[str], BatchWriter]) -> StreamingQuery:
+        # Delta's txnAppId names the checkpoint (see `TableWriter`): another replay, or `radar run` after a
+        # replay, into the same tables must not skip its first batches as already written.
+        checkpoints = self.config.checkpoint_dir / self.checkpoint_name
+        app_id = f"{query}@{self.checkpoint_name}"
+        return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
+
+    def start_queries(self) -> RunningQueries:
+        ensure_tables(self.spark, self.config)
+        offsets_topic = self.config.kafka.offsets_topic
+        offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
+        started = [self._start(offsets_rows, OFFSETS_QUERY, partial(offsets_batch_writer, self.config))]
+        if self.telemetry_topics:
+            rows = self.source if self.telemetry_source is None else self.telemetry_source
+            telemetry_rows = rows.where(F.col("topic").isin(*self.telemetry_topics) & F.col("source_error").isNull())
+            started.append(self._start(telemetry_rows, TELEMETRY_QUERY, partial(telemetry_batch_writer, self.config)))
+        return RunningQueries(tuple(started))
 
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:
@@ -308,78 +263,10 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
 
     spark = build_spark_session(config)
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
-    queries = start_ingest(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
-    _await_with_progress(queries)
+    stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
+    with stage:
+        stage.queries.await_with_progress()
     return table_counts(spark, config)
-
-
-def _await_with_progress(queries: IngestQueries, poll_s: float = 2.0) -> None:
-    """Wait for the queries, printing a running count of records read per query on stderr."""
-
-    seen: dict[str, dict[int, int]] = {q.name: {} for q in queries.all}
-
-    def summary() -> str:
-        # recentProgress keeps only the last few batches, so accumulate by batch id
-        for query in queries.all:
-            for progress in query.recentProgress:
-                seen[query.name][progress.batchId] = int(progress.numInputRows or 0)
-        return "  read " + "; ".join(
-            f"{name}: {sum(batches.values()):,} records in {len(batches)} micro-batches"
-            for name, batches in seen.items()
-        )
-
-    while any(q.isActive for q in queries.all):
-        print(f"\r{summary():<100}", end="", file=sys.stderr, flush=True)
-        for query in queries.all:
-            query.awaitTermination(poll_s)
-    print(f"\r{summary():<100}", file=sys.stderr)
-    for query in queries.all:
-        error = query.exception()
-        if error is not None:
-            raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
-
-
-def ensure_offsets_topic(bootstrap_servers: str, offsets_topic: str, timeout_s: float = 60.0) -> None:
-    """A fresh broker creates `__consumer_offsets` only when a client first looks for a group coordinator:
-    ask for one, then wait until every partition of the topic has a leader, so the offsets query can start."""
-    import time
-
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    deadline = time.monotonic() + timeout_s
-    while True:
-        topic = admin.list_topics(timeout=10).topics.get(offsets_topic)
-        partitions = topic.partitions.values() if topic is not None and topic.error is None else ()
-        if partitions and all(p.leader >= 0 and p.error is None for p in partitions):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{offsets_topic} is not ready on {bootstrap_servers} after {timeout_s:.0f} s")
-        if topic is None:
-            # An offset fetch for any group makes the broker find (and so create) the group coordinator.
-            consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "radar-bootstrap"})
-            try:
-                with contextlib.suppress(KafkaException):  # the readiness check above decides
-                    consumer.committed([TopicPartition(offsets_topic, 0)], timeout=10)
-            finally:
-                consumer.close()
-        time.sleep(0.5)
-
-
-def create_topics(bootstrap_servers: str, topics: Sequence[str], partitions: int = 1) -> None:
-    """Create telemetry topics that do not exist yet (the embedded broker starts empty)."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    existing = set(admin.list_topics(timeout=10).topics)
-    wanted = [NewTopic(t, num_partitions=partitions, replication_factor=1) for t in topics if t not in existing]
-    for topic, future in admin.create_topics(wanted).items() if wanted else []:
-        try:
-            future.result(timeout=30)
-        except Exception as exc:  # an already-existing topic is fine; anything else is not
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise RuntimeError(f"could not create topic {topic}: {exc}") from exc
 
 
 def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:
@@ -387,11 +274,10 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
 
     Runs until interrupted (Ctrl-C / SIGTERM: the current micro-batch completes, queries and broker stop).
     """
-    import signal
-    import time
     from contextlib import ExitStack
 
     from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.session import build_spark_session, on_databricks
     from pipelines.sources import kafka_stream
 
@@ -415,30 +301,10 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
         telemetry_topics = list(config.kafka.telemetry_topics)
         source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
         telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap) if telemetry_topics else None
-        queries = start_ingest(
+        ingest = IngestStage(
             spark, config, source, telemetry_source=telemetry_source, checkpoint_name=f"kafka-{config.cluster}"
         )
-        stopping = False
-
-        def request_stop(signum: int, _frame: object) -> None:
-            nonlocal stopping
-            stopping = True
-
-        previous = signal.signal(signal.SIGTERM, request_stop)
+        queries = start_stages(stack, [ingest])
         print(f"radar run: ingesting from {bootstrap} into {config.data_dir}; Ctrl-C to stop", file=sys.stderr)
-        started = time.monotonic()
-        try:
-            while not stopping and all(q.isActive for q in queries.all):
-                if stop_after_s is not None and time.monotonic() - started > stop_after_s:
-                    break
-                queries.offsets.awaitTermination(1.0)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            print("radar run: stopping queries ...", file=sys.stderr)
-            queries.stop()
-        for query in queries.all:
-            if query.exception() is not None:
-                raise RuntimeError(f"streaming query {query.name} failed: {query.exception()}")
+        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s)
         return table_counts(spark, config)

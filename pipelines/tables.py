@@ -1,4 +1,5 @@
-"""Delta tables: names, locations, partitioning and creation. Columns come from `transforms.schemas`.
+"""Delta tables: names, locations, partitioning, creation, and the two idempotent writes a micro-batch uses (append
+by transaction id, MERGE by deterministic key). Columns come from `transforms.schemas`.
 
 Locally every table lives under `<data_dir>/tables/<name>` and is registered in the `radar` database of the
 session catalog each time a session starts, so `radar sql` and Spark SQL see them by name. On Databricks the
@@ -7,7 +8,7 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +98,29 @@ def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, ap
         writer.saveAsTable(catalog.name(table))
     else:
         writer.save(str(location))
+
+
+def upsert_by_key(df: DataFrame, config: RadarConfig, table: TableSchema, keys: Sequence[str]) -> None:
+    """MERGE a micro-batch into `table` by its key columns: a row whose key exists replaces it, the rest are
+    inserted. Idempotent without a transaction id when the keys are deterministic ids (gold tables): a batch
+    replayed after a crash upserts the same rows to the same values. The batch must hold one row per key."""
+    from delta.tables import DeltaTable
+
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    spark = df.sparkSession
+    target = (
+        DeltaTable.forName(spark, catalog.name(table)) if location is None else DeltaTable.forPath(spark, str(location))
+    )
+    condition = " AND ".join(f"t.`{key}` <=> s.`{key}`" for key in keys)
+    rows = df.select(*table.column_names).alias("s")
+    target.alias("t").merge(rows, condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+
+
+def upserting(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame, RadarConfig, TableSchema, str, int], None]:
+    """A table write for `pipelines.streams` (a `TableWrite`) that upserts each table by its key columns."""
+
+    def upsert(df: DataFrame, config: RadarConfig, table: TableSchema, _app_id: str, _batch_id: int) -> None:
+        upsert_by_key(df, config, table, keys[table.name])
+
+    return upsert

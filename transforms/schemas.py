@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,43 @@ OFFSET_COMMITS = _table(
     ("commit_date",),
 )
 
-MEMBER_STRUCT_DDL = (
-    "STRUCT<member_id: STRING, group_instance_id: STRING, client_id: STRING, client_host: STRING, "
-    "rebalance_timeout_ms: INT, session_timeout_ms: INT, subscribed_topics: ARRAY<STRING>, "
-    "assigned_partitions: ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>, owned_partitions: "
-    "ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>, subscription_generation: INT, rack_id: STRING, "
-    "subscription_version: SMALLINT, assignment_version: SMALLINT, embedded_error: STRING, "
-    "subscription: BINARY, assignment: BINARY>"
+
+def struct_ddl(columns: tuple[Column, ...]) -> str:
+    """Spark DDL of a struct with these fields (`STRUCT<a: INT, b: STRING>`)."""
+    return "STRUCT<" + ", ".join(f"`{c.name}`: {c.ddl}" for c in columns) + ">"
+
+
+@dataclass(frozen=True)
+class MemberColumn(Column):
+    """A field of a classic member's struct; `kafka_field` names the GroupMetadata member field it is copied from
+    (empty: decoded from the member's consumer-protocol subscription or assignment)."""
+
+    kafka_field: str = ""
+
+
+_PARTITIONS_DDL = "ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>"
+
+# One classic member of `group_metadata.members`: the DDL and the row builder (transforms/offsets_batch.py) both
+# come from this declaration.
+MEMBER_COLUMNS: tuple[MemberColumn, ...] = (
+    MemberColumn("member_id", "STRING", kafka_field="memberId"),
+    MemberColumn("group_instance_id", "STRING", kafka_field="groupInstanceId"),
+    MemberColumn("client_id", "STRING", kafka_field="clientId"),
+    MemberColumn("client_host", "STRING", kafka_field="clientHost"),
+    MemberColumn("rebalance_timeout_ms", "INT", kafka_field="rebalanceTimeout"),
+    MemberColumn("session_timeout_ms", "INT", kafka_field="sessionTimeout"),
+    MemberColumn("subscribed_topics", "ARRAY<STRING>"),
+    MemberColumn("assigned_partitions", _PARTITIONS_DDL),
+    MemberColumn("owned_partitions", _PARTITIONS_DDL),
+    MemberColumn("subscription_generation", "INT"),
+    MemberColumn("rack_id", "STRING"),
+    MemberColumn("subscription_version", "SMALLINT"),
+    MemberColumn("assignment_version", "SMALLINT"),
+    MemberColumn("embedded_error", "STRING", "why the subscription or assignment bytes did not decode"),
+    MemberColumn("subscription", "BINARY", kafka_field="subscription"),
+    MemberColumn("assignment", "BINARY", kafka_field="assignment"),
 )
+MEMBER_STRUCT_DDL = struct_ddl(MEMBER_COLUMNS)
 
 GROUP_METADATA = _table(
     "group_metadata",
@@ -160,20 +190,30 @@ HEARTBEAT_EVENTS = _table(
     ),
 )
 
-QUARANTINE = _table(
-    "quarantine",
-    "silver",
-    (
-        Column("stage", "STRING", "the stage that refused the record, e.g. decode_offsets"),
-        Column("kind", "STRING", "malformed | unsupported | unrecognised"),
-        Column("reason", "STRING"),
-        Column("record_type", "SMALLINT"),
-        Column("value_version", "SMALLINT"),
-        Column("error_offset", "INT", "byte offset where decoding stopped"),
-        Column("key", "BINARY"),
-        Column("value", "BINARY"),
-    ),
+# What a stage that refuses a record says about it (the `quarantine` table minus the source columns).
+QUARANTINE_PAYLOAD: tuple[Column, ...] = (
+    Column("stage", "STRING", "the stage that refused the record, e.g. decode_offsets"),
+    Column("kind", "STRING", "malformed | unsupported | unrecognised"),
+    Column("reason", "STRING"),
+    Column("record_type", "SMALLINT"),
+    Column("value_version", "SMALLINT"),
+    Column("error_offset", "INT", "byte offset where decoding stopped"),
+    Column("key", "BINARY"),
+    Column("value", "BINARY"),
 )
+
+QUARANTINE = _table("quarantine", "silver", QUARANTINE_PAYLOAD)
+
+
+def quarantine_row(stage: QuarantineStage, kind: str, reason: str | None, **values: Any) -> dict[str, Any]:
+    """One quarantine payload row: every `QUARANTINE_PAYLOAD` field, those not given null."""
+    unknown = values.keys() - {c.name for c in QUARANTINE_PAYLOAD}
+    if unknown:
+        raise ValueError(f"not quarantine columns: {sorted(unknown)}")
+    row: dict[str, Any] = dict.fromkeys(c.name for c in QUARANTINE_PAYLOAD)
+    row.update(values, stage=str(stage), kind=kind, reason=reason)
+    return row
+
 
 TELEMETRY_UNRECOGNISED = TableSchema(
     "telemetry_unrecognised",
@@ -330,6 +370,79 @@ TABLES: dict[str, TableSchema] = {
         QUARANTINE,
     )
 }
+
+
+# The routed-batch contract: what the `mapInArrow` stages of the ingest (transforms/offsets_batch.py,
+# transforms/telemetry/batch.py) hand to pipelines/ingest.py. One row per routed record: its Kafka coordinates, the
+# `target` table, and one struct column per target filled for that target only (the others null).
+ROUTED_SOURCE_COLUMNS: tuple[Column, ...] = SOURCE_COLUMNS[1:]  # the cluster is added by the pipeline
+TARGET_COLUMN = Column("target", "STRING", "the table the row goes to")
+# Columns of a table the pipeline fills itself: the cluster, the Kafka coordinates, partition dates.
+PIPELINE_COLUMNS = frozenset({c.name for c in SOURCE_COLUMNS} | {"commit_date"})
+
+
+@dataclass(frozen=True)
+class RoutedPayload:
+    """One struct column of a routed batch (`column`), its fields, and the table its rows go to."""
+
+    column: str
+    table: TableSchema
+    fields: tuple[Column, ...]
+
+    @staticmethod
+    def of_table(column: str, table: TableSchema) -> RoutedPayload:
+        """The payload of a table whose rows are the struct's fields plus the pipeline's own columns."""
+        return RoutedPayload(column, table, tuple(c for c in table.columns if c.name not in PIPELINE_COLUMNS))
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.fields)
+
+
+@dataclass(frozen=True)
+class RoutedBatch:
+    """The columns of a routed batch: Kafka coordinates, `target`, then one struct per payload."""
+
+    payloads: tuple[RoutedPayload, ...]
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        structs = tuple(Column(p.column, struct_ddl(p.fields)) for p in self.payloads)
+        return (*ROUTED_SOURCE_COLUMNS, TARGET_COLUMN, *structs)
+
+    @property
+    def ddl(self) -> str:
+        """Spark DDL of the batch (the `mapInArrow` output schema)."""
+        return ", ".join(f"`{c.name}` {c.ddl}" for c in self.columns)
+
+    def payload(self, column: str) -> RoutedPayload:
+        return next(p for p in self.payloads if p.column == column)
+
+
+QUARANTINE_ROUTED = RoutedPayload("quarantine", QUARANTINE, QUARANTINE_PAYLOAD)
+
+DECODED_OFFSETS_BATCH = RoutedBatch(
+    (
+        RoutedPayload.of_table("offset_commit", OFFSET_COMMITS),
+        RoutedPayload.of_table("group_metadata", GROUP_METADATA),
+        RoutedPayload.of_table("group_record", GROUP_RECORDS),
+        QUARANTINE_ROUTED,
+    )
+)
+"""`__consumer_offsets` records routed into the silver tables (or quarantine), one row per record."""
+
+PARSED_TELEMETRY_BATCH = RoutedBatch(
+    (
+        RoutedPayload.of_table("event", HEARTBEAT_EVENTS),
+        RoutedPayload(
+            "unrecognised",
+            TELEMETRY_UNRECOGNISED,
+            tuple(c for c in TELEMETRY_UNRECOGNISED.columns if c.name in ("source", "reason")),
+        ),
+        QUARANTINE_ROUTED,
+    )
+)
+"""Telemetry records routed into heartbeat events (one row per event), counted records, or quarantine."""
 
 
 class HeartbeatEventKind(StrEnum):

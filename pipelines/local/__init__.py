@@ -1,1 +1,2 @@
-"""Embedded single-node Kafka broker, broker-log shipper and demo scenarios for a laptop or CI."""
+"""The local stack for a laptop or CI: the embedded single-node Kafka broker (`broker`), the broker-side set-up a
+fresh broker needs (`topics`), and demo data."""

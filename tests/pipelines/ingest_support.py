@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.ingest import IngestQueries, start_ingest
+from pipelines.ingest import IngestStage
 from pipelines.sources import kafka_stream
+from pipelines.streams import RunningQueries
 from pipelines.tables import TableCatalog
 from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
 
@@ -143,9 +144,9 @@ def run_kafka_ingest_now(
     """One available-now pass of the real ingest over Kafka (both queries when telemetry topics are given)."""
     topics = [config.kafka.offsets_topic, *telemetry_topics]
     source = kafka_stream(spark, config, topics, bootstrap)
-    queries: IngestQueries = start_ingest(
+    queries: RunningQueries = IngestStage(
         spark, config, source, checkpoint_name=checkpoint_name, available_now=True, telemetry_topics=telemetry_topics
-    )
+    ).start()
     queries.await_all()  # raises the query's exception if it failed
 
 

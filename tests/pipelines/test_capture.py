@@ -14,8 +14,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from pipelines.capture import parse_time_ms, run_capture
 from pipelines.config import RadarConfig
-from pipelines.decode_dump import run_decode
 from pipelines.dump import read_dump
+from pipelines.dump_json import run_decode
 
 
 @pytest.mark.kafka

@@ -18,9 +18,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.ingest import IngestQueries, start_ingest
+from pipelines.ingest import IngestStage
 from pipelines.local.broker import EmbeddedKafka
 from pipelines.sources import kafka_stream
+from pipelines.streams import RunningQueries
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,
@@ -44,18 +45,18 @@ Commit = tuple[str, int, int]  # group, partition, offset
 
 
 @pytest.fixture
-def running() -> Iterator[list[IngestQueries]]:
+def running() -> Iterator[list[RunningQueries]]:
     """Ingest queries a test starts; stopped at teardown whatever happened."""
-    started: list[IngestQueries] = []
+    started: list[RunningQueries] = []
     yield started
     for queries in started:
         queries.stop()
 
 
-def start_running_ingest(spark: SparkSession, config: RadarConfig, bootstrap: str, topic: str) -> IngestQueries:
+def start_running_ingest(spark: SparkSession, config: RadarConfig, bootstrap: str, topic: str) -> RunningQueries:
     """Both queries with the processing-time trigger of `radar run`, over `__consumer_offsets` and `topic`."""
     source = kafka_stream(spark, config, [config.kafka.offsets_topic, topic], bootstrap)
-    return start_ingest(spark, config, source, checkpoint_name="running", telemetry_topics=(topic,))
+    return IngestStage(spark, config, source, checkpoint_name="running", telemetry_topics=(topic,)).start()
 
 
 def committed(spark: SparkSession, config: RadarConfig, group: str) -> list[Commit]:
@@ -69,7 +70,7 @@ def commit(consumer: Consumer, topic: str, group: str, partition: int, offset: i
     made.append((group, partition, offset))
 
 
-def assert_alive(queries: IngestQueries) -> None:
+def assert_alive(queries: RunningQueries) -> None:
     for query in queries.all:
         assert query.isActive and query.exception() is None, (query.name, query.exception())
 
@@ -121,7 +122,7 @@ def test_garbage_flood_does_not_stop_offsets(
     radar_config: RadarConfig,
     kafka_broker: EmbeddedKafka,
     tmp_path: Path,
-    running: list[IngestQueries],
+    running: list[RunningQueries],
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]
@@ -174,7 +175,7 @@ def test_broker_outage_loses_nothing(
     radar_config: RadarConfig,
     restartable_broker: EmbeddedKafka,
     tmp_path: Path,
-    running: list[IngestQueries],
+    running: list[RunningQueries],
 ) -> None:
     broker = restartable_broker
     bootstrap = broker.bootstrap_servers

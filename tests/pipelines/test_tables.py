@@ -1,4 +1,5 @@
-"""Delta tables by name: created once, re-pointed per data dir, appended exactly once per (app id, version)."""
+"""Delta tables by name: created once, re-pointed per data dir, appended exactly once per (app id, version), and
+upserted by key (MERGE) through the streaming skeleton's multi-table writer."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import RadarConfig
-from pipelines.tables import TableCatalog, append_idempotent, ensure_tables, register_existing_tables
-from transforms.schemas import QUARANTINE, TABLES
+from pipelines.streams import TableWriter
+from pipelines.tables import (
+    TableCatalog,
+    append_idempotent,
+    ensure_tables,
+    register_existing_tables,
+    upserting,
+)
+from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, QUARANTINE, TABLES
 
 
 def _quarantine_rows(spark, config: RadarConfig, n: int):  # type: ignore[no-untyped-def]
@@ -34,3 +42,33 @@ def test_names_follow_the_data_dir_and_appends_are_idempotent(spark, radar_confi
     assert register_existing_tables(spark, first) == [name]
     assert spark.sql(f"SELECT count(*) FROM {QUARANTINE.name}").first()[0] == 3  # `USE radar` + the first dir
     assert set(TABLES) >= {"offset_commits", "quarantine", "heartbeat_events"}
+
+
+def _health_rows(spark, config: RadarConfig, rows: list[tuple[str, int, int]]):  # type: ignore[no-untyped-def]
+    """group_health rows (group, generation, members); the other columns null."""
+    data = [
+        (config.cluster, group, "classic", "Stable", gen, members, None, 0, 0, None) for group, gen, members in rows
+    ]
+    return spark.createDataFrame(data, GROUP_HEALTH.ddl)
+
+
+@pytest.mark.spark
+def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A MERGE write through `TableWriter`: a replayed batch changes nothing, a newer row replaces the old one."""
+    config = radar_config.with_data_dir(tmp_path / "merge")
+    ensure_tables(spark, config, [GROUP_HEALTH])
+    upsert = upserting({GROUP_HEALTH.name: ("cluster", "group_id")})
+    writer = TableWriter(config, "test:health", upsert, GOLD_TABLES)
+    first = {GROUP_HEALTH.name: _health_rows(spark, config, [("a", 1, 2), ("b", 4, 1)])}
+    writer.write_tables(first, 0)
+    writer.write_tables(first, 0)  # a replayed batch
+    name = TableCatalog(config).name(GROUP_HEALTH)
+
+    def state() -> list[tuple[str, int, int]]:
+        return sorted((r.group_id, r.generation, r.members) for r in spark.table(name).collect())
+
+    assert state() == [("a", 1, 2), ("b", 4, 1)]
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
+    assert state() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]

@@ -105,7 +105,7 @@ def test_shipped_and_agent_telemetry_lands_in_heartbeat_events(
     classic: ScenarioResult, kafka_broker: Any, spark: Any, radar_config: Any
 ) -> None:
     """End to end: Spark's Kafka source + the ingest's telemetry query, available-now, into Delta."""
-    from pipelines.ingest import start_ingest
+    from pipelines.ingest import IngestStage
     from pipelines.sources import kafka_stream
     from pipelines.tables import TableCatalog
     from transforms.schemas import HEARTBEAT_EVENTS
@@ -113,7 +113,9 @@ def test_shipped_and_agent_telemetry_lands_in_heartbeat_events(
     kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (classic.telemetry_topic,)})
     config = radar_config.model_copy(update={"kafka": kafka})
     source = kafka_stream(spark, config, [classic.telemetry_topic], kafka_broker.bootstrap_servers)
-    queries = start_ingest(spark, config, source, checkpoint_name=f"telemetry-{classic.group}", available_now=True)
+    queries = IngestStage(
+        spark, config, source, checkpoint_name=f"telemetry-{classic.group}", available_now=True
+    ).start()
     for query in queries.all:
         query.awaitTermination(120)
         assert query.exception() is None

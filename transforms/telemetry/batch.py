@@ -12,7 +12,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from transforms.schemas import HEARTBEAT_EVENTS, QUARANTINE, TELEMETRY_UNRECOGNISED, QuarantineStage
+from transforms.schemas import (
+    HEARTBEAT_EVENTS,
+    PARSED_TELEMETRY_BATCH,
+    QUARANTINE,
+    TELEMETRY_UNRECOGNISED,
+    QuarantineStage,
+    quarantine_row,
+)
 from transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
 from transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
 
@@ -20,17 +27,12 @@ TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
 TARGET_QUARANTINE = QUARANTINE.name
 UNDETECTED_TEXT = "text"  # `telemetry_unrecognised.source` for text that looked like no known kind
-_EVENT_TYPES = {c.name: c.ddl for c in HEARTBEAT_EVENTS.columns}
+PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in PARSED_TELEMETRY_BATCH.payloads)
 
 
 def parsed_batch_ddl() -> str:
-    """Spark DDL of `parse_telemetry_batches` output."""
-    event = ", ".join(f"`{name}`: {_EVENT_TYPES[name]}" for name in EVENT_COLUMNS)
-    return (
-        "src_topic STRING, src_partition INT, src_offset BIGINT, src_timestamp TIMESTAMP, target STRING, "
-        f"event STRUCT<{event}>, unrecognised STRUCT<source: STRING, reason: STRING>, "
-        "quarantine STRUCT<stage: STRING, kind: STRING, reason: STRING, key: BINARY, value: BINARY>"
-    )
+    """Spark DDL of `parse_telemetry_batches` output (`PARSED_TELEMETRY_BATCH`)."""
+    return PARSED_TELEMETRY_BATCH.ddl
 
 
 def _is_text(value: bytes | None) -> bool:
@@ -86,13 +88,7 @@ def parse_telemetry_batch(
             targets.append(TARGET_QUARANTINE)
             unrecognised.append(None)
             quarantine.append(
-                {
-                    "stage": str(QuarantineStage.PARSE_TELEMETRY),
-                    "kind": "unrecognised",
-                    "reason": outcome.reason,
-                    "key": key,
-                    "value": value,
-                }
+                quarantine_row(QuarantineStage.PARSE_TELEMETRY, "unrecognised", outcome.reason, key=key, value=value)
             )
     take = pa.array(index, pa.int64())
     arrays = [
@@ -100,8 +96,8 @@ def parse_telemetry_batch(
         for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
     ]
     arrays.append(pa.array(targets, pa.string()))
-    for name, rows in (("event", events), ("unrecognised", unrecognised), ("quarantine", quarantine)):
-        arrays.append(pa.array(rows, type=schema.field(name).type))
+    payloads = {"event": events, "unrecognised": unrecognised, "quarantine": quarantine}
+    arrays += [pa.array(payloads[name], type=schema.field(name).type) for name in PAYLOAD_COLUMNS]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

@@ -118,15 +118,64 @@ def decode_coordinator_value(record_type: RecordType, value: bytes) -> tuple[int
     return version, data, len(value) - end
 
 
+class DecodedRecord(NamedTuple):
+    """What one `__consumer_offsets` record decodes to, never an exception: the front door to the codec that
+    `radar decode`, the ingest's routing and the JSON form all go through (key, value and tombstone handled here).
+
+    `error` is set when the record did not decode; the key stays when the key decoded and the value did not.
+    """
+
+    record_type: RecordType | None
+    key: dict[str, Any] | None
+    value_version: int | None
+    value: dict[str, Any] | None
+    error: DecodeError | None
+    key_trailing_bytes: int = 0
+    value_trailing_bytes: int = 0
+
+    @property
+    def is_tombstone(self) -> bool:
+        """A decoded record without a value (the group or commit was deleted)."""
+        return self.error is None and self.value is None
+
+    @property
+    def record(self) -> CoordinatorRecord:
+        """The decoded record; raises the `DecodeError` for a record that did not decode."""
+        if self.error is not None:
+            raise self.error
+        assert self.record_type is not None and self.key is not None
+        return CoordinatorRecord(
+            self.record_type.id,
+            self.record_type.name,
+            self.key,
+            self.value_version,
+            self.value,
+            self.key_trailing_bytes,
+            self.value_trailing_bytes,
+        )
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
+    """Decode one `__consumer_offsets` record (`value is None`: a tombstone); bad bytes become `error`."""
+    if key is None:
+        error = DecodeError("record has no key; every coordinator record is keyed", offset=0, part="key")
+        return DecodedRecord(None, None, None, None, error)
+    try:
+        record_type, key_data, key_trailing = decode_coordinator_key(key)
+    except DecodeError as exc:
+        return DecodedRecord(None, None, None, None, exc)
+    if value is None:
+        return DecodedRecord(record_type, key_data, None, None, None, key_trailing)
+    try:
+        version, value_data, value_trailing = decode_coordinator_value(record_type, value)
+    except DecodeError as exc:
+        return DecodedRecord(record_type, key_data, None, None, exc, key_trailing)
+    return DecodedRecord(record_type, key_data, version, value_data, None, key_trailing, value_trailing)
+
+
 def decode_coordinator_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     """Decode one `__consumer_offsets` record; raises only `DecodeError`."""
-    record_type, key_data, key_trailing = decode_coordinator_key(key)
-    if value is None:
-        return CoordinatorRecord(record_type.id, record_type.name, key_data, None, None, key_trailing, 0)
-    version, value_data, value_trailing = decode_coordinator_value(record_type, value)
-    return CoordinatorRecord(
-        record_type.id, record_type.name, key_data, version, value_data, key_trailing, value_trailing
-    )
+    return decode_record(key, value).record
 
 
 def encode_coordinator_record(

@@ -8,8 +8,7 @@ import base64
 from typing import Any
 
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import CoordinatorRecord, decode_coordinator_key, decode_coordinator_value
-from transforms.wire.errors import DecodeError
+from transforms.wire.coordinator_records import CoordinatorRecord, decode_record
 
 
 def to_kafka_json(value: Any) -> Any:
@@ -49,31 +48,23 @@ def embedded_consumer_protocol_json(record: CoordinatorRecord) -> list[dict[str,
     ]
 
 
-def decoded_record_json(key: bytes | None, value: bytes | None, *, embedded: bool = False) -> dict[str, Any]:
+def coordinator_record_json(key: bytes | None, value: bytes | None, *, embedded: bool = False) -> dict[str, Any]:
     """The `radar decode` view of one `__consumer_offsets` record: key, value and error (never raises).
 
-    A record that fails to decode keeps its key when the key decoded, and says why in `error`.
+    A record that fails to decode keeps its key when the key decoded, and says why in `error`. Tagged fields a
+    record does not carry are absent, as in Kafka's own JSON converters (the codec leaves them out).
     """
+    decoded = decode_record(key, value)
     out: dict[str, Any] = {"key": None, "value": None, "error": None}
-    try:
-        record_type, key_data, key_trailing = decode_coordinator_key(key)  # type: ignore[arg-type]
-    except DecodeError as exc:
-        out["error"] = {"kind": str(exc.kind), "message": exc.message}
+    if decoded.record_type is not None:
+        out["key"] = {"type": decoded.record_type.id, "data": to_kafka_json(decoded.key)}
+    if decoded.error is not None:
+        out["error"] = {"kind": str(decoded.error.kind), "message": decoded.error.message}
         return out
-    out["key"] = {"type": record_type.id, "data": to_kafka_json(key_data)}
-    if value is None:
-        return out
-    try:
-        version, value_data, value_trailing = decode_coordinator_value(record_type, value)
-    except DecodeError as exc:
-        out["error"] = {"kind": str(exc.kind), "message": exc.message}
-        return out
-    record = CoordinatorRecord(
-        record_type.id, record_type.name, key_data, version, value_data, key_trailing, value_trailing
-    )
+    record = decoded.record
     out["value"] = value_json(record)
-    if key_trailing or value_trailing:
-        out["trailing_bytes"] = {"key": key_trailing, "value": value_trailing}
+    if record.key_trailing_bytes or record.value_trailing_bytes:
+        out["trailing_bytes"] = {"key": record.key_trailing_bytes, "value": record.value_trailing_bytes}
     if embedded:
         members = embedded_consumer_protocol_json(record)
         if members is not None:

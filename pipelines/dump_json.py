@@ -1,4 +1,8 @@
-"""`radar decode`: dump files in, one JSON object per record out (Kafka's formatter conventions)."""
+"""`radar decode`: dump files in, one JSON object per record out (Kafka's formatter conventions).
+
+The decoding itself is the codec's (`transforms.wire.json_form.coordinator_record_json`); this module reads dumps and
+writes JSON Lines.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from pipelines.dump import DumpRecord, read_dump
-from transforms.wire.json_form import decoded_record_json
+from transforms.wire.json_form import coordinator_record_json
 
 
 @dataclass
@@ -23,7 +27,7 @@ class DecodeCounts:
     failures_by_kind: dict[str, int] = field(default_factory=dict)
 
 
-def decode_dump_record(record: DumpRecord, *, embedded: bool = False) -> dict[str, Any]:
+def dump_record_json(record: DumpRecord, *, embedded: bool = False) -> dict[str, Any]:
     """The output object for one dump record; never raises for bad bytes (they become `error`)."""
     src = {
         "topic": record.topic,
@@ -33,14 +37,14 @@ def decode_dump_record(record: DumpRecord, *, embedded: bool = False) -> dict[st
     }
     if not record.is_coordinator_record:
         return {"src": src, "key": None, "value": None, "error": None, "telemetry": True}
-    return {"src": src, **decoded_record_json(record.key, record.value, embedded=embedded)}
+    return {"src": src, **coordinator_record_json(record.key, record.value, embedded=embedded)}
 
 
 def run_decode(paths: Iterable[str], *, embedded: bool = False, out: IO[str] = sys.stdout) -> DecodeCounts:
     """Decode every record of every dump to `out`; raises `DumpFormatError` for an unusable input."""
     counts = DecodeCounts()
     for record in read_dump(paths):
-        line = decode_dump_record(record, embedded=embedded)
+        line = dump_record_json(record, embedded=embedded)
         counts.records += 1
         if line.get("telemetry"):
             counts.telemetry += 1

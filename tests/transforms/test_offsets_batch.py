@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from pipelines.local.sample_dump import sample_records
-from transforms.decode import decode_offsets_batch, decode_offsets_row, decoded_batch_ddl
+from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_row
+from transforms.schemas import MEMBER_COLUMNS
 from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from transforms.wire.coordinator_records import encode_coordinator_record
 
@@ -37,7 +38,7 @@ def _kafka_batch(records: list[tuple[bytes | None, bytes | None]]) -> pa.RecordB
 
 def test_every_input_row_is_routed_exactly_once(arrow_schema: pa.Schema) -> None:
     records = [(r.key, r.value) for r in sample_records() if r.is_coordinator_record]
-    out = decode_offsets_batch(_kafka_batch(records), arrow_schema)
+    out = route_offsets_batch(_kafka_batch(records), arrow_schema)
     assert out.num_rows == len(records)
     targets = out.column("target").to_pylist()
     counts = {t: targets.count(t) for t in set(targets)}
@@ -65,7 +66,7 @@ def test_offset_commit_columns() -> None:
             "topicId": "MKXx1fIkQy2J9jXHhK8m1w",
         },
     )
-    target, row = decode_offsets_row(key, value)
+    target, row = route_offsets_row(key, value)
     assert target == "offset_commit"
     assert row | {} == {
         "group_id": "g",
@@ -81,7 +82,7 @@ def test_offset_commit_columns() -> None:
         "key_version": 1,
         "value_version": 4,
     }
-    _, tombstone = decode_offsets_row(key, None)
+    _, tombstone = route_offsets_row(key, None)
     assert tombstone["is_tombstone"] is True and tombstone["committed_offset"] is None
 
 
@@ -117,7 +118,7 @@ def test_group_metadata_members_carry_decoded_consumer_protocol() -> None:
             "members": [member],
         },
     )
-    target, row = decode_offsets_row(key, value)
+    target, row = route_offsets_row(key, value)
     assert target == "group_metadata"
     assert row["generation"] == 7 and row["member_count"] == 1
     m = row["members"][0]
@@ -125,6 +126,8 @@ def test_group_metadata_members_carry_decoded_consumer_protocol() -> None:
     assert m["assigned_partitions"] == [{"topic": "orders", "partitions": [0, 1]}]
     assert m["owned_partitions"] == [{"topic": "orders", "partitions": [1]}]
     assert (m["subscription_generation"], m["rack_id"], m["embedded_error"]) == (6, "r1", None)
+    # the member row fills exactly the declared member struct (transforms.schemas.MEMBER_COLUMNS)
+    assert set(m) == {c.name for c in MEMBER_COLUMNS}
 
 
 def test_kip848_record_keeps_payload_json_and_epoch() -> None:
@@ -140,7 +143,7 @@ def test_kip848_record_keeps_payload_json_and_epoch() -> None:
             "partitionsPendingRevocation": [],
         },
     )
-    target, row = decode_offsets_row(key, value)
+    target, row = route_offsets_row(key, value)
     assert target == "group_record"
     assert (row["group_type"], row["record_type"], row["epoch"], row["member_id"]) == (
         "consumer",
@@ -163,7 +166,7 @@ def test_member_state_codes_depend_on_group_type(record_type: int, code: int, na
     rt = RECORD_TYPES[record_type]
     value = example_value(rt.value, 0) | {"state": code}
     key, raw = encode_coordinator_record(record_type, example_value(rt.key, 0), 0, value)
-    _, row = decode_offsets_row(key, raw)
+    _, row = route_offsets_row(key, raw)
     assert row["member_state"] == name
 
 
@@ -177,7 +180,7 @@ def test_member_state_codes_depend_on_group_type(record_type: int, code: int, na
     ],
 )
 def test_bad_records_are_quarantined_with_a_reason(key: bytes | None, value: bytes, kind: str) -> None:
-    target, row = decode_offsets_row(key, value)
+    target, row = route_offsets_row(key, value)
     assert target == "quarantine"
     assert row["kind"] == kind and row["reason"] and row["stage"] == "decode_offsets"
     assert row["value"] == value and row["key"] == key

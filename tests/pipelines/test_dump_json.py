@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.decode_dump import run_decode
 from pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
+from pipelines.dump_json import run_decode
 from pipelines.local.sample_dump import sample_records
 from transforms.wire.coordinator_records import RECORD_TYPES
 

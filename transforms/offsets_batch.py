@@ -1,8 +1,11 @@
-"""Batch-level decoding of `__consumer_offsets`: Arrow record batches of Kafka rows in, one routed row out per
-input row, so counts reconcile (rows in = offset_commits + group_metadata + group_records + quarantine).
+"""Routing of `__consumer_offsets` records into the silver tables: Arrow record batches of Kafka rows in, one
+routed row out per input row, so counts reconcile (rows in = offset_commits + group_metadata + group_records +
+quarantine).
 
-Runs inside Spark's `mapInArrow` (no per-row Python UDF): each output row names its `target` table and fills the
-struct column for that table; `pipelines.ingest` splits the batch into the Delta tables.
+Runs inside Spark's `mapInArrow` (no per-row Python UDF): each record is decoded by the codec's front door
+(`transforms.wire.coordinator_records.decode_record`), each output row names its `target` table and fills the
+struct column for that table (`DECODED_OFFSETS_BATCH` in transforms/schemas.py); `pipelines.ingest` splits the
+batch into the Delta tables.
 """
 
 from __future__ import annotations
@@ -14,36 +17,24 @@ from typing import Any
 
 import pyarrow as pa
 
-from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, QuarantineStage, TableSchema
+from transforms.schemas import DECODED_OFFSETS_BATCH, MEMBER_COLUMNS, QuarantineStage, quarantine_row
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import decode_coordinator_key, decode_coordinator_value
+from transforms.wire.coordinator_records import decode_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
 from transforms.wire.member_states import member_state_name
 
-# Columns the pipeline adds itself (the cluster name, the Kafka coordinates, partition dates).
-PIPELINE_COLUMNS = frozenset({"cluster", "src_topic", "src_partition", "src_offset", "src_timestamp", "commit_date"})
-
-# The struct column of the decoded batch that carries each target table's payload.
-PAYLOAD_COLUMNS: dict[str, TableSchema] = {
-    "offset_commit": OFFSET_COMMITS,
-    "group_metadata": GROUP_METADATA,
-    "group_record": GROUP_RECORDS,
-    "quarantine": QUARANTINE,
-}
-TARGET_OF_PAYLOAD: dict[str, str] = {column: table.name for column, table in PAYLOAD_COLUMNS.items()}
-
-
-def payload_ddl(table: TableSchema) -> str:
-    """The struct DDL of a table's decoded payload (its columns minus what the pipeline adds)."""
-    fields = ", ".join(f"`{c.name}`: {c.ddl}" for c in table.columns if c.name not in PIPELINE_COLUMNS)
-    return f"STRUCT<{fields}>"
+PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in DECODED_OFFSETS_BATCH.payloads)
+TARGET_OF_PAYLOAD: dict[str, str] = {p.column: p.table.name for p in DECODED_OFFSETS_BATCH.payloads}
+# Member columns copied from the GroupMetadata member as is (the others come from `_consumer_protocol_columns`).
+_MEMBER_KAFKA_FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (c.name, c.kafka_field) for c in MEMBER_COLUMNS if c.kafka_field
+)
 
 
 def decoded_batch_ddl() -> str:
-    """Spark DDL of `decode_offsets_batches` output: Kafka coordinates, target table, one struct per table."""
-    payloads = ", ".join(f"`{column}` {payload_ddl(table)}" for column, table in PAYLOAD_COLUMNS.items())
-    return f"src_topic STRING, src_partition INT, src_offset BIGINT, src_timestamp TIMESTAMP, target STRING, {payloads}"
+    """Spark DDL of `route_offsets_batches` output: Kafka coordinates, target table, one struct per table."""
+    return DECODED_OFFSETS_BATCH.ddl
 
 
 def _ts(ms: int | None) -> int | None:
@@ -88,16 +79,8 @@ def _consumer_protocol_columns(subscription: bytes | None, assignment: bytes | N
 
 
 def _member_row(member: dict[str, Any], consumer_protocol: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "member_id": member.get("memberId"),
-        "group_instance_id": member.get("groupInstanceId"),
-        "client_id": member.get("clientId"),
-        "client_host": member.get("clientHost"),
-        "rebalance_timeout_ms": member.get("rebalanceTimeout"),
-        "session_timeout_ms": member.get("sessionTimeout"),
-        "subscription": member.get("subscription"),
-        "assignment": member.get("assignment"),
-    }
+    """One `group_metadata.members` struct, field by field from `MEMBER_COLUMNS`."""
+    row: dict[str, Any] = {name: member.get(kafka_field) for name, kafka_field in _MEMBER_KAFKA_FIELDS}
     if consumer_protocol:
         row.update(_consumer_protocol_columns(row["subscription"], row["assignment"]))
     return row
@@ -127,29 +110,26 @@ class _BatchBuilder:
 
 
 def _quarantine_row(exc: DecodeError, key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    return {
-        "stage": str(QuarantineStage.DECODE_OFFSETS),
-        "kind": str(exc.kind),
-        "reason": exc.message,
-        "record_type": exc.record_type if exc.record_type is not None and -32768 <= exc.record_type < 32768 else None,
-        "value_version": exc.version,
-        "error_offset": exc.offset,
-        "key": key,
-        "value": value,
-    }
+    record_type = exc.record_type if exc.record_type is not None and -32768 <= exc.record_type < 32768 else None
+    return quarantine_row(
+        QuarantineStage.DECODE_OFFSETS,
+        str(exc.kind),
+        exc.message,
+        record_type=record_type,
+        value_version=exc.version,
+        error_offset=exc.offset,
+        key=key,
+        value=value,
+    )
 
 
-def decode_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
     """Route one `__consumer_offsets` record: (payload column, row). Never raises for bad bytes."""
-    try:
-        if key is None:
-            raise DecodeError("record has no key; every coordinator record is keyed", offset=0, part="key")
-        record_type, key_data, _ = decode_coordinator_key(key)
-        version, data = None, None
-        if value is not None:
-            version, data, _ = decode_coordinator_value(record_type, value)
-    except DecodeError as exc:
-        return "quarantine", _quarantine_row(exc, key, value)
+    decoded = decode_record(key, value)
+    if decoded.error is not None:
+        return "quarantine", _quarantine_row(decoded.error, key, value)
+    record_type, key_data, data, version = decoded.record_type, decoded.key, decoded.value, decoded.value_version
+    assert record_type is not None and key_data is not None  # a record without error has a decoded key
     tombstone = data is None
     type_id = record_type.id
     if type_id in (0, 1):
@@ -199,18 +179,18 @@ def decode_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dic
     }
 
 
-def decode_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """Decode one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp)."""
+def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Route one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp)."""
     builder = _BatchBuilder(schema)
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
     for key, value in zip(keys, values, strict=True):
-        column, row = decode_offsets_row(key, value)
+        column, row = route_offsets_row(key, value)
         builder.append(column, row)
     return builder.build(batch)
 
 
-def decode_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def route_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The `mapInArrow` function body: every input batch becomes one routed output batch."""
     for batch in batches:
-        yield decode_offsets_batch(batch, schema)
+        yield route_offsets_batch(batch, schema)

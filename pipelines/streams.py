@@ -1,0 +1,242 @@
+"""The streaming skeleton every pipeline shares (ingest now; detection and checks next).
+
+- `start_query`: a named query with its checkpoint and trigger (processing time, or availableNow to completion).
+- `TableWriter`: the multi-table `foreachBatch` body: a stage turns each micro-batch into rows per table,
+  and every table is written concurrently and idempotently (appends carry Delta's txnAppId/txnVersion; a stage
+  that upserts passes its own `TableWrite`, e.g. a MERGE by deterministic ids).
+- `RunningQueries`: the queries of a run, with await / stop / progress and failures turned into sentences.
+- `Stage`: one lifecycle (start, stop, context manager) so `radar run` composes stages; `run_until_stopped` keeps
+  them running until Ctrl-C / SIGTERM / a deadline, and stops them cleanly (the current micro-batch completes).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Self
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+from pipelines.config import RadarConfig
+from pipelines.tables import append_idempotent
+from transforms.schemas import TABLES, TableSchema
+
+BatchWriter = Callable[[DataFrame, int], None]
+"""A `foreachBatch` body: (micro-batch, batch id)."""
+
+TableWrite = Callable[[DataFrame, RadarConfig, TableSchema, str, int], None]
+"""How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id); must be idempotent
+for a replayed batch. `pipelines.tables.append_idempotent` is the default."""
+
+BatchTables = Callable[[DataFrame], AbstractContextManager[Mapping[str, DataFrame]]]
+"""A stage's split of one micro-batch into rows per table name; a context manager, so the stage can cache what it
+computed once (e.g. a routed batch) for the duration of the writes. Tables with no rows are left out."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """When a query runs its micro-batches: every `processing_time`, or everything available now, then stop."""
+
+    available_now: bool = False
+    processing_time: str = "1 second"
+
+    def apply(self, stream: DataStreamWriter) -> DataStreamWriter:
+        if self.available_now:
+            return stream.trigger(availableNow=True)
+        return stream.trigger(processingTime=self.processing_time)
+
+
+def start_query(
+    rows: DataFrame, query_name: str, checkpoint: Path, writer: BatchWriter, trigger: Trigger
+) -> StreamingQuery:
+    """Start one named `foreachBatch` query; its checkpoint makes a restart resume where it stopped."""
+    stream = rows.writeStream.queryName(query_name).foreachBatch(writer)
+    stream = stream.option("checkpointLocation", str(checkpoint))
+    return trigger.apply(stream).start()
+
+
+@dataclass(frozen=True)
+class TableWriter:
+    """Writes micro-batches to several tables, each idempotently: appends by default (`append_idempotent`: Delta
+    txnAppId `{app_id}:{table}`, txnVersion = batch id), or any other `TableWrite` (e.g. `tables.upserting`).
+
+    `app_id` must name the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for two
+    checkpoints writing the same tables would make the second skip its first batches as already written.
+    """
+
+    config: RadarConfig
+    app_id: str
+    write: TableWrite = append_idempotent
+    schemas: Mapping[str, TableSchema] = field(default_factory=lambda: TABLES)
+
+    def write_tables(self, tables: Mapping[str, DataFrame], batch_id: int) -> None:
+        """Write one micro-batch to its tables concurrently: each Delta commit is mostly driver-side latency, so
+        the tables' commits overlap instead of queueing. The first failure is raised after all writes finished,
+        and the batch is retried whole (every write being idempotent on its own)."""
+        if not tables:
+            return
+        with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
+            futures = [
+                pool.submit(self.write, rows, self.config, self.schemas[name], f"{self.app_id}:{name}", batch_id)
+                for name, rows in tables.items()
+            ]
+        for future in futures:
+            future.result()
+
+    def foreach_batch(self, tables_of: BatchTables) -> BatchWriter:
+        """A `foreachBatch` body: split the batch into tables (`tables_of`), then write them all.
+
+        A table left out of a batch is not written at all: a Delta commit costs most of a second even when empty,
+        and skipping a txnVersion is harmless (a replayed batch leaves out the same tables again).
+        """
+
+        def write_batch(batch: DataFrame, batch_id: int) -> None:
+            batch.persist()
+            try:
+                with tables_of(batch) as tables:
+                    self.write_tables(tables, batch_id)
+            finally:
+                batch.unpersist()
+
+        return write_batch
+
+
+@dataclass(frozen=True)
+class RunningQueries:
+    """The running queries of one or more stages."""
+
+    all: tuple[StreamingQuery, ...] = ()
+
+    def __add__(self, other: RunningQueries) -> RunningQueries:
+        return RunningQueries(self.all + other.all)
+
+    def __iter__(self) -> Iterator[StreamingQuery]:
+        return iter(self.all)
+
+    @property
+    def all_active(self) -> bool:
+        return all(q.isActive for q in self.all)
+
+    def stop(self) -> None:
+        """Stop every query cleanly (the current micro-batch completes)."""
+        for query in self.all:
+            query.stop()
+
+    def await_all(self) -> None:
+        """Wait until every query terminated; raises the first query's failure."""
+        for query in self.all:
+            query.awaitTermination()
+
+    def raise_failures(self) -> None:
+        """A failed query as a sentence (`radar` prints RuntimeErrors without a stack trace)."""
+        for query in self.all:
+            error = query.exception()
+            if error is not None:
+                raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
+
+    def await_with_progress(self, poll_s: float = 2.0) -> None:
+        """Wait for the queries, printing a running count of records read per query on stderr."""
+        seen: dict[str, dict[int, int]] = {q.name: {} for q in self.all}
+
+        def summary() -> str:
+            # recentProgress keeps only the last few batches, so accumulate by batch id
+            for query in self.all:
+                for progress in query.recentProgress:
+                    seen[query.name][progress.batchId] = int(progress.numInputRows or 0)
+            return "  read " + "; ".join(
+                f"{name}: {sum(batches.values()):,} records in {len(batches)} micro-batches"
+                for name, batches in seen.items()
+            )
+
+        while any(q.isActive for q in self.all):
+            print(f"\r{summary():<100}", end="", file=sys.stderr, flush=True)
+            for query in self.all:
+                query.awaitTermination(poll_s)
+        print(f"\r{summary():<100}", file=sys.stderr)
+        self.raise_failures()
+
+
+class Stage(ABC):
+    """One part of a run (ingest, detect, ...) with one lifecycle: `start()` its queries, `stop()` them, or
+    `with stage:`. A stage is started at most once."""
+
+    name: str = "stage"
+
+    def __init__(self) -> None:
+        self._queries: RunningQueries | None = None
+
+    @abstractmethod
+    def start_queries(self) -> RunningQueries:
+        """Create the stage's tables if needed and start its queries."""
+
+    def start(self) -> RunningQueries:
+        if self._queries is not None:
+            raise RuntimeError(f"stage {self.name} was already started")
+        self._queries = self.start_queries()
+        return self._queries
+
+    @property
+    def queries(self) -> RunningQueries:
+        if self._queries is None:
+            raise RuntimeError(f"stage {self.name} is not started")
+        return self._queries
+
+    def stop(self) -> None:
+        if self._queries is not None:
+            self._queries.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def start_stages(stack: ExitStack, stages: Sequence[Stage]) -> RunningQueries:
+    """Start `stages` in order, each stopped when `stack` closes (in reverse order); returns all their queries."""
+    running = RunningQueries()
+    for stage in stages:
+        running += stack.enter_context(stage).queries
+    return running
+
+
+def run_until_stopped(
+    queries: RunningQueries, *, label: str, stop_after_s: float | None = None, poll_s: float = 1.0
+) -> None:
+    """Keep `queries` running until Ctrl-C, SIGTERM, `stop_after_s` or a failed query; then stop them cleanly
+    (the current micro-batch completes) and raise a failure as a sentence."""
+    stopping = False
+
+    def request_stop(_signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = signal.signal(signal.SIGTERM, request_stop)
+    started = time.monotonic()
+    try:
+        while not stopping and queries.all_active:
+            if stop_after_s is not None and time.monotonic() - started > stop_after_s:
+                break
+            if queries.all:
+                queries.all[0].awaitTermination(poll_s)
+            else:
+                time.sleep(poll_s)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        print(f"{label}: stopping queries ...", file=sys.stderr)
+        queries.stop()
+    queries.raise_failures()
