@@ -159,6 +159,12 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _timeout(value: Any) -> int | None:
+    """A timeout in ms; Kafka writes -1/0 for "not set"."""
+    number = _int(value)
+    return number if number is not None and number > 0 else None
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -202,8 +208,8 @@ def _member_info(raw: Any) -> MemberInfo | None:
         instance_id=_text(m.get("group_instance_id")),
         client_id=_text(m.get("client_id")),
         host=_host(m.get("client_host")),
-        session_timeout_ms=_int(m.get("session_timeout_ms")),
-        rebalance_timeout_ms=_int(m.get("rebalance_timeout_ms")),
+        session_timeout_ms=_timeout(m.get("session_timeout_ms")),
+        rebalance_timeout_ms=_timeout(m.get("rebalance_timeout_ms")),
         partitions=partitions,
         subscribed=tuple(sorted(str(t) for t in m.get("subscribed_topics") or ())),
     )
@@ -245,7 +251,7 @@ def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, An
         fields["group_instance_id"] = _text(payload.get("instanceId"))
         fields["client_id"] = _text(payload.get("clientId"))
         fields["host"] = _host(payload.get("clientHost"))
-        fields["rebalance_timeout_ms"] = _int(payload.get("rebalanceTimeoutMs"))
+        fields["rebalance_timeout_ms"] = _timeout(payload.get("rebalanceTimeoutMs"))
     return fields
 
 

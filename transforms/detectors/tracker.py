@@ -47,6 +47,8 @@ from transforms.schemas import (
 K = HeartbeatEventKind
 SNAPSHOT_VERSION = 1
 HOUR_MS = 3_600_000
+MEMBERSHIP_BATCH_MS = 2_000
+"""KIP-848 member records written this close before an epoch bump belong to it."""
 SIGNAL_LEAD_MS = 120_000
 """Poll timeouts, enforced-rebalance requests and fencing reports up to this long before a rebalance explain it."""
 FENCED_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"})
@@ -294,6 +296,8 @@ class GroupTracker:
             target = st.rebalance.expired if how in EXPIRY_LIKE else st.rebalance.left
             if how != "replaced" and member_id not in target:
                 target.append(member_id)
+        elif st.protocol != "classic":
+            st.signals.append([now_ms, "departed", member_id])
         return gone
 
     def _replace(self, old_id: str, new_id: str | None, now_ms: int, event: GroupEvent | None) -> None:
@@ -644,6 +648,7 @@ class GroupTracker:
             st.group_epoch = max(st.group_epoch or event.epoch, event.epoch)
             if event.epoch > (st.generation if st.generation is not None else -1):
                 reb = st.rebalance or self._start_rebalance(now, event)
+                self._absorb_membership_signals(reb, now)
                 reb.attempts.append({"at_ms": now, "generation": event.epoch, "kind": "bump"})
                 reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._maybe_converged(event)
@@ -653,7 +658,6 @@ class GroupTracker:
                 return
             if event.is_tombstone:
                 if member_id in st.members:
-                    self._ensure_rebalance(event)
                     recent_leave = any(s[1] == "left" and s[2] == member_id for s in st.signals)
                     self._depart(member_id, now, "left" if recent_leave else "vanished", event)
                 self._maybe_converged(event)
@@ -674,10 +678,10 @@ class GroupTracker:
                 else:
                     member = MemberState(member_id=member_id, joined_ms=now)
                     st.members[member_id] = member
-                    if st.generation is not None:
-                        reb = self._ensure_rebalance(event)
-                        if member_id not in reb.joined:
-                            reb.joined.append(member_id)
+                    if st.rebalance is not None:
+                        st.rebalance.joined.append(member_id)
+                    elif st.generation is not None:
+                        st.signals.append([now, "joined", member_id])  # the epoch bump follows in the same batch
             member.instance_id = event.group_instance_id or member.instance_id
             member.client_id = event.client_id or member.client_id
             member.host = event.host or member.host
@@ -698,6 +702,20 @@ class GroupTracker:
             member.pending = list(event.pending)
             self._update_behind(member, now)
             self._maybe_converged(event)
+
+    def _absorb_membership_signals(self, reb: OpenRebalance, now_ms: int) -> None:
+        """KIP-848 writes a member's arrival/removal and the epoch bump together: join them to this rebalance."""
+        st = self.state
+        for at_ms, kind, member_id in st.signals:
+            if now_ms - at_ms > MEMBERSHIP_BATCH_MS:
+                continue
+            if kind == "joined" and member_id in st.members and member_id not in reb.joined:
+                reb.joined.append(member_id)
+            elif kind == "departed" and member_id in st.departed:
+                how = st.departed[member_id].how
+                target = reb.expired if how in EXPIRY_LIKE else reb.left
+                if how != "replaced" and member_id not in reb.expired + reb.left:
+                    target.append(member_id)
 
     def _ensure_rebalance(self, event: GroupEvent) -> OpenRebalance:
         return self.state.rebalance or self._start_rebalance(event.event_time_ms, event)
@@ -722,6 +740,8 @@ class GroupTracker:
         st = self.state
         if st.rebalance is None or st.group_epoch is None or st.protocol == "classic":
             return
+        if st.rebalance.from_generation is not None and st.group_epoch <= st.rebalance.from_generation:
+            return  # the epoch bump that goes with this membership change is still to come
         if st.members:
             if st.target_epoch is None or st.target_epoch < st.group_epoch:
                 return
