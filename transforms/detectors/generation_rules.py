@@ -74,8 +74,9 @@ def _failing_id(state: GroupState) -> str | None:
 def check_failing_attempts(state: GroupState, book: DetectionBook, now_ms: int, thresholds: DetectorThresholds) -> None:
     """Repeated attempts or a rebalance stuck past its timeout -> failing_generation for the old generation."""
     reb = state.rebalance
-    if reb is None or not reb.started_known or _failing_id(state) is not None:
+    if reb is None or not reb.started_known:
         return
+    open_id = _failing_id(state)
     attempts = _attempt_generations(state, now_ms, thresholds)
     first = min((a["at_ms"] for a in attempts), default=now_ms)
     stuck_after = rebalance_timeout(state, thresholds) + thresholds.rebalance_stuck_grace_ms
@@ -91,6 +92,9 @@ def check_failing_attempts(state: GroupState, book: DetectionBook, now_ms: int, 
             f"{seconds(now_ms - reb.started_ms)}, past its {seconds(stuck_after)} rebalance timeout"
         )
     else:
+        return
+    if open_id is not None:
+        book.update(open_id, at_ms=now_ms, summary=summary, refs=reb.refs)
         return
     book.open(
         FAILING,

@@ -520,7 +520,8 @@ class GroupTracker:
         book = self.book
         heartbeat_rules.resolve_expirations(st, book, now, new_generation)
         generation_rules.resolve_failing(book, now, new_generation)
-        generation_rules.check_skips(st, book, now, th)
+        if classic and skipped > 2:
+            generation_rules.check_skips(st, book, now, th)
         generation_rules.check_storm(st, book, now, th)
         generation_rules.check_probing(st, book, now, th)
         generation_rules.check_flapping(st, book, now, th)
