@@ -102,7 +102,7 @@ class GroupEvent:
         """A JSON-ready dict (the tracker snapshots events it has not processed yet)."""
         data = asdict(self)
         data["details"] = dict(self.details)
-        return {k: v for k, v in data.items() if v not in (None, (), [], {}, False)}
+        return {k: v for k, v in data.items() if not _empty(v)}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> GroupEvent:
@@ -116,6 +116,13 @@ class GroupEvent:
             if name in values:
                 values[name] = tuple(values[name])
         return GroupEvent(**values)
+
+
+def _empty(value: Any) -> bool:
+    """None, False and empty containers are defaults; 0 is a value (partition 0, offset 0)."""
+    if value is None or value is False:
+        return True
+    return isinstance(value, tuple | list | dict) and not value
 
 
 def event_order(event: GroupEvent) -> tuple[int, int, int, int, str]:

@@ -157,6 +157,8 @@ class GroupState:
     detections: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Open detections by id (JSON-ready rows with epoch-ms times)."""
     last_event_ms: int | None = None
+    deadlines_done_ms: int | None = None
+    """Every deadline up to this event time has been evaluated (each deadline is evaluated once, in time order)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -129,22 +129,14 @@ class GroupTracker:
         ready = [e for e in self._buffer if e.event_time_ms <= watermark_ms]
         self._buffer = [e for e in self._buffer if e.event_time_ms > watermark_ms]
         index = 0
-        last_deadline: int | None = None
         while True:
             next_time = ready[index].event_time_ms if index < len(ready) else None
             deadline = self._next_deadline()
-            if (
-                deadline is not None
-                and deadline <= watermark_ms
-                and (next_time is None or deadline < next_time)
-                and deadline != last_deadline
-            ):
-                last_deadline = deadline
+            if deadline is not None and deadline <= watermark_ms and (next_time is None or deadline < next_time):
                 self._evaluate_deadlines(deadline)
                 continue
             if next_time is None:
                 break
-            last_deadline = None
             self._process(ready[index])
             index += 1
         rebalances = tuple(self._rebalance_rows[k] for k in sorted(self._rebalance_rows))
@@ -178,7 +170,11 @@ class GroupTracker:
         return {name: row.get(name) for name in GROUP_HEALTH.column_names}
 
     def _emit_rebalance(self, row: dict[str, Any]) -> None:
-        self._rebalance_rows[row["rebalance_id"]] = row
+        """Queue a REBALANCES row; rows are kept with epoch-ms times (JSON state), output with datetimes."""
+        out = dict(row)
+        for name in ("started_at", "stabilized_at"):
+            out[name] = as_datetime(out[name])
+        self._rebalance_rows[row["rebalance_id"]] = out
 
     # --- deadlines -------------------------------------------------------------------------------------------
 
@@ -192,12 +188,14 @@ class GroupTracker:
         for member in st.members.values():
             candidates.append(heartbeat_rules.heartbeat_deadline(member, th))
             candidates.append(generation_rules.behind_deadline(member, th))
-        present = [c for c in candidates if c is not None]
+        done = st.deadlines_done_ms
+        present = [c for c in candidates if c is not None and (done is None or c > done)]
         return min(present) if present else None
 
     def _evaluate_deadlines(self, now_ms: int) -> None:
         st, th, book = self.state, self.thresholds, self.book
         self._touched = True
+        st.deadlines_done_ms = now_ms
         for member in sorted(st.members.values(), key=lambda m: m.member_id):
             heartbeat_rules.check_at_risk(st, book, member, now_ms, th)
             generation_rules.check_member_behind(st, book, member, now_ms, th)
@@ -373,8 +371,8 @@ class GroupTracker:
             "group_protocol": st.protocol,
             "from_generation": reb.from_generation,
             "generation": completed.generation if completed else None,
-            "started_at": as_datetime(reb.started_ms),
-            "stabilized_at": as_datetime(completed.stabilized_ms) if completed else None,
+            "started_at": reb.started_ms,
+            "stabilized_at": completed.stabilized_ms if completed else None,
             "duration_ms": (completed.stabilized_ms - reb.started_ms) if completed and reb.started_known else None,
             "members_before": reb.members_before,
             "members_after": completed.members_after if completed else None,
