@@ -53,7 +53,16 @@ def merge_refs(refs: list[dict[str, Any]], more: Iterable[dict[str, Any]]) -> li
 def evidence_json(refs: Iterable[dict[str, Any]]) -> str:
     """The `evidence` column: JSON array of {table, topic, partition, offset, event_time (ISO-8601 UTC)}."""
     return json.dumps(
-        [{**r, "event_time": iso(r["event_time"])} for r in refs],
+        [
+            {
+                "table": r["table"],
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "offset": r["offset"],
+                "event_time": iso(r["event_time"]),
+            }
+            for r in refs
+        ],
         separators=(",", ":"),
     )
 
