@@ -131,6 +131,8 @@ class GroupState:
     group_epoch: int | None = None
     target_epoch: int | None = None
     leader: str | None = None
+    leader_client: str | None = None
+    """Client id of the last Streams leader seen assigning (log-only view of leadership)."""
     authoritative: bool = False
     """Membership comes from the coordinator's records (else from telemetry alone)."""
     streams: bool = False

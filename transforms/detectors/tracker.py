@@ -813,6 +813,27 @@ class GroupTracker:
                         self._complete(event, event.generation, after, st.leader)
         elif kind == K.ASSIGNMENT and broker and event.detail("leader") == "true" and not st.authoritative:
             st.leader = event.member_id or st.leader
+        elif kind == K.ASSIGNMENT and event.detail("change") == "leader_assigning" and event.client_id:
+            self._on_leader_assigning(event)
+
+    def _on_leader_assigning(self, event: GroupEvent) -> None:
+        """Streams' "N client nodes and M consumers participating in this rebalance": the leader's own line.
+
+        With no GroupMetadata records it is the only view of who leads; a new leader while the previous leader's
+        client is still around (nothing says it left) is a leadership disruption (seed 001, "Unstable Group
+        Leaders"). With records, the persisted leader decides instead.
+        """
+        st = self.state
+        st.streams = True
+        previous = st.leader_client
+        st.leader_client = event.client_id
+        if st.authoritative or previous is None or previous == event.client_id:
+            return
+        departed_clients = {d.client_id for d in st.departed.values() if d.how != "replaced"}
+        if previous not in departed_clients:
+            st.leader_changes.append(event.event_time_ms)
+            st.leader = event.client_id
+            generation_rules.check_leader(st, self.book, event.event_time_ms, self.thresholds)
 
     def _on_heartbeat(self, event: GroupEvent) -> None:
         st = self.state
