@@ -178,9 +178,16 @@ def _window(history: list[CompletedRebalance], now_ms: int, window_ms: int) -> l
     return [h for h in history if now_ms - h.stabilized_ms < window_ms]
 
 
+PLANNED_CAUSES = frozenset({"member_joined", "member_left", "enforced"})
+"""Rebalances a deployment makes on purpose (scale-out/in, rolling restarts, Streams followups): not a storm."""
+
+
 def check_storm(state: GroupState, book: DetectionBook, now_ms: int, thresholds: DetectorThresholds) -> None:
-    """More than `rebalance_storm_count` completed rebalances within the window."""
-    recent = _window(state.history, now_ms, thresholds.rebalance_storm_window_ms)
+    """More than `rebalance_storm_count` unplanned rebalances (expirations, poll timeouts, failed or unexplained
+    rebalances) within the window; a rolling restart's joins and clean leaves do not count."""
+    recent = [
+        h for h in _window(state.history, now_ms, thresholds.rebalance_storm_window_ms) if h.cause not in PLANNED_CAUSES
+    ]
     if len(recent) <= thresholds.rebalance_storm_count:
         return
     already = book.open_of_kind(STORM)
@@ -197,7 +204,8 @@ def check_storm(state: GroupState, book: DetectionBook, now_ms: int, thresholds:
         summary=(
             f"group {state.group_id} rebalanced {len(recent)} times within "
             f"{seconds(thresholds.rebalance_storm_window_ms)} (generation {first.from_generation} -> "
-            f"{state.generation}); causes: {', '.join(sorted({h.cause for h in recent}))}"
+            f"{state.generation}) without a planned membership change; causes: "
+            f"{', '.join(sorted({h.cause for h in recent}))}"
         ),
         refs=[],
         generation=state.generation,
@@ -306,10 +314,12 @@ def window_deadline(state: GroupState, thresholds: DetectorThresholds) -> int | 
     """When an open windowed detection (storm, flapping, leader) may have run out of evidence."""
     out: list[int] = []
     kinds = {row["kind"] for row in state.detections.values()}
-    if STORM.value in kinds or FLAPPING.value in kinds:
-        windows = [thresholds.rebalance_storm_window_ms, thresholds.flapping_window_ms]
-        if state.history:
-            out.append(state.history[-1].stabilized_ms + max(windows))
+    if STORM.value in kinds:
+        unplanned = [h.stabilized_ms for h in state.history if h.cause not in PLANNED_CAUSES]
+        if unplanned:
+            out.append(unplanned[-1] + thresholds.rebalance_storm_window_ms)
+    if FLAPPING.value in kinds and state.history:
+        out.append(state.history[-1].stabilized_ms + thresholds.flapping_window_ms)
     if LEADER.value in kinds and state.leader_changes:
         out.append(state.leader_changes[-1] + thresholds.leader_window_ms)
     return min(out) if out else None
@@ -318,11 +328,15 @@ def window_deadline(state: GroupState, thresholds: DetectorThresholds) -> int | 
 def resolve_windows(state: GroupState, book: DetectionBook, now_ms: int, thresholds: DetectorThresholds) -> None:
     """Storm, flapping, leader and probing detections resolve once their window holds no new evidence."""
     last_rebalance = state.history[-1].stabilized_ms if state.history else None
+    unplanned = [h.stabilized_ms for h in state.history if h.cause not in PLANNED_CAUSES]
+    last_unplanned = unplanned[-1] if unplanned else None
     for row in list(state.detections.values()):
         kind = row["kind"]
-        if kind in (STORM.value, FLAPPING.value):
-            window = thresholds.rebalance_storm_window_ms if kind == STORM.value else thresholds.flapping_window_ms
-            if last_rebalance is None or now_ms - last_rebalance >= window:
+        if kind == STORM.value:
+            if last_unplanned is None or now_ms - last_unplanned >= thresholds.rebalance_storm_window_ms:
+                book.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; quiet since")
+        elif kind == FLAPPING.value:
+            if last_rebalance is None or now_ms - last_rebalance >= thresholds.flapping_window_ms:
                 book.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; quiet since")
         elif kind == LEADER.value:
             if not state.leader_changes or now_ms - state.leader_changes[-1] >= thresholds.leader_window_ms:

@@ -45,7 +45,7 @@ class DetectorThresholds:
     default_rebalance_timeout_ms: int = 300_000
     """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
     rebalance_storm_count: int = 5
-    """rebalance_storm: more than this many completed rebalances within the window."""
+    """rebalance_storm: more than this many unplanned rebalances (not a clean join/leave nor a Streams followup)."""
     rebalance_storm_window_ms: int = 10 * MINUTE_MS
     probing_interval_ms: int = 10 * MINUTE_MS
     """probing_rebalance_loop: Kafka Streams probing.rebalance.interval.ms."""

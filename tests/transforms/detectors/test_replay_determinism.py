@@ -16,7 +16,7 @@ from transforms.detectors.tracker import GroupTracker, TrackerOutput
 
 G = "orders"
 END_MS = BASE_MS + 900_000
-THRESHOLDS = DetectorThresholds(rebalance_storm_count=3, leader_changes=2)
+THRESHOLDS = DetectorThresholds(rebalance_storm_count=2, leader_changes=2)
 
 
 @cache
