@@ -305,6 +305,10 @@ class GroupTracker:
         gone = self._depart(old_id, now_ms, "replaced", event)
         gone.how = "replaced"
         gone.replaced_by = new_id
+        if st.rebalance is not None:
+            for listed in (st.rebalance.left, st.rebalance.expired):
+                if old_id in listed:
+                    listed.remove(old_id)
         if new_id is None:
             return
         if new_id not in st.members:
@@ -671,6 +675,8 @@ class GroupTracker:
                     ),
                     None,
                 )
+                if replaced is None and event.group_instance_id:
+                    replaced = self._recently_departed_instance(event.group_instance_id, now)
                 if replaced is not None:
                     self._replace(replaced, member_id, now, event)
                     member = st.members[member_id]
@@ -716,14 +722,32 @@ class GroupTracker:
                 if how != "replaced" and member_id not in reb.expired + reb.left:
                     target.append(member_id)
 
+    def _recently_departed_instance(self, instance_id: str, now_ms: int) -> str | None:
+        """A member of this instance id removed in the same coordinator batch: the new one replaces it."""
+        for gone in self.state.departed.values():
+            if (
+                gone.instance_id == instance_id
+                and gone.how != "replaced"
+                and now_ms - gone.at_ms <= MEMBERSHIP_BATCH_MS
+            ):
+                identity = f"instance:{instance_id}"
+                self.state.departures = [d for d in self.state.departures if d != [gone.at_ms, identity]]
+                self.state.signals = [
+                    sig for sig in self.state.signals if not (sig[1] == "departed" and sig[2] == gone.member_id)
+                ]
+                return gone.member_id
+        return None
+
     def _ensure_rebalance(self, event: GroupEvent) -> OpenRebalance:
         return self.state.rebalance or self._start_rebalance(event.event_time_ms, event)
 
     def _update_behind(self, member: MemberState, now_ms: int) -> None:
         st = self.state
         target = st.target_epoch
-        behind = bool(member.pending) or (
-            target is not None and member.generation is not None and member.generation < target
+        away = member.generation is not None and member.generation < 0  # -2: a static member temporarily gone
+        behind = not away and (
+            bool(member.pending)
+            or (target is not None and member.generation is not None and member.generation < target)
         )
         if behind and member.behind_since_ms is None:
             member.behind_since_ms = now_ms

@@ -281,3 +281,46 @@ def test_subscription_change_cause() -> None:
     )
     (rebalance,) = run(G, s.rows, t + 10_000).completed()
     assert rebalance["cause"] == "subscription_change"
+
+
+def test_kip848_static_member_bounce_is_a_replacement() -> None:
+    """A static member leaves with epoch -2 and comes back under its instance id with a new member id."""
+    s = Silver()
+    t = BASE_MS
+    _kip848_group(s, t)
+    s.record(
+        "ConsumerGroupMemberMetadata",
+        {"groupId": G, "memberId": "m-a"},
+        {"instanceId": "node-a", "clientId": "m-a", "rebalanceTimeoutMs": 30_000},
+        t,
+    )
+    s.broker(f"[GroupId {G}] Static Member m-a with instance id node-a temporarily left the consumer group.", t + 1000)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a"},
+        {"memberEpoch": -2, "previousMemberEpoch": 10, "state": 0},
+        t + 1000,
+    )
+    back = t + 20_000
+    s.broker(
+        f"[GroupId {G}] Static member with instance id node-a re-joins the consumer group using the consumer "
+        "protocol. Created a new member m-a2 to replace the existing member m-a.",
+        back,
+    )
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-a"}, None, back)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-a"}, None, back)
+    s.record(
+        "ConsumerGroupMemberMetadata",
+        {"groupId": G, "memberId": "m-a2"},
+        {"instanceId": "node-a", "clientId": "m-a", "rebalanceTimeoutMs": 30_000},
+        back,
+    )
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a2"},
+        {"memberEpoch": 10, "previousMemberEpoch": 0, "state": 0},
+        back,
+    )
+    out = run(G, s.rows, t + 600_000)
+    assert out.kinds() == [] and out.rebalances == {}
+    assert out.health is not None and out.health["members"] == 2

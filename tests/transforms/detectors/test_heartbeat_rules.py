@@ -149,3 +149,36 @@ def test_describe_snapshots_are_not_heartbeats() -> None:
     s.generation(G, 7, [A], t)
     s.agent("heartbeat", G, t + 1000, member_id=A.member_id, details={"snapshot": "DescribeGroups"})
     assert run(G, s.rows, t + 60_000).kinds() == []
+
+
+def test_broker_logs_alone_follow_the_group_and_its_expiry() -> None:
+    """No access to __consumer_offsets: joins, prepares, Stabilized lines and the expiry line are enough."""
+    s = Silver()
+    t = BASE_MS
+    for i, member in enumerate((A, B)):
+        s.broker(
+            f"Dynamic member with unknown member id joins group {G} in Empty state. Created a new member id "
+            f"{member.member_id} and request the member to rejoin with this id.",
+            t + i,
+        )
+    s.broker(f"Stabilized group {G} generation 1 with 2 members.", t + 3000)
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 60_000)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 1 (reason: removing "
+        f"member {B.member_id} on heartbeat expiration).",
+        t + 60_000,
+    )
+    s.broker(f"Stabilized group {G} generation 2 with 1 members.", t + 61_000)
+    out = run(G, s.rows, t + 120_000)
+    assert out.kinds() == ["heartbeat_expiration"]
+    (rebalance,) = out.completed()
+    assert (rebalance["from_generation"], rebalance["generation"], rebalance["cause"]) == (1, 2, "heartbeat_expiration")
+    assert rebalance["expired"] == [B.member_id]
+    assert out.health is not None and (out.health["members"], out.health["generation"]) == (1, 2)
+
+
+def test_thresholds_from_config_refuse_unknown_keys() -> None:
+    thresholds = DetectorThresholds.from_mapping({"heartbeat_at_risk_fraction": 0.5, "zombie_commit_errors": ["X"]})
+    assert thresholds.heartbeat_at_risk_fraction == 0.5 and thresholds.zombie_commit_errors == ("X",)
+    with pytest.raises(ValueError, match="unknown detector thresholds"):
+        DetectorThresholds.from_mapping({"heartbeat_fraction": 0.5})
