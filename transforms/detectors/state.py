@@ -159,6 +159,7 @@ class GroupState:
     detections: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Open detections by id (JSON-ready rows with epoch-ms times)."""
     last_event_ms: int | None = None
+    pruned_ms: int | None = None
     deadlines_done_ms: int | None = None
     """Every deadline up to this event time has been evaluated (each deadline is evaluated once, in time order)."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,8 @@ from transforms.schemas import (
 K = HeartbeatEventKind
 SNAPSHOT_VERSION = 1
 HOUR_MS = 3_600_000
+PRUNE_EVERY_MS = 10_000
+"""State is pruned at most this often (by event time: the same events prune at the same points on replay)."""
 MEMBERSHIP_BATCH_MS = 2_000
 """KIP-848 member records written this close before an epoch bump belong to it."""
 SIGNAL_LEAD_MS = 120_000
@@ -60,6 +63,10 @@ HOW_WORDS = {
     "replaced": "it was replaced under its group.instance.id",
     "vanished": "it is no longer in the group",
 }
+
+
+def _event_time(event: GroupEvent) -> int:
+    return event.event_time_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,7 @@ class GroupTracker:
         self._buffer: list[GroupEvent] = []
         self._rebalance_rows: dict[str, dict[str, Any]] = {}
         self._touched = False
+        self._sorted = True
 
     # --- contract --------------------------------------------------------------------------------------------
 
@@ -94,6 +102,7 @@ class GroupTracker:
         tracker.state = state
         tracker.book = DetectionBook(state)
         tracker._buffer = [GroupEvent.from_json(e) for e in data.get("buffer", [])]
+        tracker._sorted = False
         return tracker
 
     def snapshot(self) -> bytes:
@@ -106,7 +115,9 @@ class GroupTracker:
         return zlib.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 6)
 
     def accept(self, events: Iterable[GroupEvent]) -> None:
+        before = len(self._buffer)
         self._buffer.extend(events)
+        self._sorted = self._sorted and len(self._buffer) == before
 
     def next_wakeup(self) -> int | None:
         times = [e.event_time_ms for e in self._buffer]
@@ -125,9 +136,11 @@ class GroupTracker:
         )
 
     def advance_to(self, watermark_ms: int) -> TrackerOutput:
-        self._buffer.sort(key=event_order)
-        ready = [e for e in self._buffer if e.event_time_ms <= watermark_ms]
-        self._buffer = [e for e in self._buffer if e.event_time_ms > watermark_ms]
+        if not self._sorted:
+            self._buffer.sort(key=event_order)
+            self._sorted = True
+        split = bisect_right(self._buffer, watermark_ms, key=_event_time)
+        ready, self._buffer = self._buffer[:split], self._buffer[split:]
         index = 0
         while True:
             next_time = ready[index].event_time_ms if index < len(ready) else None
@@ -217,7 +230,9 @@ class GroupTracker:
             self._on_telemetry(event)
         elif event.src_table == OFFSET_COMMITS.name:
             commit_rules.check_offset_commit(st, self.book, event, self.thresholds)
-        self._prune(now)
+        if st.pruned_ms is None or now - st.pruned_ms >= PRUNE_EVERY_MS:
+            st.pruned_ms = now
+            self._prune(now)
 
     def _prune(self, now_ms: int) -> None:
         st, th = self.state, self.thresholds
