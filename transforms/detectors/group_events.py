@@ -184,13 +184,23 @@ def _host(value: Any) -> str | None:
     return text.lstrip("/") or None if text else None
 
 
+def _items(value: Any) -> list[Any]:
+    """A list column's items whatever carries it (list, tuple, numpy array from pandas, None)."""
+    if value is None or isinstance(value, str | bytes | Mapping):
+        return []
+    try:
+        return list(value)
+    except TypeError:
+        return []
+
+
 def _topic_partitions(items: Iterable[Mapping[str, Any]] | None, topic_key: str = "topic") -> tuple[str, ...]:
     out: list[str] = []
-    for item in items or ():
+    for item in _items(items):
         if not isinstance(item, Mapping):
             continue
         topic = item.get(topic_key)
-        for p in item.get("partitions") or ():
+        for p in _items(item.get("partitions")):
             out.append(f"{topic}-{p}")
     return tuple(sorted(out))
 
@@ -209,7 +219,7 @@ def _member_info(raw: Any) -> MemberInfo | None:
     member_id = _text(m.get("member_id"))
     if member_id is None:
         return None
-    partitions = _topic_partitions(_as_mapping(tp) for tp in m.get("assigned_partitions") or ())
+    partitions = _topic_partitions(_as_mapping(tp) for tp in _items(m.get("assigned_partitions")))
     return MemberInfo(
         member_id=member_id,
         instance_id=_text(m.get("group_instance_id")),
@@ -218,7 +228,7 @@ def _member_info(raw: Any) -> MemberInfo | None:
         session_timeout_ms=_timeout(m.get("session_timeout_ms")),
         rebalance_timeout_ms=_timeout(m.get("rebalance_timeout_ms")),
         partitions=partitions,
-        subscribed=tuple(sorted(str(t) for t in m.get("subscribed_topics") or ())),
+        subscribed=tuple(sorted(str(t) for t in _items(m.get("subscribed_topics")))),
     )
 
 
@@ -304,7 +314,7 @@ def _event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
         raw_members = row.get("members")
         members = None
         if raw_members is not None:
-            members = tuple(m for m in (_member_info(raw) for raw in raw_members) if m is not None)
+            members = tuple(m for m in (_member_info(raw) for raw in _items(raw_members)) if m is not None)
         return GroupEvent(
             **common,
             generation=_int(row.get("generation")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pandas as pd
+import pyarrow as pa
 
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver
 from transforms.detectors.group_events import GroupEvent, epoch_ms, event_order, group_event_from_row
@@ -82,3 +83,20 @@ def test_event_order_is_time_then_table_then_offset_and_json_round_trips() -> No
     assert commit is not None and meta is not None
     assert sorted([commit, meta], key=event_order) == [meta, commit]
     assert GroupEvent.from_json(meta.as_json()) == meta
+
+
+def test_rows_as_pandas_gives_them_numpy_arrays_and_map_pairs() -> None:
+    """The Spark layer may hand rows over through Arrow/pandas: list columns arrive as numpy arrays."""
+    silver = Silver()
+    silver.generation("orders", 4, [Member("m-1", [("orders", 0), ("orders", 1)])], BASE_MS)
+    silver.agent("heartbeat", "orders", BASE_MS + 1, member_id="m-1", details={"state": "up"})
+    frame = pa.Table.from_pylist(silver.rows).to_pandas()
+    assert type(frame["members"][0]).__module__ == "numpy"
+    meta, beat = (group_event_from_row(row) for row in frame.to_dict("records"))
+    assert meta is not None and beat is not None
+    (member,) = meta.members or ()
+    assert member.partitions == ("orders-0", "orders-1")
+    assert beat.details["state"] == "up"
+    arrow_like = {**silver.rows[1], "details": [("state", "up"), ("observed_by", "agent")]}
+    converted = group_event_from_row(arrow_like)
+    assert converted is not None and converted.details == {"state": "up", "observed_by": "agent"}
