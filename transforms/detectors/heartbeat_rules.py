@@ -7,8 +7,10 @@ partitions, or whose last heartbeat was already older than its session timeout. 
 has stabilised without the member (the summary then names the generation change).
 
 heartbeat_at_risk opens when a live member's last real heartbeat (protocol frames, agent, client log; describe
-snapshots are not heartbeats) is older than `heartbeat_at_risk_fraction` of its session timeout; it resolves
-on the next heartbeat or when the member leaves the group (an expiration then takes over).
+snapshots are not heartbeats) is older than `heartbeat_at_risk_fraction` of its session timeout, and older than
+1.5 times the member's usual reporting gap (reports that come rarely, e.g. librdkafka statistics every 60 s, are
+not silence; when that gap nears the session timeout no early warning is possible); it resolves on the next
+heartbeat or when the member leaves the group (an expiration then takes over).
 """
 
 from __future__ import annotations
@@ -69,8 +71,13 @@ def heartbeat_deadline(member: MemberState, thresholds: DetectorThresholds) -> i
     """When this member's silence becomes a risk, unless that deadline was already evaluated."""
     if member.last_heartbeat_ms is None or member.at_risk_checked_for == member.last_heartbeat_ms:
         return None
+    if member.heartbeat_gap_ms is None:
+        return None  # one report says nothing yet about how often this member's telemetry comes
     timeout = member.session_timeout_ms or thresholds.default_session_timeout_ms
-    return member.last_heartbeat_ms + int(timeout * thresholds.heartbeat_at_risk_fraction)
+    allowed = max(int(timeout * thresholds.heartbeat_at_risk_fraction), int(1.5 * (member.heartbeat_gap_ms or 0)))
+    if allowed >= timeout:
+        return None  # heartbeats are reported too rarely (e.g. long statistics intervals) to warn before expiry
+    return member.last_heartbeat_ms + allowed
 
 
 def check_at_risk(

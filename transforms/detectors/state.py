@@ -35,6 +35,8 @@ class MemberState:
     joined_ms: int | None = None
     last_heartbeat_ms: int | None = None
     heartbeat_ref: dict[str, Any] | None = None
+    heartbeat_gap_ms: int | None = None
+    """The gap between its last two reported heartbeats (how often this member's telemetry reports)."""
     at_risk_checked_for: int | None = None
     """The last heartbeat time whose at-risk deadline was already evaluated."""
     behind_since_ms: int | None = None

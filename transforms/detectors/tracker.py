@@ -889,6 +889,8 @@ class GroupTracker:
         if event.detail("snapshot"):
             return  # a describe response lists members; it is not a heartbeat of theirs
         if member.last_heartbeat_ms is None or now >= member.last_heartbeat_ms:
+            if member.last_heartbeat_ms is not None and now > member.last_heartbeat_ms:
+                member.heartbeat_gap_ms = now - member.last_heartbeat_ms
             member.last_heartbeat_ms = now
             member.heartbeat_ref = source_ref(event)
         heartbeat_rules.resolve_at_risk(self.book, member.member_id, now, "heartbeats resumed")

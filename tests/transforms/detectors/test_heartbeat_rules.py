@@ -136,11 +136,12 @@ def test_at_risk_resolves_when_heartbeats_resume() -> None:
     t = BASE_MS
     s.generation(G, 7, [A], t)
     s.agent("heartbeat", G, t + 1000, member_id=A.member_id, generation=7)
-    s.agent("heartbeat", G, t + 9500, member_id=A.member_id, generation=7)  # 8.5 s gap of a 10 s session
+    s.agent("heartbeat", G, t + 2000, member_id=A.member_id, generation=7)
+    s.agent("heartbeat", G, t + 10_500, member_id=A.member_id, generation=7)  # 8.5 s gap of a 10 s session
     out = run(G, s.rows, t + 12_000, DetectorThresholds(heartbeat_at_risk_fraction=0.5))
     (risk,) = out.of_kind("heartbeat_at_risk")
     assert risk["status"] == "resolved" and risk["summary"].endswith("heartbeats resumed")
-    assert int(risk["resolved_at"].timestamp() * 1000) == t + 9500
+    assert int(risk["resolved_at"].timestamp() * 1000) == t + 10_500
 
 
 def test_describe_snapshots_are_not_heartbeats() -> None:
@@ -182,3 +183,15 @@ def test_thresholds_from_config_refuse_unknown_keys() -> None:
     assert thresholds.heartbeat_at_risk_fraction == 0.5 and thresholds.zombie_commit_errors == ("X",)
     with pytest.raises(ValueError, match="unknown detector thresholds"):
         DetectorThresholds.from_mapping({"heartbeat_fraction": 0.5})
+
+
+def test_rare_reports_are_not_silence() -> None:
+    """Statistics every 35 s against a 45 s session: 35 s of quiet is the usual rhythm, not a risk."""
+    s = Silver()
+    t = BASE_MS
+    slow = Member("slow-reporter", [("orders", 0)], session_timeout_ms=45_000)
+    s.generation(G, 7, [slow], t)
+    for i in range(0, 300_000, 35_000):
+        s.agent("heartbeat", G, t + i, member_id=slow.member_id)
+    assert run(G, s.rows, t + 300_000).kinds() == []
+    assert run(G, s.rows, t + 300_000, DetectorThresholds(heartbeat_at_risk_fraction=0.3)).kinds() == []
