@@ -149,7 +149,8 @@ def check_member_behind(
         return
     member.behind_checked = True
     what = (
-        f"still holds {len(member.pending)} partitions pending revocation"
+        f"still holds {len(member.pending)} {'tasks' if state.protocol == 'streams' else 'partitions'} pending "
+        "revocation"
         if member.pending
         else f"is at epoch {member.generation} ({member.member_state})"
     )

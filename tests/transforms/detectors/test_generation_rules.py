@@ -324,3 +324,64 @@ def test_kip848_static_member_bounce_is_a_replacement() -> None:
     out = run(G, s.rows, t + 600_000)
     assert out.kinds() == [] and out.rebalances == {}
     assert out.health is not None and out.health["members"] == 2
+
+
+def test_kip1071_streams_member_not_revoking_tasks_past_its_rebalance_timeout() -> None:
+    s = Silver()
+    t = BASE_MS
+    app = "wordcount"
+    s.record("StreamsGroupMetadata", {"groupId": app}, {"epoch": 4, "metadataHash": 0}, t)
+    for member in ("s-a", "s-b"):
+        s.record(
+            "StreamsGroupMemberMetadata",
+            {"groupId": app, "memberId": member},
+            {"clientId": member, "processId": f"p-{member}", "rebalanceTimeoutMs": 20_000},
+            t,
+        )
+        s.record(
+            "StreamsGroupCurrentMemberAssignment",
+            {"groupId": app, "memberId": member},
+            {
+                "memberEpoch": 4,
+                "previousMemberEpoch": 3,
+                "state": 1,
+                "activeTasks": [{"subtopologyId": "0", "partitions": [0, 1] if member == "s-a" else [2, 3]}],
+            },
+            t,
+        )
+    s.record("StreamsGroupTargetAssignmentMetadata", {"groupId": app}, {"assignmentEpoch": 4}, t)
+    bump = t + 60_000
+    s.record("StreamsGroupMemberMetadata", {"groupId": app, "memberId": "s-c"}, {"clientId": "s-c"}, bump)
+    s.record("StreamsGroupMetadata", {"groupId": app}, {"epoch": 5, "metadataHash": 0}, bump)
+    s.record("StreamsGroupTargetAssignmentMetadata", {"groupId": app}, {"assignmentEpoch": 5}, bump)
+    s.record(
+        "StreamsGroupCurrentMemberAssignment",
+        {"groupId": app, "memberId": "s-a"},
+        {
+            "memberEpoch": 4,
+            "previousMemberEpoch": 4,
+            "state": 2,
+            "activeTasks": [{"subtopologyId": "0", "partitions": [0]}],
+            "activeTasksPendingRevocation": [{"subtopologyId": "0", "partitions": [1]}],
+        },
+        bump + 100,
+    )
+    for member, state in (("s-b", 1), ("s-c", 3)):  # s-c waits for the task s-a does not release
+        s.record(
+            "StreamsGroupCurrentMemberAssignment",
+            {"groupId": app, "memberId": member},
+            {"memberEpoch": 5, "previousMemberEpoch": 4, "state": state},
+            bump + 3000,
+        )
+    out = run(app, s.rows, bump + 100 + 20_000)
+    (failing,) = out.of_kind("failing_generation")
+    assert (failing["member_id"], failing["generation"]) == ("s-a", 5)
+    assert "still holds 1 tasks pending revocation" in failing["summary"]
+    assert out.kinds() == ["failing_generation"]
+    (rebalance,) = out.rebalances.values()
+    assert (rebalance["group_protocol"], rebalance["from_generation"], rebalance["stabilized_at"]) == (
+        "streams",
+        4,
+        None,
+    )
+    assert out.health is not None and out.health["state"] == "Reconciling"
