@@ -27,6 +27,18 @@ SEVERITY: dict[DetectionKind, Severity] = {
 }
 
 
+QUIET_RESOLVED: frozenset[str] = frozenset(
+    {DetectionKind.ZOMBIE_COMMIT.value, DetectionKind.HEARTBEAT_EXPIRATION.value, DetectionKind.OFFSET_REGRESSION.value}
+)
+"""Point incidents that end on their own once no new evidence comes (their specific ends may never be seen)."""
+
+
+def quiet_deadline(state: GroupState, quiet_ms: int) -> int | None:
+    """When the quietest open point incident runs out of evidence."""
+    times = [row["last_seen"] + quiet_ms for row in state.detections.values() if row["kind"] in QUIET_RESOLVED]
+    return min(times) if times else None
+
+
 class DetectionBook:
     """Opens, updates and resolves the detections of one group; collects the changed rows for output."""
 
@@ -111,6 +123,12 @@ class DetectionBook:
         if summary is not None:
             row["summary"] = summary
         self.changed[detection_id] = dict(row)
+
+    def resolve_quiet(self, now_ms: int, quiet_ms: int) -> None:
+        """Resolve point incidents without new evidence for `quiet_ms` (a zombie that stopped committing...)."""
+        for row in list(self.state.detections.values()):
+            if row["kind"] in QUIET_RESOLVED and now_ms - row["last_seen"] >= quiet_ms:
+                self.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; no new evidence since")
 
     def rows(self) -> tuple[dict[str, Any], ...]:
         """Changed rows in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes), in id order."""

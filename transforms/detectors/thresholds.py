@@ -65,6 +65,9 @@ class DetectorThresholds:
     """offset_regression: how far back a committed offset must move."""
     inferred_expiry_window_ms: int = 2 * MINUTE_MS
     """heartbeat_expiration: a vanished member's client reporting UNKNOWN_MEMBER_ID this soon after confirms it."""
+    incident_quiet_ms: int = 10 * MINUTE_MS
+    """zombie_commit, heartbeat_expiration, offset_regression resolve after this long without new evidence (when
+    their own end, a stable generation or a catch-up commit, is not seen first)."""
     group_idle_ttl_ms: int = 24 * 60 * MINUTE_MS
     """A group silent this long, with nothing open, may drop its state."""
     history_ms: int = 60 * MINUTE_MS

@@ -23,7 +23,7 @@ from typing import Any
 
 from transforms.detectors import commit_rules, generation_rules, heartbeat_rules
 from transforms.detectors.causes import decide_cause
-from transforms.detectors.detections import DetectionBook
+from transforms.detectors.detections import DetectionBook, quiet_deadline
 from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
 from transforms.detectors.group_events import GroupEvent, MemberInfo, event_order
 from transforms.detectors.state import (
@@ -197,6 +197,7 @@ class GroupTracker:
             generation_rules.attempts_deadline(st, th),
             generation_rules.probing_deadline(st, th),
             generation_rules.window_deadline(st, th),
+            quiet_deadline(st, th.incident_quiet_ms),
         ]
         for member in st.members.values():
             candidates.append(heartbeat_rules.heartbeat_deadline(member, th))
@@ -214,6 +215,7 @@ class GroupTracker:
             generation_rules.check_member_behind(st, book, member, now_ms, th)
         generation_rules.check_failing_attempts(st, book, now_ms, th)
         generation_rules.resolve_windows(st, book, now_ms, th)
+        book.resolve_quiet(now_ms, th.incident_quiet_ms)
 
     # --- events ----------------------------------------------------------------------------------------------
 
@@ -306,7 +308,7 @@ class GroupTracker:
         heartbeat_rules.resolve_at_risk(self.book, member_id, now_ms, why)
         generation_rules.resolve_member_behind(self.book, member_id, now_ms, why)
         if st.rebalance is not None and st.protocol != "classic":
-            target = st.rebalance.expired if how in EXPIRY_LIKE else st.rebalance.left
+            target = st.rebalance.expired if how == "expired" else st.rebalance.left
             if how != "replaced" and member_id not in target:
                 target.append(member_id)
         elif st.protocol != "classic":
@@ -448,7 +450,7 @@ class GroupTracker:
                 if gone_member.how == "replaced":
                     continue
                 gone_member.rebalance_id = reb.rebalance_id
-                (expired if gone_member.how in EXPIRY_LIKE else left).append(m)
+                (expired if gone_member.how == "expired" else left).append(m)
             if after is not None:
                 members: dict[str, MemberState] = {}
                 for member_id, info in after.items():
@@ -530,8 +532,9 @@ class GroupTracker:
             st.removed_partitions = {}
         else:
             st.state = "Empty"
-            removed = [m for m in expired if m in st.departed]
-            if removed and not left:
+            gone_ids = [m for m in left + expired if m in st.departed]
+            removed = [m for m in gone_ids if st.departed[m].how in EXPIRY_LIKE]
+            if removed and len(removed) == len(gone_ids):
                 st.empty_by_removal_ms = now
                 st.removed_partitions = {p: m for m in removed for p in st.departed[m].partitions}
         book = self.book
@@ -547,7 +550,6 @@ class GroupTracker:
     def _classify_vanished(self, member_id: str, reb: OpenRebalance, now_ms: int, event: GroupEvent) -> DepartedMember:
         """A member of the last generation missing from the new one with no leave seen: expired or just gone?"""
         st = self.state
-        member = st.members.get(member_id)
         gone = self._depart(member_id, now_ms, "vanished", event)
         silent_since = gone.last_heartbeat_ms
         timeout = gone.session_timeout_ms or self.thresholds.default_session_timeout_ms
@@ -557,7 +559,6 @@ class GroupTracker:
         if (silent_since is not None and reb.started_ms - silent_since > timeout) or fenced_reports:
             gone.how = "expired"
             heartbeat_rules.open_expiration(st, self.book, gone, now_ms, "inferred", [])
-        del member
         return gone
 
     # --- classic GroupMetadata -------------------------------------------------------------------------------
@@ -733,7 +734,7 @@ class GroupTracker:
                 reb.joined.append(member_id)
             elif kind == "departed" and member_id in st.departed:
                 how = st.departed[member_id].how
-                target = reb.expired if how in EXPIRY_LIKE else reb.left
+                target = reb.expired if how == "expired" else reb.left
                 if how != "replaced" and member_id not in reb.expired + reb.left:
                     target.append(member_id)
 

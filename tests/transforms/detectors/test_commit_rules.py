@@ -3,7 +3,9 @@ backwards commits after an owner change, commits into a group emptied by removal
 
 from __future__ import annotations
 
-from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, run
+from transforms.detectors.thresholds import DetectorThresholds
+from transforms.detectors.tracker import GroupTracker
 
 G = "orders"
 A = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
@@ -154,3 +156,22 @@ def test_live_member_commit_with_stale_generation_and_fencing_error() -> None:
     s.agent("commit_failed", G, t + 12_000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
     (zombie,) = run(G, s.rows, t + 20_000).of_kind("zombie_commit")
     assert "sent generation/epoch 7, the group is at 8" in zombie["summary"]
+
+
+def test_zombie_resolves_once_it_stops_and_the_idle_group_state_may_go() -> None:
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.agent("commit_failed", G, after + 5000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
+    s.agent("commit_failed", G, after + 65_000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
+    thresholds = DetectorThresholds(incident_quiet_ms=300_000, group_idle_ttl_ms=3_600_000)
+    (zombie,) = run(G, s.rows, after + 300_000, thresholds).of_kind("zombie_commit")
+    assert zombie["status"] == "open"
+    assert int(zombie["last_seen"].timestamp() * 1000) == after + 65_000
+    (zombie,) = run(G, s.rows, after + 400_000, thresholds).of_kind("zombie_commit")
+    assert zombie["status"] == "resolved"
+    assert int(zombie["resolved_at"].timestamp() * 1000) == after + 65_000 + 300_000
+    tracker = GroupTracker(CLUSTER, G, thresholds)
+    tracker.accept(events_of(s.rows))
+    tracker.advance_to(after + 400_000)
+    assert not tracker.is_expired(after + 400_000)
+    assert tracker.is_expired(after + 65_000 + 3_600_001)
