@@ -77,6 +77,13 @@ def check_telemetry_commit(
         stale = sent_generation is not None and who.generation is not None and sent_generation < who.generation
         if failed_fenced and stale:
             reasons.append(f"it sent generation/epoch {sent_generation}, the group is at {who.generation}")
+        timeout = who.session_timeout_ms or thresholds.default_session_timeout_ms
+        silent = who.last_heartbeat_ms is not None and event.event_time_ms - who.last_heartbeat_ms > timeout
+        if failed_fenced and silent and not reasons:
+            reasons.append(
+                f"it had been silent {round((event.event_time_ms - who.last_heartbeat_ms) / 1000)} s, past its "
+                f"{round(timeout / 1000)} s session timeout, and the coordinator no longer knows it"
+            )
         partitions = _commit_partitions(event)
         not_owned = [p for p in partitions if who.partitions and p not in who.partitions]
         if not_owned and state.protocol == "classic" and event.event_time_ms > (who.joined_ms or 0):

@@ -549,17 +549,25 @@ class GroupTracker:
 
     def _classify_vanished(self, member_id: str, reb: OpenRebalance, now_ms: int, event: GroupEvent) -> DepartedMember:
         """A member of the last generation missing from the new one with no leave seen: expired or just gone?"""
-        st = self.state
         gone = self._depart(member_id, now_ms, "vanished", event)
-        silent_since = gone.last_heartbeat_ms
+        self._infer_expiry(gone, reb.started_ms, now_ms)
+        return gone
+
+    def _infer_expiry(self, gone: DepartedMember, removed_by_ms: int, now_ms: int) -> None:
+        """A member gone without a leave: expired if it was already silent past its session timeout when it was
+        removed, or if its own client reported being fenced (UNKNOWN_MEMBER_ID, session timed out, lost)."""
+        st = self.state
         timeout = gone.session_timeout_ms or self.thresholds.default_session_timeout_ms
-        fenced_reports = [
-            s for s in st.signals if s[1] == "fenced" and s[2] == member_id and s[0] >= reb.started_ms - SIGNAL_LEAD_MS
-        ]
-        if (silent_since is not None and reb.started_ms - silent_since > timeout) or fenced_reports:
+        silent = gone.last_heartbeat_ms is not None and removed_by_ms - gone.last_heartbeat_ms > timeout
+        fenced = any(
+            s[1] == "fenced" and s[2] == gone.member_id and s[0] >= removed_by_ms - SIGNAL_LEAD_MS for s in st.signals
+        )
+        if gone.how == "vanished" and (silent or fenced):
             gone.how = "expired"
             heartbeat_rules.open_expiration(st, self.book, gone, now_ms, "inferred", [])
-        return gone
+            if st.rebalance is not None and gone.member_id in st.rebalance.left:
+                st.rebalance.left.remove(gone.member_id)
+                st.rebalance.expired.append(gone.member_id)
 
     # --- classic GroupMetadata -------------------------------------------------------------------------------
 
@@ -678,7 +686,8 @@ class GroupTracker:
             if event.is_tombstone:
                 if member_id in st.members:
                     recent_leave = any(s[1] == "left" and s[2] == member_id for s in st.signals)
-                    self._depart(member_id, now, "left" if recent_leave else "vanished", event)
+                    gone = self._depart(member_id, now, "left" if recent_leave else "vanished", event)
+                    self._infer_expiry(gone, now, now)
                 self._maybe_converged(event)
                 return
             member = st.members.get(member_id)
@@ -1040,6 +1049,7 @@ class GroupTracker:
                 }
             )
             reb.refs = merge_refs(reb.refs, [source_ref(event)])
+            self._emit_rebalance(self._rebalance_row(reb, None))  # the cause so far, while it is under way
             generation_rules.check_failing_attempts(st, self.book, now, self.thresholds)
             return
         if st.rebalance is not None:

@@ -175,3 +175,19 @@ def test_zombie_resolves_once_it_stops_and_the_idle_group_state_may_go() -> None
     tracker.advance_to(after + 400_000)
     assert not tracker.is_expired(after + 400_000)
     assert tracker.is_expired(after + 65_000 + 3_600_001)
+
+
+def test_fenced_commit_from_a_member_silent_past_its_session_before_the_group_moved_on() -> None:
+    """Offsets and agent only: B froze, the coordinator already dropped it, the next generation is not persisted
+    yet; B wakes and its commit fails with UNKNOWN_MEMBER_ID."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    for i in range(0, 30_000, 3000):
+        s.agent("heartbeat", G, t + i, member_id=A.member_id, generation=7)
+        if i <= 6000:
+            s.agent("heartbeat", G, t + i, member_id=B.member_id, generation=7)
+    s.agent("commit_failed", G, t + 25_000, member_id=B.member_id, generation=7, error="UNKNOWN_MEMBER_ID")
+    out = run(G, s.rows, t + 30_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id and "silent 19 s, past its 10 s session timeout" in zombie["summary"]

@@ -195,3 +195,39 @@ def test_rare_reports_are_not_silence() -> None:
         s.agent("heartbeat", G, t + i, member_id=slow.member_id)
     assert run(G, s.rows, t + 300_000).kinds() == []
     assert run(G, s.rows, t + 300_000, DetectorThresholds(heartbeat_at_risk_fraction=0.3)).kinds() == []
+
+
+def test_kip848_member_removed_silently_after_its_heartbeats_stopped_is_an_inferred_expiry() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
+    for member in ("m-a", "m-b"):
+        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": G, "memberId": member},
+            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    for i in range(0, 100_000, 5000):
+        s.agent("heartbeat", G, t + i, member_id="m-a", member_epoch=3)
+        if i <= 10_000:
+            s.agent("heartbeat", G, t + i, member_id="m-b", member_epoch=3)
+    gone = t + 10_000 + 46_000
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a"},
+        {"memberEpoch": 4, "previousMemberEpoch": 3, "state": 0},
+        gone + 2000,
+    )
+    out = run(G, s.rows, gone + 10_000)
+    assert out.kinds() == ["heartbeat_at_risk", "heartbeat_expiration"]
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == "m-b" and "inferred" in expiry["summary"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", ["m-b"], [])
