@@ -65,6 +65,21 @@ HOW_WORDS = {
 }
 
 
+MAX_ATTEMPTS = 64
+
+
+def _add_attempt(reb: OpenRebalance, attempt: dict[str, Any]) -> None:
+    """Record one attempt; client reports repeating the same reason (librdkafka stats every interval) count once,
+    and a long stuck rebalance keeps its first attempts (the cause) and its latest ones."""
+    if attempt["kind"] == "client" and any(
+        a["kind"] == "client" and a.get("reason") == attempt.get("reason") for a in reb.attempts
+    ):
+        return
+    reb.attempts.append(attempt)
+    if len(reb.attempts) > MAX_ATTEMPTS:
+        reb.attempts = reb.attempts[:8] + reb.attempts[-(MAX_ATTEMPTS - 8) :]
+
+
 def _event_time(event: GroupEvent) -> int:
     return event.event_time_ms
 
@@ -676,7 +691,7 @@ class GroupTracker:
             if event.epoch > (st.generation if st.generation is not None else -1):
                 reb = st.rebalance or self._start_rebalance(now, event)
                 self._absorb_membership_signals(reb, now)
-                reb.attempts.append({"at_ms": now, "generation": event.epoch, "kind": "bump"})
+                _add_attempt(reb, {"at_ms": now, "generation": event.epoch, "kind": "bump"})
                 reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._maybe_converged(event)
         elif record.endswith("MemberMetadata"):
@@ -838,8 +853,9 @@ class GroupTracker:
             self._on_prepare(event)
         elif kind in (K.SYNC_FAILED, K.JOIN_FAILED):
             if st.rebalance is not None and event.error != "MEMBER_ID_REQUIRED":
-                st.rebalance.attempts.append(
-                    {"at_ms": now, "generation": event.generation, "kind": str(kind), "member_id": event.member_id}
+                _add_attempt(
+                    st.rebalance,
+                    {"at_ms": now, "generation": event.generation, "kind": str(kind), "member_id": event.member_id},
                 )
                 st.rebalance.refs = merge_refs(st.rebalance.refs, [source_ref(event)])
         elif kind in (K.HEARTBEAT_FAILED, K.SESSION_TIMEOUT):
@@ -1037,7 +1053,8 @@ class GroupTracker:
                 self._start_rebalance(now, event)
             reb = st.rebalance
             assert reb is not None
-            reb.attempts.append(
+            _add_attempt(
+                reb,
                 {
                     "at_ms": now,
                     "generation": old_generation,
@@ -1046,13 +1063,13 @@ class GroupTracker:
                     "reason": event.reason,
                     "client_reason": event.detail("client_reason"),
                     "member_id": event.member_id,
-                }
+                },
             )
             reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._emit_rebalance(self._rebalance_row(reb, None))  # the cause so far, while it is under way
             generation_rules.check_failing_attempts(st, self.book, now, self.thresholds)
             return
         if st.rebalance is not None:
-            st.rebalance.attempts.append(
-                {"at_ms": now, "generation": event.generation, "kind": "client", "reason": event.reason}
+            _add_attempt(
+                st.rebalance, {"at_ms": now, "generation": event.generation, "kind": "client", "reason": event.reason}
             )
