@@ -141,11 +141,22 @@ def behind_deadline(member: MemberState, thresholds: DetectorThresholds) -> int 
 
 
 def check_member_behind(
-    state: GroupState, book: DetectionBook, member: MemberState, now_ms: int, thresholds: DetectorThresholds
+    state: GroupState,
+    book: DetectionBook,
+    member: MemberState,
+    now_ms: int,
+    thresholds: DetectorThresholds,
+    *,
+    fenced: bool = False,
 ) -> None:
-    """KIP-848/1071: a member still behind the target assignment (or not revoking) past its rebalance timeout."""
+    """KIP-848/1071: a member still behind the target assignment (or not revoking) past its rebalance timeout;
+    `fenced`: the coordinator just fenced it for exactly that ("failed to transition from epoch E within T ms")."""
     deadline = behind_deadline(member, thresholds)
-    if deadline is None or deadline > now_ms or member.behind_since_ms is None:
+    if deadline is None or member.behind_since_ms is None:
+        return
+    if fenced:
+        deadline = min(deadline, now_ms)
+    elif deadline > now_ms:
         return
     member.behind_checked = True
     what = (

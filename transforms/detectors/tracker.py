@@ -1009,17 +1009,11 @@ class GroupTracker:
         reason = (event.reason or "").lower()
         for member_id in removed:
             if member_id in st.members:
-                if "revoke" in reason or "rebalance timeout" in reason:
+                if "failed to transition" in reason or "revoke" in reason or "rebalance timeout" in reason:
                     member = st.members[member_id]
                     member.behind_since_ms = member.behind_since_ms or now
                     member.behind_target = member.behind_target or st.target_epoch
-                    generation_rules.check_member_behind(
-                        st,
-                        self.book,
-                        member,
-                        max(now, generation_rules.behind_deadline(member, self.thresholds) or now),
-                        self.thresholds,
-                    )
+                    generation_rules.check_member_behind(st, self.book, member, now, self.thresholds, fenced=True)
                 self._depart(member_id, now, "removed", event)
 
     def _on_join(self, event: GroupEvent) -> None:

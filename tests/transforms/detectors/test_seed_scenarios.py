@@ -340,3 +340,94 @@ def test_crash_loop_is_membership_flapping() -> None:
     (flapping,) = out.of_kind("membership_flapping")
     assert "crash@10.3.0.3" in flapping["summary"]
     assert out.causes() == ["member_joined", "heartbeat_expiration"] * 3
+
+
+def test_kip848_members_stuck_reconciling_until_fenced() -> None:
+    """KIP-848: a member never acknowledges the revocation of its partitions; the 4.x coordinator logs its
+    assignment states and fences it when its rebalance timeout passes; the group then converges without it."""
+    s = Silver()
+    t = BASE_MS
+    g = "clicks"
+    topic = "AAAAAAAAAAAAAAAAAAAABQ"
+    s.record("ConsumerGroupMetadata", {"groupId": g}, {"epoch": 10, "metadataHash": 0}, t)
+    for i, member in enumerate(("cA", "cB")):
+        s.record(
+            "ConsumerGroupMemberMetadata",
+            {"groupId": g, "memberId": member},
+            {"clientId": f"clicks-{i}", "clientHost": f"/10.4.0.{i}", "rebalanceTimeoutMs": 45_000},
+            t,
+        )
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": g, "memberId": member},
+            {
+                "memberEpoch": 10,
+                "previousMemberEpoch": 9,
+                "state": 0,
+                "assignedPartitions": [{"topicId": topic, "partitions": [0, 1] if i == 0 else [2, 3]}],
+            },
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": g}, {"assignmentEpoch": 10}, t)
+    join = t + 120_000
+    s.broker(f"[GroupId {g}] Member cC joins the consumer group using the consumer protocol.", join)
+    s.broker(f"[GroupId {g}] Bumped group epoch to 11 with metadata hash 7.", join)
+    s.record(
+        "ConsumerGroupMemberMetadata",
+        {"groupId": g, "memberId": "cC"},
+        {"clientId": "clicks-2", "clientHost": "/10.4.0.2", "rebalanceTimeoutMs": 45_000},
+        join,
+    )
+    s.record("ConsumerGroupMetadata", {"groupId": g}, {"epoch": 11, "metadataHash": 7}, join)
+    s.broker(f"[GroupId {g}] Computed a new target assignment for epoch 11 with 'uniform' assignor in 1ms.", join)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": g}, {"assignmentEpoch": 11}, join)
+    s.broker(
+        f"[GroupId {g}] Member cB new assignment state: epoch=10, previousEpoch=10, state=UNREVOKED_PARTITIONS, "
+        "assignedPartitions=[t-2], pendingPartitionsToRevoke=[t-3].",
+        join + 50,
+    )
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": g, "memberId": "cB"},
+        {
+            "memberEpoch": 10,
+            "previousMemberEpoch": 10,
+            "state": 1,
+            "assignedPartitions": [{"topicId": topic, "partitions": [2]}],
+            "partitionsPendingRevocation": [{"topicId": topic, "partitions": [3]}],
+        },
+        join + 50,
+    )
+    for member in ("cA", "cC"):
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": g, "memberId": member},
+            {"memberEpoch": 11, "previousMemberEpoch": 10, "state": 0},
+            join + 3000,
+        )
+    fenced = join + 50 + 45_000
+    s.broker(
+        f"[GroupId {g}] Member cB fenced from the group because it failed to transition from epoch 10 within 45000ms.",
+        fenced,
+    )
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": g, "memberId": "cB"}, None, fenced)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": g, "memberId": "cB"}, None, fenced)
+    s.record("ConsumerGroupMetadata", {"groupId": g}, {"epoch": 12, "metadataHash": 7}, fenced)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": g}, {"assignmentEpoch": 12}, fenced)
+    for member in ("cA", "cC"):
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": g, "memberId": member},
+            {"memberEpoch": 12, "previousMemberEpoch": 11, "state": 0},
+            fenced + 2000,
+        )
+    out = run(g, s.rows, fenced + 60_000)
+    assert out.kinds() == ["failing_generation"]
+    (failing,) = out.of_kind("failing_generation")
+    assert (failing["member_id"], failing["generation"], failing["status"]) == ("cB", 11, "resolved")
+    # behind since the target moved to epoch 11: decided at its rebalance timeout, just before the fencing
+    assert int(failing["detected_at"].timestamp() * 1000) == join + 45_000
+    (rebalance,) = out.completed()
+    assert (rebalance["from_generation"], rebalance["generation"]) == (10, 12)
+    assert (rebalance["joined"], rebalance["left"], rebalance["expired"]) == (["cC"], ["cB"], [])
+    assert rebalance["cause"] == "member_joined"
