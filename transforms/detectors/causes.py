@@ -52,6 +52,15 @@ def decide_cause(
             return CauseDecision(RebalanceCause.POLL_TIMEOUT, first_broker.get("reason") or "")
         return CauseDecision(RebalanceCause(first_broker["cause"]), first_broker.get("reason") or "")
     poll_timeouts = [m for m in rebalance.poll_timeouts if m in left or m in expired or not (left or expired)]
+    first = rebalance.first_change
+    if first == "joined" and joined:
+        return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
+    if first == "left" and left:
+        if poll_timeouts:
+            return CauseDecision(RebalanceCause.POLL_TIMEOUT, f"poll timeout: {', '.join(sorted(poll_timeouts))}")
+        return CauseDecision(RebalanceCause.MEMBER_LEFT, f"left: {', '.join(sorted(left))}")
+    if first == "expired" and expired:
+        return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
     if expired:
         return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
     if poll_timeouts:

@@ -99,6 +99,8 @@ class OpenRebalance:
     poll_timeouts: list[str] = field(default_factory=list)
     enforced: list[str] = field(default_factory=list)
     refs: list[dict[str, Any]] = field(default_factory=list)
+    first_change: str | None = None
+    """joined | left | expired: the membership change that started it (KIP-848 epochs bump per change)."""
     started_known: bool = True
     """False when only the completion was seen (no prepare line, no epoch bump): started_at is then a guess."""
 

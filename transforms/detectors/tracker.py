@@ -68,6 +68,12 @@ HOW_WORDS = {
 MAX_ATTEMPTS = 64
 
 
+def _note_change(reb: OpenRebalance, kind: str) -> None:
+    """The first membership change of a rebalance is what started it (later ones happened during it)."""
+    if reb.first_change is None:
+        reb.first_change = kind
+
+
 def _add_attempt(reb: OpenRebalance, attempt: dict[str, Any]) -> None:
     """Record one attempt; client reports repeating the same reason (librdkafka stats every interval) count once,
     and a long stuck rebalance keeps its first attempts (the cause) and its latest ones."""
@@ -326,6 +332,7 @@ class GroupTracker:
             target = st.rebalance.expired if how == "expired" else st.rebalance.left
             if how != "replaced" and member_id not in target:
                 target.append(member_id)
+                _note_change(st.rebalance, "expired" if target is st.rebalance.expired else "left")
         elif st.protocol != "classic":
             st.signals.append([now_ms, "departed", member_id])
         return gone
@@ -703,8 +710,7 @@ class GroupTracker:
                     recent_leave = any(s[1] == "left" and s[2] == member_id for s in st.signals)
                     gone = self._depart(member_id, now, "left" if recent_leave else "vanished", event)
                     self._infer_expiry(gone, now, now)
-                self._maybe_converged(event)
-                return
+                return  # the epoch bump of this removal follows in the same batch: convergence is judged there
             member = st.members.get(member_id)
             if member is None:
                 replaced = next(
@@ -725,6 +731,7 @@ class GroupTracker:
                     st.members[member_id] = member
                     if st.rebalance is not None:
                         st.rebalance.joined.append(member_id)
+                        _note_change(st.rebalance, "joined")
                     elif st.generation is not None:
                         st.signals.append([now, "joined", member_id])  # the epoch bump follows in the same batch
             member.instance_id = event.group_instance_id or member.instance_id
@@ -756,11 +763,13 @@ class GroupTracker:
                 continue
             if kind == "joined" and member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
+                _note_change(reb, "joined")
             elif kind == "departed" and member_id in st.departed:
                 how = st.departed[member_id].how
                 target = reb.expired if how == "expired" else reb.left
                 if how != "replaced" and member_id not in reb.expired + reb.left:
                     target.append(member_id)
+                    _note_change(reb, "expired" if target is reb.expired else "left")
 
     def _recently_departed_instance(self, instance_id: str, now_ms: int) -> str | None:
         """A member of this instance id removed in the same coordinator batch: the new one replaces it."""
@@ -939,6 +948,7 @@ class GroupTracker:
                 st.rebalance.left.remove(member_id)
             if member_id not in st.rebalance.expired:
                 st.rebalance.expired.append(member_id)
+                _note_change(st.rebalance, "expired")
             st.rebalance.refs = merge_refs(st.rebalance.refs, [source_ref(event)])
         heartbeat_rules.open_expiration(st, self.book, gone, now, "coordinator", [source_ref(event)])
         self._reemit_departure_rebalance(gone)
@@ -1032,6 +1042,7 @@ class GroupTracker:
             )
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
+                _note_change(st.rebalance, "joined")
 
     def _on_prepare(self, event: GroupEvent) -> None:
         st = self.state
