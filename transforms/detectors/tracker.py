@@ -845,6 +845,7 @@ class GroupTracker:
         now = event.event_time_ms
         kind = event.event
         broker = event.source == TelemetrySource.BROKER_LOG.value
+        self._learn_timeouts(event)
         if kind == K.HEARTBEAT:
             self._on_heartbeat(event)
         elif kind in (K.COMMIT, K.COMMIT_FAILED):
@@ -889,6 +890,20 @@ class GroupTracker:
             st.leader = event.member_id or st.leader
         elif kind == K.ASSIGNMENT and event.detail("change") == "leader_assigning" and event.client_id:
             self._on_leader_assigning(event)
+
+    def _learn_timeouts(self, event: GroupEvent) -> None:
+        """Timeouts a client announced (JoinGroup frames carry session/rebalance timeouts in details)."""
+        if not event.details or (
+            "session_timeout_ms" not in event.details and "rebalance_timeout_ms" not in event.details
+        ):
+            return
+        member = self._telemetry_member(event)
+        if member is None:
+            return
+        for key in ("session_timeout_ms", "rebalance_timeout_ms"):
+            text = event.detail(key) or ""
+            if text.isdigit() and int(text) > 0:
+                setattr(member, key, int(text))
 
     def _on_leader_assigning(self, event: GroupEvent) -> None:
         """Streams' "N client nodes and M consumers participating in this rebalance": the leader's own line.

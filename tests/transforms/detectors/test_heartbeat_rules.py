@@ -231,3 +231,16 @@ def test_kip848_member_removed_silently_after_its_heartbeats_stopped_is_an_infer
     assert expiry["member_id"] == "m-b" and "inferred" in expiry["summary"]
     (rebalance,) = out.completed()
     assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", ["m-b"], [])
+
+
+def test_session_timeout_learnt_from_telemetry_details() -> None:
+    """A KIP-848-less view: the member's JoinGroup (protocol frame) announced a 6 s session timeout."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.agent("join", G, t + 100, member_id=A.member_id, details={"session_timeout_ms": "6000"})
+    s.agent("heartbeat", G, t + 1000, member_id=A.member_id)
+    s.agent("heartbeat", G, t + 2000, member_id=A.member_id)
+    (risk,) = run(G, s.rows, t + 10_000).of_kind("heartbeat_at_risk")
+    assert int(risk["detected_at"].timestamp() * 1000) == t + 2000 + 4200
+    assert "of its 6 s session timeout" in risk["summary"]
