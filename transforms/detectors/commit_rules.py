@@ -86,7 +86,9 @@ def check_telemetry_commit(
             )
         partitions = _commit_partitions(event)
         not_owned = [p for p in partitions if who.partitions and p not in who.partitions]
-        if not_owned and state.protocol == "classic" and event.event_time_ms > (who.joined_ms or 0):
+        # a cooperative member commits the partitions it is revoking right after the new assignment: only a
+        # refused commit for a partition it no longer owns is a zombie's
+        if not_owned and failed_fenced and state.protocol == "classic":
             reasons.append(f"it does not own {', '.join(not_owned[:5])}")
     if not reasons:
         return

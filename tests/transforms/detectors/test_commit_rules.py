@@ -191,3 +191,23 @@ def test_fenced_commit_from_a_member_silent_past_its_session_before_the_group_mo
     out = run(G, s.rows, t + 30_000)
     (zombie,) = out.of_kind("zombie_commit")
     assert zombie["member_id"] == B.member_id and "silent 19 s, past its 10 s session timeout" in zombie["summary"]
+
+
+def test_cooperative_member_committing_what_it_revokes_is_healthy() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [ALL_TO_A], t)
+    s.generation(G, 8, [A, B], t + 10_000)  # orders-2 and orders-3 move to B
+    s.agent("commit", G, t + 10_050, member_id=A.member_id, generation=8, details={"partitions": "orders-2,orders-3"})
+    assert run(G, s.rows, t + 60_000).kinds() == []
+    s.agent(
+        "commit_failed",
+        G,
+        t + 30_000,
+        member_id=A.member_id,
+        generation=8,
+        error="UNKNOWN_MEMBER_ID",
+        details={"partitions": "orders-2"},
+    )
+    (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
+    assert "does not own orders-2" in zombie["summary"]
