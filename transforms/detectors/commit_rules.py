@@ -75,7 +75,8 @@ def check_telemetry_commit(
         reasons.append(f"it was {who.how} from the group")
     else:
         stale = sent_generation is not None and who.generation is not None and sent_generation < who.generation
-        if failed_fenced and stale:
+        # STALE_MEMBER_EPOCH from a live KIP-848 member is a commit racing its own epoch bump: the client retries
+        if failed_fenced and stale and event.error != "STALE_MEMBER_EPOCH":
             reasons.append(f"it sent generation/epoch {sent_generation}, the group is at {who.generation}")
         timeout = who.session_timeout_ms or thresholds.default_session_timeout_ms
         silent = who.last_heartbeat_ms is not None and event.event_time_ms - who.last_heartbeat_ms > timeout

@@ -211,3 +211,21 @@ def test_cooperative_member_committing_what_it_revokes_is_healthy() -> None:
     )
     (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
     assert "does not own orders-2" in zombie["summary"]
+
+
+def test_kip848_stale_member_epoch_of_a_live_member_is_a_retried_race() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 5, "metadataHash": 0}, t)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "k-a"}, {"clientId": "k-a"}, t)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "k-a"},
+        {"memberEpoch": 5, "previousMemberEpoch": 4, "state": 0},
+        t,
+    )
+    s.agent("commit_failed", G, t + 1000, member_id="k-a", member_epoch=4, error="STALE_MEMBER_EPOCH")
+    assert run(G, s.rows, t + 60_000).kinds() == []
+    s.agent("commit_failed", G, t + 2000, member_id="k-a", member_epoch=4, error="FENCED_MEMBER_EPOCH")
+    (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
+    assert "sent generation/epoch 4, the group is at 5" in zombie["summary"]
