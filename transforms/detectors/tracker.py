@@ -1064,15 +1064,14 @@ class GroupTracker:
         now = event.event_time_ms
         if event.source == TelemetrySource.BROKER_LOG.value and event.detail("group_epoch") is None:
             old_generation = event.generation
-            if st.rebalance is None:
+            reb = st.rebalance
+            if reb is None:
                 if st.generation is None:
                     st.generation = old_generation
                     st.generation_members = sorted(st.members)
                 if old_generation is not None and st.generation is not None and old_generation < st.generation:
                     return  # a line older than what the records already showed
-                self._start_rebalance(now, event)
-            reb = st.rebalance
-            assert reb is not None
+                reb = self._start_rebalance(now, event)
             _add_attempt(
                 reb,
                 {
