@@ -56,6 +56,8 @@ SIGNAL_LEAD_MS = 120_000
 """Poll timeouts, enforced-rebalance requests and fencing reports up to this long before a rebalance explain it."""
 FENCED_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"})
 EXPIRY_LIKE = frozenset({"expired", "removed"})
+LIVENESS_ERRORS = frozenset({"REBALANCE_IN_PROGRESS"})
+"""A heartbeat answered with these still reset the member's session on the coordinator: it is alive."""
 HOW_WORDS = {
     "left": "it left the group",
     "expired": "it was removed on session expiry",
@@ -846,7 +848,7 @@ class GroupTracker:
         kind = event.event
         broker = event.source == TelemetrySource.BROKER_LOG.value
         self._learn_timeouts(event)
-        if kind == K.HEARTBEAT:
+        if kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
             self._on_heartbeat(event)
         elif kind in (K.COMMIT, K.COMMIT_FAILED):
             commit_rules.check_telemetry_commit(st, self.book, event, self.thresholds)

@@ -244,3 +244,15 @@ def test_session_timeout_learnt_from_telemetry_details() -> None:
     (risk,) = run(G, s.rows, t + 10_000).of_kind("heartbeat_at_risk")
     assert int(risk["detected_at"].timestamp() * 1000) == t + 2000 + 4200
     assert "of its 6 s session timeout" in risk["summary"]
+
+
+def test_heartbeats_answered_rebalance_in_progress_keep_the_member_alive() -> None:
+    """Seed 002: during a rebalance the coordinator answers heartbeats with REBALANCE_IN_PROGRESS; the session
+    is still refreshed, so a long rebalance is no silence."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    for i in range(0, 60_000, 3000):
+        message = "Received successful Heartbeat response" if i < 6000 else "Attempt to heartbeat failed since group "
+        s.client(A.client_id, G, message + ("is rebalancing" if i >= 6000 else ""), t + i)
+    assert run(G, s.rows, t + 60_000).kinds() == []
