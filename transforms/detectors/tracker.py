@@ -48,6 +48,8 @@ from transforms.schemas import (
 K = HeartbeatEventKind
 SNAPSHOT_VERSION = 1
 HOUR_MS = 3_600_000
+OFFSETS_KEPT_MS = 7 * 24 * HOUR_MS
+"""Committed offsets are remembered as long as Kafka keeps them by default (offsets.retention.minutes, 7 days)."""
 PRUNE_EVERY_MS = 10_000
 """State is pruned at most this often (by event time: the same events prune at the same points on replay)."""
 MEMBERSHIP_BATCH_MS = 2_000
@@ -270,6 +272,7 @@ class GroupTracker:
         st.leader_changes = [t for t in st.leader_changes if now_ms - t <= keep]
         st.departures = [d for d in st.departures if now_ms - d[0] <= keep][-256:]
         st.signals = [s for s in st.signals if now_ms - s[0] <= keep][-256:]
+        st.offsets = {k: v for k, v in st.offsets.items() if now_ms - v[1] <= OFFSETS_KEPT_MS}
         window = th.zombie_after_owner_change_ms
         st.owner_changed = {k: v for k, v in st.owner_changed.items() if now_ms - v[0] <= window}
         if st.empty_by_removal_ms is not None and now_ms - st.empty_by_removal_ms > th.zombie_empty_group_ms:
