@@ -132,3 +132,20 @@ def test_next_wakeup_and_expiry() -> None:
     tracker.advance_to(END_MS)
     assert not tracker.is_expired(END_MS)  # open detections keep the state
     assert len(tracker.snapshot()) < 16_000
+
+
+def test_a_silent_group_wakes_at_its_deadline() -> None:
+    """Nothing arrives any more: next_wakeup names the at-risk deadline, and clock ticks moving the watermark
+    past it (no event of the group) are enough for the detection."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 3, [Member("solo", [("orders", 0)], session_timeout_ms=10_000)], t)
+    s.agent("heartbeat", G, t + 1000, member_id="solo")
+    s.agent("heartbeat", G, t + 4000, member_id="solo")
+    tracker = GroupTracker(CLUSTER, G, DetectorThresholds())
+    tracker.accept(events_of(s.rows))
+    assert tracker.advance_to(t + 4000).detections == ()
+    assert tracker.next_wakeup() == t + 4000 + 7000
+    assert tracker.advance_to(t + 10_999).detections == ()
+    (risk,) = tracker.advance_to(t + 11_000).detections
+    assert risk["kind"] == "heartbeat_at_risk" and risk["detected_at"].timestamp() * 1000 == t + 11_000
