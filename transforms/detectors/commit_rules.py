@@ -57,6 +57,16 @@ def attribute(state: GroupState, event: GroupEvent) -> MemberState | DepartedMem
     return None
 
 
+def _generation_of(state: GroupState, member_id: str) -> int | None:
+    """The generation/epoch a (former) member was in: one zombie incident per member and generation, whichever
+    source (telemetry or `__consumer_offsets`) shows it."""
+    if member_id in state.departed:
+        return state.departed[member_id].generation
+    if member_id in state.members:
+        return state.members[member_id].generation
+    return state.generation
+
+
 def check_telemetry_commit(
     state: GroupState, book: DetectionBook, event: GroupEvent, thresholds: DetectorThresholds
 ) -> None:
@@ -136,7 +146,7 @@ def check_offset_commit(
         owner = state.removed_partitions[key]
         book.open(
             ZOMBIE,
-            (owner, "empty", state.generation),
+            (owner, _generation_of(state, owner)),
             at_ms=now,
             first_seen_ms=now,
             summary=(
@@ -144,7 +154,7 @@ def check_offset_commit(
                 f"group went Empty because its members were removed; {owner} owned that partition"
             ),
             refs=[source_ref(event)],
-            generation=state.generation,
+            generation=_generation_of(state, owner),
             member_id=owner,
             topic=event.topic,
             partition=event.partition,
@@ -156,7 +166,7 @@ def check_offset_commit(
     if changed is not None and now - changed[0] <= thresholds.zombie_after_owner_change_ms and changed[1]:
         book.open(
             ZOMBIE,
-            (changed[1], key, event.committed_offset),
+            (changed[1], _generation_of(state, changed[1])),
             at_ms=now,
             first_seen_ms=changed[0],
             summary=(
@@ -165,7 +175,7 @@ def check_offset_commit(
                 f"{changed[1]}: its old owner committed a stale position"
             ),
             refs=[source_ref(event)],
-            generation=state.generation,
+            generation=_generation_of(state, changed[1]),
             member_id=changed[1],
             topic=event.topic,
             partition=event.partition,
