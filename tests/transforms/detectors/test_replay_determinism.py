@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of
+from tests.transforms.detectors.test_seed_scenarios import kip848_stuck_rows
 from transforms.detectors.group_events import GroupEvent
 from transforms.detectors.thresholds import DetectorThresholds
 from transforms.detectors.tracker import GroupTracker, TrackerOutput
@@ -65,8 +66,8 @@ def collect(outcome: Outcome, out: TrackerOutput) -> None:
         outcome.health = out.health
 
 
-def drive(events: list[GroupEvent], watermarks: list[int], snapshot_between: bool = False) -> Outcome:
-    tracker = GroupTracker(CLUSTER, G, THRESHOLDS)
+def drive(events: list[GroupEvent], watermarks: list[int], snapshot_between: bool = False, group: str = G) -> Outcome:
+    tracker = GroupTracker(CLUSTER, group, THRESHOLDS)
     tracker.accept(events)
     outcome = Outcome({}, {}, None)
     for watermark in watermarks:
@@ -86,6 +87,26 @@ def test_the_incident_history_is_rich_enough_to_mean_something() -> None:
     expected = {"heartbeat_at_risk", "heartbeat_expiration", "zombie_commit", "rebalance_storm"}
     assert expected <= kinds, kinds
     assert {"offset_regression", "leader_instability"} <= kinds
+
+
+@cache
+def kip848_events() -> tuple[GroupEvent, ...]:
+    silver, _, _ = kip848_stuck_rows()
+    return tuple(events_of(silver.rows))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.lists(st.integers(BASE_MS - 1000, BASE_MS + 225_000), max_size=25))
+def test_kip848_output_is_the_same_whatever_the_steps(seed: int, steps: list[int]) -> None:
+    events = list(kip848_events())
+    end = BASE_MS + 225_000
+    expected = drive(list(events), [end], group="clicks")
+    assert expected.kinds() == ["failing_generation"] and len(expected.completed()) == 1
+    random.Random(seed).shuffle(events)
+    outcome = drive(events, [*sorted(steps), end], snapshot_between=seed % 2 == 0, group="clicks")
+    assert outcome.detections == expected.detections
+    assert outcome.rebalances == expected.rebalances
+    assert outcome.health == expected.health
 
 
 @settings(max_examples=40, deadline=None)

@@ -342,9 +342,10 @@ def test_crash_loop_is_membership_flapping() -> None:
     assert out.causes() == ["member_joined", "heartbeat_expiration"] * 3
 
 
-def test_kip848_members_stuck_reconciling_until_fenced() -> None:
+def kip848_stuck_rows() -> tuple[Silver, int, int]:
     """KIP-848: a member never acknowledges the revocation of its partitions; the 4.x coordinator logs its
-    assignment states and fences it when its rebalance timeout passes; the group then converges without it."""
+    assignment states and fences it when its rebalance timeout passes; the group then converges without it.
+    Returns the rows, the time cC joined and the time cB was fenced."""
     s = Silver()
     t = BASE_MS
     g = "clicks"
@@ -421,6 +422,16 @@ def test_kip848_members_stuck_reconciling_until_fenced() -> None:
             {"memberEpoch": 12, "previousMemberEpoch": 11, "state": 0},
             fenced + 2000,
         )
+    for beat in range(t, fenced + 60_000, 5000):
+        for member in ("cA", "cC") + (("cB",) if beat < fenced else ()):
+            if member != "cC" or beat > join:
+                s.agent("heartbeat", g, beat + 30, member_id=member, member_epoch=11)
+    return s, join, fenced
+
+
+def test_kip848_members_stuck_reconciling_until_fenced() -> None:
+    s, join, fenced = kip848_stuck_rows()
+    g = "clicks"
     out = run(g, s.rows, fenced + 60_000)
     assert out.kinds() == ["failing_generation"]
     (failing,) = out.of_kind("failing_generation")
