@@ -22,11 +22,19 @@ Wording by version (Apache Kafka source):
   "removing member M on heartbeat expiration."), "Member M is joining group during S; client reason: R",
   "Assignment received from leader M for group G ...", "[Group G] Member M has left group through explicit
   `LeaveGroup` request; client reason: R" with prepare reason "explicit `LeaveGroup` request for (M) members.".
+  Static membership (3.x Scala and 4.x Java alike): "Static member with groupInstanceId=I and unknown member id
+  joins group G in S state. Replacing previously mapped member M with this groupInstanceId." (a replacement, not a
+  departure) or "... Created a new member id M for this member and add(ed) to the group.", and "Static member
+  which joins during Stable stage and doesn't affect the selected protocol (3.x: selectProtocol) will not
+  trigger (a) rebalance." (no group named).
 - KIP-848 consumer groups (3.7+ preview, 4.0 GA), lines prefixed `[GroupId G] `: "Member M joins the consumer
   group using the consumer protocol.", "Bumped group epoch to E." (4.1+: "... with metadata hash H."),
   "Computed a new target assignment for epoch E with 'uniform' assignor in Tms...", "Member M new assignment
   state: epoch=E, previousEpoch=P, state=S, ...", "Member M fenced from the group because its session
-  expired.", "Member M left the consumer group.".
+  expired.", "Member M left the consumer group.", static: "Static member M with instance id I joins the consumer
+  group using the consumer protocol.", "Static member with instance id I re-joins the consumer group using the
+  consumer protocol. Created a new member M2 to replace the existing member M1.", "Static Member M with instance
+  id I (temporarily) left the consumer group.".
 """
 
 from __future__ import annotations
@@ -228,6 +236,17 @@ def _static_member_temporarily_left(m: re.Match[str], line: LogLine) -> Heartbea
     )
 
 
+def _static_member_left(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group(1),
+        group_instance_id=m.group(2),
+        details={**_coordinator_details(line), "protocol": "consumer", "static": "true"},
+    )
+
+
 def _member_joining(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
     details["state"] = m.group(2)
@@ -297,6 +316,54 @@ def _assignment_from_leader(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         group_id=m.group(2),
         member_id=m.group(1),
         generation=int(m.group(3)),
+        details=details,
+    )
+
+
+def _static_member_joins(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """Kafka 4.x/3.x classic static join: a known instance id replaces its member (no departure), or a new one."""
+    details = _coordinator_details(line)
+    details.update(state=m.group("state"), static="true")
+    member_id = m.group("new")
+    if m.group("old") is not None:
+        details["replaced_member_id"] = m.group("old")
+    else:
+        details["new_member"] = "true"
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=m.group("group"),
+        member_id=member_id,
+        group_instance_id=instance_id_value(m.group("instance")),
+        reason="static member replaced" if m.group("old") is not None else "static member joined",
+        details=details,
+    )
+
+
+def _static_rejoin_without_rebalance(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """The coordinator kept the generation for a returning static member (the line names no group or member)."""
+    details = _coordinator_details(line)
+    details.update(static="true", rebalance="false")
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=_group(None, line),
+        reason="static member rejoined without rebalance",
+        details=details,
+    )
+
+
+def _static_consumer_group_join(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848 static member joining (new) or re-joining under its instance id (replacing the existing member)."""
+    details = {**_coordinator_details(line), "protocol": m.group("protocol"), "static": "true"}
+    if m.group("old") is not None:
+        details["replaced_member_id"] = m.group("old")
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group("member") or m.group("new"),
+        group_instance_id=m.group("instance"),
         details=details,
     )
 
@@ -436,6 +503,29 @@ RULES = RuleTable.of(
             _assignment_from_leader,
         ),
         MessageRule(
+            "unknown member id joins group",
+            re.compile(
+                r"Static member with groupInstanceId=(?P<instance>\S+?) and unknown member id joins group "
+                r"(?P<group>\S+) in (?P<state>\w+) state\. (?:Replacing previously mapped member (?P<old>\S+) "
+                r"with this groupInstanceId|Created a new member id (?P<new>\S+) for this member)"
+            ),
+            _static_member_joins,
+        ),
+        MessageRule(
+            "will not trigger",
+            re.compile(r"Static member which joins during Stable stage .*will not trigger (?:a )?rebalance"),
+            _static_rejoin_without_rebalance,
+        ),
+        MessageRule(
+            "the consumer group using the",
+            re.compile(
+                r"Static member (?:(?P<member>\S+) )?with instance id (?P<instance>\S+) (?:re-)?joins the consumer "
+                r"group using the (?P<protocol>\w+) protocol(?:\. Created a new member (?P<new>\S+) to replace the "
+                r"existing member (?P<old>[^\s.]+))?"
+            ),
+            _static_consumer_group_join,
+        ),
+        MessageRule(
             "joins the consumer group",
             re.compile(r"Member (\S+) joins the consumer group using the (\w+) protocol"),
             _joins_consumer_group,
@@ -466,8 +556,13 @@ RULES = RuleTable.of(
         ),
         MessageRule(
             "temporarily left the consumer group",
-            re.compile(r"Static member (\S+) with instance id (\S+) temporarily left the consumer group"),
+            re.compile(r"Static [Mm]ember (\S+) with instance id (\S+) temporarily left the consumer group"),
             _static_member_temporarily_left,
+        ),
+        MessageRule(
+            "left the consumer group",
+            re.compile(r"Static [Mm]ember (\S+) with instance id (\S+) left the consumer group"),
+            _static_member_left,
         ),
         MessageRule(
             "left the consumer group", re.compile(r"Member (\S+) left the consumer group"), _consumer_group_leave

@@ -209,3 +209,87 @@ def test_near_misses_produce_no_event(text: str) -> None:
 )
 def test_cause_of_reason(reason: str, cause: str) -> None:
     assert cause_of_reason(reason)[0] == cause
+
+
+# Static membership (GroupMetadataManager 4.x / GroupCoordinator 3.x): a replaced static member is no departure.
+def test_java_static_member_replacing_previously_mapped_member() -> None:
+    event = only_event(
+        f"[2026-11-23 09:12:01,532] INFO {J} Static member with groupInstanceId=orders-0 and unknown member id joins "
+        "group orders in Stable state. Replacing previously mapped member "
+        "rdkafka-5b1c8e0f-2f0e-4a53-9f3c-1b9cf0e1aa01 with this groupInstanceId. "
+        f"{JAVA}"
+    )
+    assert (event.event, event.group_id, event.group_instance_id) == (K.JOIN, "orders", "orders-0")
+    assert event.details["replaced_member_id"] == "rdkafka-5b1c8e0f-2f0e-4a53-9f3c-1b9cf0e1aa01"
+    assert event.details["state"] == "Stable"
+    assert event.details["static"] == "true"
+    assert event.details["offsets_partition"] == "46"
+
+
+def test_scala_static_member_new_member_id() -> None:
+    event = only_event(
+        "[2023-05-02 10:01:02,003] INFO [GroupCoordinator 2]: Static member with groupInstanceId=app-1 and unknown "
+        "member id joins group app in Empty state. Created a new member id app-1-3f1a0b for this member and add to "
+        f"the group. {SCALA}"
+    )
+    assert (event.event, event.group_id, event.member_id) == (K.JOIN, "app", "app-1-3f1a0b")
+    assert event.group_instance_id == "app-1"
+    assert event.details["new_member"] == "true"
+    assert "replaced_member_id" not in event.details
+
+
+def test_java_static_member_created_new_member_id() -> None:
+    event = only_event(
+        f"[2026-11-23 09:12:01,532] INFO {J} Static member with groupInstanceId=orders-1 and unknown member id joins "
+        "group orders in PreparingRebalance state. Created a new member id orders-1-77aa for this member and added "
+        f"to the group. {JAVA}"
+    )
+    assert (event.member_id, event.group_instance_id, event.details["state"]) == (
+        "orders-1-77aa",
+        "orders-1",
+        "PreparingRebalance",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{J} Static member which joins during Stable stage and doesn't affect the selected protocol will not "
+        "trigger a rebalance.",
+        "[GroupCoordinator 1]: Static member which joins during Stable stage and doesn't affect selectProtocol "
+        "will not trigger rebalance.",
+    ],
+)
+def test_static_rejoin_without_rebalance(text: str) -> None:
+    event = only_event(f"[2026-11-23 09:12:01,533] INFO {text} {JAVA}")
+    assert event.event is K.JOIN
+    assert event.details["rebalance"] == "false"
+
+
+def test_kip848_static_member_joins_and_rejoins() -> None:
+    joined = only_event(
+        f"{J} [GroupId orders] Static member u2N8 with instance id orders-0 joins the consumer group using the "
+        "consumer protocol."
+    )
+    assert (joined.event, joined.group_id, joined.member_id, joined.group_instance_id) == (
+        K.JOIN,
+        "orders",
+        "u2N8",
+        "orders-0",
+    )
+    rejoined = only_event(
+        f"{J} [GroupId orders] Static member with instance id orders-0 re-joins the consumer group using the "
+        "consumer protocol. Created a new member Zq9 to replace the existing member u2N8."
+    )
+    assert (rejoined.member_id, rejoined.details["replaced_member_id"]) == ("Zq9", "u2N8")
+
+
+@pytest.mark.parametrize("word", ["Member", "member"])
+def test_kip848_static_member_left_and_temporarily_left(word: str) -> None:
+    left = only_event(f"{J} [GroupId orders] Static {word} u2N8 with instance id orders-0 left the consumer group.")
+    assert (left.event, left.member_id, left.group_instance_id) == (K.LEAVE, "u2N8", "orders-0")
+    assert "temporary" not in left.details
+    temporary = only_event(
+        f"{J} [GroupId orders] Static {word} u2N8 with instance id orders-0 temporarily left the consumer group."
+    )
+    assert temporary.details["temporary"] == "true"

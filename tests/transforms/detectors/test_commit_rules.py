@@ -1,0 +1,231 @@
+"""zombie_commit and offset_regression, event by event: telemetry commits, librdkafka's empty member id,
+backwards commits after an owner change, commits into a group emptied by removals, and the assign() trap."""
+
+from __future__ import annotations
+
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, run
+from transforms.detectors.thresholds import DetectorThresholds
+from transforms.detectors.tracker import GroupTracker
+
+G = "orders"
+A = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
+B = Member("rdkafka-bbb", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+ALL_TO_A = Member(A.member_id, [("orders", p) for p in range(4)], client_id="worker-a", host="10.0.0.1")
+
+
+def _b_expires(s: Silver, t: int) -> int:
+    s.generation(G, 7, [A, B], t)
+    gone = t + 20_000
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", gone)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7 (reason: removing "
+        f"member {B.member_id} on heartbeat expiration).",
+        gone,
+    )
+    s.generation(G, 8, [ALL_TO_A], gone + 1000)
+    return gone + 1000
+
+
+def test_expired_member_commit_failing_with_illegal_generation_is_a_zombie() -> None:
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.agent(
+        "commit_failed",
+        G,
+        after + 5000,
+        member_id=B.member_id,
+        generation=7,
+        client_id="worker-b",
+        host="10.0.0.2",
+        error="ILLEGAL_GENERATION",
+        reason="Broker: Specified group generation id is not valid",
+        details={"trigger": "sync", "partitions": "orders-2,orders-3", "offsets": "120,98"},
+    )
+    out = run(G, s.rows, after + 10_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert (zombie["member_id"], zombie["generation"], zombie["severity"]) == (B.member_id, 7, "critical")
+    assert "ILLEGAL_GENERATION" in zombie["summary"] and "expired" in zombie["summary"]
+    assert out.kinds() == ["heartbeat_expiration", "zombie_commit"]
+
+
+def test_librdkafka_zombie_with_empty_member_id_is_attributed_by_client_and_host() -> None:
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.agent(
+        "commit_failed",
+        G,
+        after + 5000,
+        generation=-1,
+        client_id="worker-b",
+        host="10.0.0.2",
+        error="UNKNOWN_MEMBER_ID",
+        details={"partitions": "orders-2"},
+    )
+    (zombie,) = run(G, s.rows, after + 10_000).of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id
+
+
+def test_librdkafka_zombie_attributed_by_last_member_id_detail() -> None:
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.agent("commit", G, after + 5000, client_id="other", details={"last_member_id": B.member_id})
+    (zombie,) = run(G, s.rows, after + 10_000).of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id
+
+
+def test_assign_mode_commit_nobody_can_attribute_is_not_a_zombie() -> None:
+    """A standalone assign() consumer: refused while the group lives, accepted once it is Empty."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.commit(G, "orders", 0, 500, t + 1000)
+    s.agent(
+        "commit_failed", G, t + 2000, generation=-1, client_id="backfill", host="10.9.9.9", error="UNKNOWN_MEMBER_ID"
+    )
+    s.broker(
+        f"[Group {G}] Member {A.member_id} has left group through explicit `LeaveGroup` request; client reason: "
+        "the consumer is being closed",
+        t + 3000,
+    )
+    s.generation(G, 8, [], t + 3100)
+    s.commit(G, "orders", 3, 10, t + 4000)  # accepted now that the group is Empty: a partition nobody lost
+    out = run(G, s.rows, t + 60_000)
+    assert out.kinds() == []
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["left"], rebalance["members_after"]) == ("member_left", [A.member_id], 0)
+
+
+def test_commit_into_group_emptied_by_removal_for_a_partition_the_removed_member_owned() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [B], t)
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 20_000)
+    s.generation(G, 8, [], t + 20_100)
+    s.commit(G, "orders", 2, 4242, t + 25_000)
+    out = run(G, s.rows, t + 60_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert (zombie["member_id"], zombie["topic"], zombie["partition"]) == (B.member_id, "orders", 2)
+    assert '"table":"offset_commits"' in zombie["evidence"]
+
+
+def test_backwards_commit_right_after_owner_change_is_the_old_owners_zombie() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    s.commit(G, "orders", 2, 1000, t + 1000)
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 20_000)
+    s.generation(G, 8, [ALL_TO_A], t + 21_000)
+    s.commit(G, "orders", 2, 1010, t + 22_000)  # the new owner moves on
+    s.commit(G, "orders", 2, 990, t + 23_000)  # the zombie commits its stale position
+    out = run(G, s.rows, t + 60_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert (zombie["member_id"], zombie["partition"]) == (B.member_id, 2)
+    assert "moved back from 1010 to 990" in zombie["summary"]
+    assert "offset_regression" not in out.kinds()
+
+
+def test_backwards_commit_long_after_any_rebalance_is_an_offset_regression_that_resolves() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.commit(G, "orders", 0, 5000, t + 1000)
+    s.commit(G, "orders", 0, 100, t + 600_000)
+    out = run(G, s.rows, t + 700_000)
+    (regression,) = out.of_kind("offset_regression")
+    assert regression["status"] == "open" and "moved back from 5000 to 100" in regression["summary"]
+    s.commit(G, "orders", 0, 5001, t + 800_000)
+    (regression,) = run(G, s.rows, t + 900_000).of_kind("offset_regression")
+    assert regression["status"] == "resolved"
+
+
+def test_live_member_commit_with_stale_generation_and_fencing_error() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    s.generation(G, 8, [A, B], t + 10_000)
+    s.client(
+        "worker-b",
+        G,
+        "Offset commit failed on partition orders-2 at offset 77: The provided member is not known in the current "
+        "generation. ILLEGAL_GENERATION",
+        t + 11_000,
+        level="WARN",
+    )
+    out = run(G, s.rows, t + 20_000)
+    assert out.kinds() == []  # a client log without generation is not evidence of staleness on its own
+    s.agent("commit_failed", G, t + 12_000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
+    (zombie,) = run(G, s.rows, t + 20_000).of_kind("zombie_commit")
+    assert "sent generation/epoch 7, the group is at 8" in zombie["summary"]
+
+
+def test_zombie_resolves_once_it_stops_and_the_idle_group_state_may_go() -> None:
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.agent("commit_failed", G, after + 5000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
+    s.agent("commit_failed", G, after + 65_000, member_id=B.member_id, generation=7, error="ILLEGAL_GENERATION")
+    thresholds = DetectorThresholds(incident_quiet_ms=300_000, group_idle_ttl_ms=3_600_000)
+    (zombie,) = run(G, s.rows, after + 300_000, thresholds).of_kind("zombie_commit")
+    assert zombie["status"] == "open"
+    assert int(zombie["last_seen"].timestamp() * 1000) == after + 65_000
+    (zombie,) = run(G, s.rows, after + 400_000, thresholds).of_kind("zombie_commit")
+    assert zombie["status"] == "resolved"
+    assert int(zombie["resolved_at"].timestamp() * 1000) == after + 65_000 + 300_000
+    tracker = GroupTracker(CLUSTER, G, thresholds)
+    tracker.accept(events_of(s.rows))
+    tracker.advance_to(after + 400_000)
+    assert not tracker.is_expired(after + 400_000)
+    assert tracker.is_expired(after + 65_000 + 3_600_001)
+
+
+def test_fenced_commit_from_a_member_silent_past_its_session_before_the_group_moved_on() -> None:
+    """Offsets and agent only: B froze, the coordinator already dropped it, the next generation is not persisted
+    yet; B wakes and its commit fails with UNKNOWN_MEMBER_ID."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    for i in range(0, 30_000, 3000):
+        s.agent("heartbeat", G, t + i, member_id=A.member_id, generation=7)
+        if i <= 6000:
+            s.agent("heartbeat", G, t + i, member_id=B.member_id, generation=7)
+    s.agent("commit_failed", G, t + 25_000, member_id=B.member_id, generation=7, error="UNKNOWN_MEMBER_ID")
+    out = run(G, s.rows, t + 30_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id and "silent 19 s, past its 10 s session timeout" in zombie["summary"]
+
+
+def test_cooperative_member_committing_what_it_revokes_is_healthy() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [ALL_TO_A], t)
+    s.generation(G, 8, [A, B], t + 10_000)  # orders-2 and orders-3 move to B
+    s.agent("commit", G, t + 10_050, member_id=A.member_id, generation=8, details={"partitions": "orders-2,orders-3"})
+    assert run(G, s.rows, t + 60_000).kinds() == []
+    s.agent(
+        "commit_failed",
+        G,
+        t + 30_000,
+        member_id=A.member_id,
+        generation=8,
+        error="UNKNOWN_MEMBER_ID",
+        details={"partitions": "orders-2"},
+    )
+    (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
+    assert "does not own orders-2" in zombie["summary"]
+
+
+def test_kip848_stale_member_epoch_of_a_live_member_is_a_retried_race() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 5, "metadataHash": 0}, t)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "k-a"}, {"clientId": "k-a"}, t)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "k-a"},
+        {"memberEpoch": 5, "previousMemberEpoch": 4, "state": 0},
+        t,
+    )
+    s.agent("commit_failed", G, t + 1000, member_id="k-a", member_epoch=4, error="STALE_MEMBER_EPOCH")
+    assert run(G, s.rows, t + 60_000).kinds() == []
+    s.agent("commit_failed", G, t + 2000, member_id="k-a", member_epoch=4, error="FENCED_MEMBER_EPOCH")
+    (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
+    assert "sent generation/epoch 4, the group is at 5" in zombie["summary"]

@@ -1,0 +1,102 @@
+"""DETECTOR_INPUT rows -> group events: every table, every timestamp form, and rows that say nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pyarrow as pa
+
+from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver
+from transforms.detectors.group_events import GroupEvent, epoch_ms, event_order, group_event_from_row
+from transforms.schemas import DETECTOR_INPUT
+
+
+def test_timestamps_in_every_form_give_the_same_epoch_ms() -> None:
+    aware = datetime.fromtimestamp(BASE_MS / 1000, tz=UTC)
+    naive = aware.replace(tzinfo=None)
+    assert epoch_ms(aware) == epoch_ms(naive) == epoch_ms(pd.Timestamp(aware)) == epoch_ms(BASE_MS) == BASE_MS
+    assert epoch_ms("yesterday") is None
+    assert epoch_ms(None) is None
+
+
+def test_classic_generation_row_keeps_members_partitions_and_timeouts() -> None:
+    silver = Silver()
+    row = silver.generation(
+        "orders", 4, [Member("m-1", [("orders", 0), ("orders", 1)], instance_id="i-1")], BASE_MS, leader="m-1"
+    )
+    event = group_event_from_row(row)
+    assert event is not None
+    assert (event.src_table, event.generation, event.leader, event.src_offset) == ("group_metadata", 4, "m-1", 0)
+    (member,) = event.members or ()
+    assert member.partitions == ("orders-0", "orders-1")
+    assert (member.instance_id, member.host, member.session_timeout_ms) == ("i-1", "10.0.0.1", 10_000)
+
+
+def test_kip848_member_assignment_row_carries_epoch_state_and_pending_revocation() -> None:
+    silver = Silver()
+    topic = "AAAAAAAAAAAAAAAAAAAABQ"
+    row = silver.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": "g", "memberId": "m"},
+        {
+            "memberEpoch": 5,
+            "previousMemberEpoch": 4,
+            "state": 1,
+            "assignedPartitions": [{"topicId": topic, "partitions": [0]}],
+            "partitionsPendingRevocation": [{"topicId": topic, "partitions": [1]}],
+        },
+        BASE_MS,
+    )
+    event = group_event_from_row(row)
+    assert event is not None
+    assert (event.epoch, event.previous_epoch, event.member_state) == (5, 4, "UNREVOKED_PARTITIONS")
+    assert (event.partitions, event.pending) == ((f"{topic}-0",), (f"{topic}-1",))
+
+
+def test_heartbeat_event_row_from_a_real_broker_line() -> None:
+    silver = Silver()
+    (row,) = silver.broker("Member m-1 in group orders has failed, removing it from the group.", BASE_MS)
+    event = group_event_from_row(row)
+    assert event is not None
+    assert (event.event, event.member_id, event.source) == ("member_expired", "m-1", "broker_log")
+    assert event.details["coordinator"] == "1"
+
+
+def test_rows_without_a_group_or_unknown_event_or_clock_ticks_are_none() -> None:
+    base = dict.fromkeys(DETECTOR_INPUT.column_names)
+    tick = {**base, "src_table": "clock_ticks", "event_time": BASE_MS}
+    assert group_event_from_row(tick) is None
+    odd = {**base, "src_table": "heartbeat_events", "group_id": "g", "event_time": BASE_MS, "event": "bogus"}
+    assert group_event_from_row(odd) is None
+    no_time = {**base, "src_table": "offset_commits", "group_id": "g", "topic": "t", "partition": 0}
+    assert group_event_from_row(no_time) is None
+    garbage = {**base, "src_table": "group_records", "group_id": "g", "event_time": BASE_MS, "record_type": "X"}
+    garbage["payload"] = "{not json"
+    assert group_event_from_row(garbage) is None
+
+
+def test_event_order_is_time_then_table_then_offset_and_json_round_trips() -> None:
+    silver = Silver()
+    commit = group_event_from_row(silver.commit("g", "t", 0, 5, BASE_MS))
+    meta = group_event_from_row(silver.generation("g", 1, [Member("m", [("t", 0)])], BASE_MS))
+    assert commit is not None and meta is not None
+    assert sorted([commit, meta], key=event_order) == [meta, commit]
+    assert GroupEvent.from_json(meta.as_json()) == meta
+
+
+def test_rows_as_pandas_gives_them_numpy_arrays_and_map_pairs() -> None:
+    """The Spark layer may hand rows over through Arrow/pandas: list columns arrive as numpy arrays."""
+    silver = Silver()
+    silver.generation("orders", 4, [Member("m-1", [("orders", 0), ("orders", 1)])], BASE_MS)
+    silver.agent("heartbeat", "orders", BASE_MS + 1, member_id="m-1", details={"state": "up"})
+    frame = pa.Table.from_pylist(silver.rows).to_pandas()
+    assert type(frame["members"][0]).__module__ == "numpy"
+    meta, beat = (group_event_from_row(row) for row in frame.to_dict("records"))
+    assert meta is not None and beat is not None
+    (member,) = meta.members or ()
+    assert member.partitions == ("orders-0", "orders-1")
+    assert beat.details["state"] == "up"
+    arrow_like = {**silver.rows[1], "details": [("state", "up"), ("observed_by", "agent")]}
+    converted = group_event_from_row(arrow_like)
+    assert converted is not None and converted.details == {"state": "up", "observed_by": "agent"}

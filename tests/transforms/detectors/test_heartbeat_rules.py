@@ -1,0 +1,258 @@
+"""heartbeat_expiration and heartbeat_at_risk, event by event, in both coordinators' wording."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
+from transforms.detectors.thresholds import DetectorThresholds
+
+G = "orders"
+A = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a")
+B = Member("consumer-orders-2-bbb", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+ALL_TO_A = Member(A.member_id, [("orders", p) for p in range(4)], client_id="worker-a")
+
+
+def _heartbeats(silver: Silver, member: Member, start: int, stop: int, every: int = 3000) -> None:
+    for t in range(start, stop, every):
+        silver.agent("heartbeat", G, t, member_id=member.member_id, generation=7, client_id=member.client_id)
+
+
+@pytest.mark.parametrize("java", [True, False])
+def test_broker_expiry_line_opens_then_resolves_naming_silence_timeout_and_generations(java: bool) -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    _heartbeats(s, A, t + 1000, t + 40_000)
+    _heartbeats(s, B, t + 1000, t + 20_000)  # last at t+19000
+    expired = t + 31_000
+    suffix = "" if java else " (__consumer_offsets-12)"
+    end = "." if java else ""
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group{end}", expired, java=java)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7{suffix} "
+        f"(reason: removing member {B.member_id} on heartbeat expiration){end}",
+        expired,
+        java=java,
+    )
+    s.generation(G, 8, [ALL_TO_A], expired + 1500)
+    out = run(G, s.rows, t + 40_000)
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == B.member_id and expiry["generation"] == 7
+    assert expiry["status"] == "resolved"
+    assert expiry["summary"] == (
+        f"member {B.member_id} of group {G} was silent 12 s against its 10 s session timeout and was removed "
+        "(coordinator); generation 7 -> 8"
+    )
+    assert '"table":"heartbeat_events"' in expiry["evidence"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", [B.member_id], [])
+    # the early warning came first, at 70 % of the session timeout after B's last heartbeat
+    (risk,) = out.of_kind("heartbeat_at_risk")
+    assert risk["member_id"] == B.member_id
+    assert int(risk["detected_at"].timestamp() * 1000) == t + 19_000 + 7_000
+    assert risk["status"] == "resolved"
+
+
+def test_kip848_fenced_session_expired_line() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
+    for member in ("m-a", "m-b"):
+        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": G, "memberId": member},
+            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    gone = t + 50_000
+    s.broker(f"[GroupId {G}] Member m-b fenced from the group because its session expired.", gone)
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a"},
+        {"memberEpoch": 4, "previousMemberEpoch": 3, "state": 0},
+        gone + 3000,
+    )
+    out = run(G, s.rows, gone + 60_000)
+    assert out.kinds() == ["heartbeat_expiration"]
+    (rebalance,) = out.completed()
+    assert (rebalance["from_generation"], rebalance["generation"]) == (3, 4)
+    assert (rebalance["cause"], rebalance["expired"]) == ("heartbeat_expiration", ["m-b"])
+    assert rebalance["group_protocol"] == "consumer"
+
+
+def test_inferred_expiry_when_the_vanished_member_reports_unknown_member_id() -> None:
+    """No broker logs: B vanishes from generation 8 without a leave, then its client says UNKNOWN_MEMBER_ID."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    s.generation(G, 8, [ALL_TO_A], t + 30_000)
+    out_before = run(G, s.rows, t + 35_000)
+    assert out_before.kinds() == []
+    assert out_before.completed()[0]["left"] == [B.member_id]
+    s.client(
+        B.client_id,
+        G,
+        f"Attempt to heartbeat with Generation{{generationId=7, memberId='{B.member_id}', protocol='range'}} and "
+        "group instance id null failed due to UNKNOWN_MEMBER_ID, resetting generation",
+        t + 40_000,
+    )
+    out = run(G, s.rows, t + 45_000)
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == B.member_id
+    assert "inferred" in expiry["summary"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", [B.member_id], [])
+
+
+def test_expiry_in_the_middle_of_a_rebalance_keeps_the_first_cause() -> None:
+    s = Silver()
+    t = BASE_MS
+    c = Member("consumer-orders-3-ccc", [("orders", 4)], client_id="worker-c")
+    s.generation(G, 7, [A, B], t)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7 (reason: Adding new "
+        f"member {c.member_id} with group instance id None; client reason: need to re-join with the given "
+        "member-id: x).",
+        t + 1000,
+    )
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 5000)
+    s.generation(G, 8, [A, c], t + 6000)
+    out = run(G, s.rows, t + 60_000)
+    (rebalance,) = out.completed()
+    assert rebalance["cause"] == "member_joined"
+    assert (rebalance["joined"], rebalance["expired"]) == ([c.member_id], [B.member_id])
+    assert out.kinds() == ["heartbeat_expiration"]
+
+
+def test_at_risk_resolves_when_heartbeats_resume() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.agent("heartbeat", G, t + 1000, member_id=A.member_id, generation=7)
+    s.agent("heartbeat", G, t + 2000, member_id=A.member_id, generation=7)
+    s.agent("heartbeat", G, t + 10_500, member_id=A.member_id, generation=7)  # 8.5 s gap of a 10 s session
+    out = run(G, s.rows, t + 12_000, DetectorThresholds(heartbeat_at_risk_fraction=0.5))
+    (risk,) = out.of_kind("heartbeat_at_risk")
+    assert risk["status"] == "resolved" and risk["summary"].endswith("heartbeats resumed")
+    assert int(risk["resolved_at"].timestamp() * 1000) == t + 10_500
+
+
+def test_describe_snapshots_are_not_heartbeats() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.agent("heartbeat", G, t + 1000, member_id=A.member_id, details={"snapshot": "DescribeGroups"})
+    assert run(G, s.rows, t + 60_000).kinds() == []
+
+
+def test_broker_logs_alone_follow_the_group_and_its_expiry() -> None:
+    """No access to __consumer_offsets: joins, prepares, Stabilized lines and the expiry line are enough."""
+    s = Silver()
+    t = BASE_MS
+    for i, member in enumerate((A, B)):
+        s.broker(
+            f"Dynamic member with unknown member id joins group {G} in Empty state. Created a new member id "
+            f"{member.member_id} and request the member to rejoin with this id.",
+            t + i,
+        )
+    s.broker(f"Stabilized group {G} generation 1 with 2 members.", t + 3000)
+    s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 60_000)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 1 (reason: removing "
+        f"member {B.member_id} on heartbeat expiration).",
+        t + 60_000,
+    )
+    s.broker(f"Stabilized group {G} generation 2 with 1 members.", t + 61_000)
+    out = run(G, s.rows, t + 120_000)
+    assert out.kinds() == ["heartbeat_expiration"]
+    (rebalance,) = out.completed()
+    assert (rebalance["from_generation"], rebalance["generation"], rebalance["cause"]) == (1, 2, "heartbeat_expiration")
+    assert rebalance["expired"] == [B.member_id]
+    assert out.health is not None and (out.health["members"], out.health["generation"]) == (1, 2)
+
+
+def test_thresholds_from_config_refuse_unknown_keys() -> None:
+    thresholds = DetectorThresholds.from_mapping({"heartbeat_at_risk_fraction": 0.5, "zombie_commit_errors": ["X"]})
+    assert thresholds.heartbeat_at_risk_fraction == 0.5 and thresholds.zombie_commit_errors == ("X",)
+    with pytest.raises(ValueError, match="unknown detector thresholds"):
+        DetectorThresholds.from_mapping({"heartbeat_fraction": 0.5})
+
+
+def test_rare_reports_are_not_silence() -> None:
+    """Statistics every 35 s against a 45 s session: 35 s of quiet is the usual rhythm, not a risk."""
+    s = Silver()
+    t = BASE_MS
+    slow = Member("slow-reporter", [("orders", 0)], session_timeout_ms=45_000)
+    s.generation(G, 7, [slow], t)
+    for i in range(0, 300_000, 35_000):
+        s.agent("heartbeat", G, t + i, member_id=slow.member_id)
+    assert run(G, s.rows, t + 300_000).kinds() == []
+    assert run(G, s.rows, t + 300_000, DetectorThresholds(heartbeat_at_risk_fraction=0.3)).kinds() == []
+
+
+def test_kip848_member_removed_silently_after_its_heartbeats_stopped_is_an_inferred_expiry() -> None:
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
+    for member in ("m-a", "m-b"):
+        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": G, "memberId": member},
+            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    for i in range(0, 100_000, 5000):
+        s.agent("heartbeat", G, t + i, member_id="m-a", member_epoch=3)
+        if i <= 10_000:
+            s.agent("heartbeat", G, t + i, member_id="m-b", member_epoch=3)
+    gone = t + 10_000 + 46_000
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a"},
+        {"memberEpoch": 4, "previousMemberEpoch": 3, "state": 0},
+        gone + 2000,
+    )
+    out = run(G, s.rows, gone + 10_000)
+    assert out.kinds() == ["heartbeat_at_risk", "heartbeat_expiration"]
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == "m-b" and "inferred" in expiry["summary"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", ["m-b"], [])
+
+
+def test_session_timeout_learnt_from_telemetry_details() -> None:
+    """A KIP-848-less view: the member's JoinGroup (protocol frame) announced a 6 s session timeout."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    s.agent("join", G, t + 100, member_id=A.member_id, details={"session_timeout_ms": "6000"})
+    s.agent("heartbeat", G, t + 1000, member_id=A.member_id)
+    s.agent("heartbeat", G, t + 2000, member_id=A.member_id)
+    (risk,) = run(G, s.rows, t + 10_000).of_kind("heartbeat_at_risk")
+    assert int(risk["detected_at"].timestamp() * 1000) == t + 2000 + 4200
+    assert "of its 6 s session timeout" in risk["summary"]
+
+
+def test_heartbeats_answered_rebalance_in_progress_keep_the_member_alive() -> None:
+    """Seed 002: during a rebalance the coordinator answers heartbeats with REBALANCE_IN_PROGRESS; the session
+    is still refreshed, so a long rebalance is no silence."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    for i in range(0, 60_000, 3000):
+        message = "Received successful Heartbeat response" if i < 6000 else "Attempt to heartbeat failed since group "
+        s.client(A.client_id, G, message + ("is rebalancing" if i >= 6000 else ""), t + i)
+    assert run(G, s.rows, t + 60_000).kinds() == []

@@ -1,0 +1,86 @@
+"""Why a group rebalanced: one `RebalanceCause` per rebalance, decided from the evidence of its window.
+
+Order of trust: the coordinator's own "reason: ..." of the first attempt (both coordinators' wording, parsed into
+`details.cause` by the broker-log parser), unless it only says a member rejoined; then what the window shows:
+expirations, poll timeouts, Streams-enforced rebalances, departures, joins, subscription changes, a failed
+predecessor. Mid-rebalance expirations carry no reason line, so they never override the first attempt's cause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transforms.detectors.state import OpenRebalance
+from transforms.schemas import RebalanceCause
+
+_BROKER_CAUSES = {c.value for c in RebalanceCause} - {RebalanceCause.UNKNOWN.value}
+
+# librdkafka `rebalance_reason` / Java client texts that name a cause.
+_CLIENT_TEXT_CAUSES: tuple[tuple[str, RebalanceCause], ...] = (
+    ("max.poll.interval.ms", RebalanceCause.POLL_TIMEOUT),
+    ("poll timeout", RebalanceCause.POLL_TIMEOUT),
+    ("session timed out", RebalanceCause.HEARTBEAT_EXPIRATION),
+    ("subscription", RebalanceCause.SUBSCRIPTION_CHANGE),
+    ("metadata", RebalanceCause.SUBSCRIPTION_CHANGE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CauseDecision:
+    """The cause and the text (a reason line or a summary of the evidence) that decided it."""
+
+    cause: RebalanceCause
+    detail: str
+
+
+def decide_cause(
+    rebalance: OpenRebalance,
+    *,
+    joined: list[str],
+    left: list[str],
+    expired: list[str],
+    subscription_changed: bool,
+    skipped_generations: int,
+) -> CauseDecision:
+    """The one cause of a rebalance from its attempts and its membership change."""
+    first_broker = next((a for a in rebalance.attempts if a["kind"] == "prepare"), None)
+    if first_broker is not None and first_broker.get("cause") in _BROKER_CAUSES:
+        client_reason = (first_broker.get("client_reason") or "").lower()
+        if first_broker["cause"] == RebalanceCause.MEMBER_LEFT.value and (
+            "poll timeout" in client_reason or first_broker.get("member_id") in rebalance.poll_timeouts
+        ):
+            return CauseDecision(RebalanceCause.POLL_TIMEOUT, first_broker.get("reason") or "")
+        return CauseDecision(RebalanceCause(first_broker["cause"]), first_broker.get("reason") or "")
+    poll_timeouts = [m for m in rebalance.poll_timeouts if m in left or m in expired or not (left or expired)]
+    first = rebalance.first_change
+    if first == "joined" and joined:
+        return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
+    if first == "left" and left:
+        if poll_timeouts:
+            return CauseDecision(RebalanceCause.POLL_TIMEOUT, f"poll timeout: {', '.join(sorted(poll_timeouts))}")
+        return CauseDecision(RebalanceCause.MEMBER_LEFT, f"left: {', '.join(sorted(left))}")
+    if first == "expired" and expired:
+        return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
+    if expired:
+        return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
+    if poll_timeouts:
+        return CauseDecision(RebalanceCause.POLL_TIMEOUT, f"poll timeout: {', '.join(sorted(poll_timeouts))}")
+    if rebalance.enforced:
+        return CauseDecision(RebalanceCause.ENFORCED, rebalance.enforced[0])
+    for attempt in rebalance.attempts:
+        text = (attempt.get("reason") or "").lower()
+        if attempt["kind"] == "client" and text:
+            for needle, cause in _CLIENT_TEXT_CAUSES:
+                if needle in text:
+                    return CauseDecision(cause, attempt["reason"])
+    if left:
+        return CauseDecision(RebalanceCause.MEMBER_LEFT, f"left: {', '.join(sorted(left))}")
+    if joined:
+        return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
+    if subscription_changed:
+        return CauseDecision(RebalanceCause.SUBSCRIPTION_CHANGE, "members' subscriptions changed")
+    if skipped_generations > 1 or any(a["kind"] == "sync_failed" for a in rebalance.attempts):
+        return CauseDecision(RebalanceCause.FAILED_PREVIOUS, "the previous rebalance attempt did not complete")
+    if first_broker is not None and first_broker.get("reason"):
+        return CauseDecision(RebalanceCause.UNKNOWN, first_broker["reason"])
+    return CauseDecision(RebalanceCause.UNKNOWN, "")

@@ -1,0 +1,148 @@
+"""Detections as incidents: opened once under a deterministic id, updated with new evidence, resolved once.
+
+A detection row leaves the tracker when it opens and each time it changes (same `detection_id`), so the gold
+table upserts one row per incident. Open detections live in the group state (JSON, epoch-ms times) so a
+restarted stream resolves what the previous one opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, stable_id
+from transforms.detectors.state import GroupState
+from transforms.schemas import DETECTIONS, DetectionKind, DetectionStatus, Severity
+
+SEVERITY: dict[DetectionKind, Severity] = {
+    DetectionKind.FAILING_GENERATION: Severity.CRITICAL,
+    DetectionKind.ZOMBIE_COMMIT: Severity.CRITICAL,
+    DetectionKind.HEARTBEAT_EXPIRATION: Severity.WARNING,
+    DetectionKind.HEARTBEAT_AT_RISK: Severity.INFO,
+    DetectionKind.REBALANCE_STORM: Severity.WARNING,
+    DetectionKind.PROBING_REBALANCE_LOOP: Severity.WARNING,
+    DetectionKind.MEMBERSHIP_FLAPPING: Severity.WARNING,
+    DetectionKind.LEADER_INSTABILITY: Severity.WARNING,
+    DetectionKind.OFFSET_REGRESSION: Severity.WARNING,
+}
+
+
+QUIET_RESOLVED: frozenset[str] = frozenset(
+    {DetectionKind.ZOMBIE_COMMIT.value, DetectionKind.HEARTBEAT_EXPIRATION.value, DetectionKind.OFFSET_REGRESSION.value}
+)
+"""Point incidents that end on their own once no new evidence comes (their specific ends may never be seen)."""
+
+
+def quiet_deadline(state: GroupState, quiet_ms: int) -> int | None:
+    """When the quietest open point incident runs out of evidence."""
+    times = [row["last_seen"] + quiet_ms for row in state.detections.values() if row["kind"] in QUIET_RESOLVED]
+    return min(times) if times else None
+
+
+class DetectionBook:
+    """Opens, updates and resolves the detections of one group; collects the changed rows for output."""
+
+    def __init__(self, state: GroupState) -> None:
+        self.state = state
+        self.changed: dict[str, dict[str, Any]] = {}
+
+    def detection_id(self, kind: DetectionKind, *key: object) -> str:
+        return stable_id(self.state.cluster, self.state.group_id, kind.value, *key)
+
+    def is_open(self, detection_id: str) -> bool:
+        return detection_id in self.state.detections
+
+    def open_of_kind(self, kind: DetectionKind) -> list[dict[str, Any]]:
+        return [d for d in self.state.detections.values() if d["kind"] == kind.value]
+
+    def open(
+        self,
+        kind: DetectionKind,
+        key: tuple[object, ...],
+        *,
+        at_ms: int,
+        first_seen_ms: int,
+        summary: str,
+        refs: Iterable[dict[str, Any]],
+        generation: int | None = None,
+        member_id: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        severity: Severity | None = None,
+    ) -> str:
+        """Open (or, if already open under the same id, update) a detection; returns its id."""
+        detection_id = self.detection_id(kind, *key)
+        existing = self.state.detections.get(detection_id)
+        if existing is not None:
+            self.update(detection_id, at_ms=at_ms, summary=summary, refs=refs)
+            return detection_id
+        row = {
+            "detection_id": detection_id,
+            "kind": kind.value,
+            "severity": (severity or SEVERITY[kind]).value,
+            "generation": generation,
+            "member_id": member_id,
+            "topic": topic,
+            "partition": partition,
+            "first_seen": min(first_seen_ms, at_ms),
+            "last_seen": at_ms,
+            "detected_at": at_ms,
+            "status": DetectionStatus.OPEN.value,
+            "resolved_at": None,
+            "summary": summary,
+            "refs": merge_refs([], refs),
+        }
+        self.state.detections[detection_id] = row
+        self.changed[detection_id] = dict(row)
+        return detection_id
+
+    def update(
+        self,
+        detection_id: str,
+        *,
+        at_ms: int,
+        summary: str | None = None,
+        refs: Iterable[dict[str, Any]] = (),
+    ) -> None:
+        row = self.state.detections.get(detection_id)
+        if row is None:
+            return
+        row["last_seen"] = max(row["last_seen"], at_ms)
+        if summary is not None:
+            row["summary"] = summary
+        row["refs"] = merge_refs(row["refs"], refs)
+        self.changed[detection_id] = dict(row)
+
+    def resolve(self, detection_id: str, *, at_ms: int, summary: str | None = None) -> None:
+        """Close an open detection (it leaves the state; its final row is output)."""
+        row = self.state.detections.pop(detection_id, None)
+        if row is None:
+            return
+        row["status"] = DetectionStatus.RESOLVED.value
+        row["resolved_at"] = at_ms
+        if summary is not None:
+            row["summary"] = summary
+        self.changed[detection_id] = dict(row)
+
+    def resolve_quiet(self, now_ms: int, quiet_ms: int) -> None:
+        """Resolve point incidents without new evidence for `quiet_ms` (a zombie that stopped committing...)."""
+        for row in list(self.state.detections.values()):
+            if row["kind"] in QUIET_RESOLVED and now_ms - row["last_seen"] >= quiet_ms:
+                self.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; no new evidence since")
+
+    def rows(self) -> tuple[dict[str, Any], ...]:
+        """Changed rows in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes), in id order."""
+        out = []
+        for detection_id in sorted(self.changed):
+            row = self.changed[detection_id]
+            full = {
+                "cluster": self.state.cluster,
+                "group_id": self.state.group_id,
+                **{k: v for k, v in row.items() if k != "refs"},
+                "evidence": evidence_json(row["refs"]),
+            }
+            for name in ("first_seen", "last_seen", "detected_at", "resolved_at"):
+                full[name] = as_datetime(full[name])
+            out.append({name: full.get(name) for name in DETECTIONS.column_names})
+        self.changed.clear()
+        return tuple(out)

@@ -1,0 +1,360 @@
+"""One normalised event type for the detectors, built from a `DETECTOR_INPUT` row of any silver table.
+
+Why one type: the tracker orders and replays events from four tables; a single shape with its source coordinates
+keeps the ordering and the evidence (table, topic, partition, offset) uniform. Conversion never raises: a row
+that says nothing about a group, or carries odd values, becomes None.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from transforms.schemas import (
+    CLOCK_TICKS,
+    GROUP_METADATA,
+    GROUP_RECORDS,
+    HEARTBEAT_EVENTS,
+    OFFSET_COMMITS,
+    HeartbeatEventKind,
+)
+
+# Tie-break between tables at the same millisecond: the coordinator's own records before the telemetry that
+# comments on them, commits last (a commit is judged against the membership known at that instant).
+TABLE_RANK: dict[str, int] = {
+    GROUP_RECORDS.name: 0,
+    GROUP_METADATA.name: 1,
+    HEARTBEAT_EVENTS.name: 2,
+    OFFSET_COMMITS.name: 3,
+}
+_HEARTBEAT_KINDS = frozenset(k.value for k in HeartbeatEventKind)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberInfo:
+    """A classic member as the GroupMetadata record stores it (partitions as `topic-partition` texts)."""
+
+    member_id: str
+    instance_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    partitions: tuple[str, ...] = ()
+    subscribed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    """One event about one group at `event_time_ms`, with the coordinates of the row it came from.
+
+    Which fields are set depends on `src_table`: offset commits (topic, partition, committed_offset), classic
+    GroupMetadata (generation, protocol_type, protocol, leader, members), KIP-848/1071/932 records (group_type,
+    record_type, epoch, member fields, partitions, pending), heartbeat events (event, member, error, details...).
+    """
+
+    event_time_ms: int
+    src_table: str
+    group_id: str
+    cluster: str | None = None
+    src_topic: str | None = None
+    src_partition: int | None = None
+    src_offset: int | None = None
+    is_tombstone: bool = False
+    # offset_commits
+    topic: str | None = None
+    partition: int | None = None
+    committed_offset: int | None = None
+    # group_metadata
+    generation: int | None = None
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: tuple[MemberInfo, ...] | None = None
+    # group_records
+    group_type: str | None = None
+    record_type: str | None = None
+    epoch: int | None = None
+    previous_epoch: int | None = None
+    member_state: str | None = None
+    partitions: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    rebalance_timeout_ms: int | None = None
+    # heartbeat_events (member_id and group_instance_id also from group records)
+    event: str | None = None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    member_epoch: int | None = None
+    error: str | None = None
+    reason: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    source: str | None = None
+    details: Mapping[str, str] = field(default_factory=dict)
+
+    def detail(self, key: str) -> str | None:
+        return self.details.get(key) if self.details else None
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the tracker snapshots events it has not processed yet)."""
+        data = asdict(self)
+        data["details"] = dict(self.details)
+        return {k: v for k, v in data.items() if not _empty(v)}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> GroupEvent:
+        values = dict(data)
+        if values.get("members") is not None:
+            values["members"] = tuple(
+                MemberInfo(**{**m, "partitions": tuple(m["partitions"]), "subscribed": tuple(m["subscribed"])})
+                for m in values["members"]
+            )
+        for name in ("partitions", "pending"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return GroupEvent(**values)
+
+
+def _empty(value: Any) -> bool:
+    """None, False and empty containers are defaults; 0 is a value (partition 0, offset 0)."""
+    if value is None or value is False:
+        return True
+    return isinstance(value, tuple | list | dict) and not value
+
+
+def event_order(event: GroupEvent) -> tuple[int, int, int, int, str]:
+    """Event time, then source table rank, src_partition, src_offset (and member id for a total order)."""
+    return (
+        event.event_time_ms,
+        TABLE_RANK.get(event.src_table, 9),
+        event.src_partition if event.src_partition is not None else -1,
+        event.src_offset if event.src_offset is not None else -1,
+        event.member_id or "",
+    )
+
+
+def epoch_ms(value: Any) -> int | None:
+    """Epoch milliseconds of a TIMESTAMP value: int ms, datetime (naive = UTC) or pandas Timestamp."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return None if value != value else int(value)
+    to_py = getattr(value, "to_pydatetime", None)
+    if callable(to_py):
+        try:
+            value = to_py()
+        except (ValueError, TypeError):
+            return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return round(value.timestamp() * 1000)
+    return None
+
+
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _timeout(value: Any) -> int | None:
+    """A timeout in ms; Kafka writes -1/0 for "not set"."""
+    number = _int(value)
+    return number if number is not None and number > 0 else None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    return text or None
+
+
+def _host(value: Any) -> str | None:
+    text = _text(value)
+    return text.lstrip("/") or None if text else None
+
+
+def _items(value: Any) -> list[Any]:
+    """A list column's items whatever carries it (list, tuple, numpy array from pandas, None)."""
+    if value is None or isinstance(value, str | bytes | Mapping):
+        return []
+    try:
+        return list(value)
+    except TypeError:
+        return []
+
+
+def _topic_partitions(items: Iterable[Mapping[str, Any]] | None, topic_key: str = "topic") -> tuple[str, ...]:
+    out: list[str] = []
+    for item in _items(items):
+        if not isinstance(item, Mapping):
+            continue
+        topic = item.get(topic_key)
+        for p in _items(item.get("partitions")):
+            out.append(f"{topic}-{p}")
+    return tuple(sorted(out))
+
+
+def _as_mapping(value: Any) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    as_dict = getattr(value, "asDict", None)  # a Spark Row
+    if callable(as_dict):
+        return as_dict(recursive=True)
+    return {}
+
+
+def _member_info(raw: Any) -> MemberInfo | None:
+    m = _as_mapping(raw)
+    member_id = _text(m.get("member_id"))
+    if member_id is None:
+        return None
+    partitions = _topic_partitions(_as_mapping(tp) for tp in _items(m.get("assigned_partitions")))
+    return MemberInfo(
+        member_id=member_id,
+        instance_id=_text(m.get("group_instance_id")),
+        client_id=_text(m.get("client_id")),
+        host=_host(m.get("client_host")),
+        session_timeout_ms=_timeout(m.get("session_timeout_ms")),
+        rebalance_timeout_ms=_timeout(m.get("rebalance_timeout_ms")),
+        partitions=partitions,
+        subscribed=tuple(sorted(str(t) for t in _items(m.get("subscribed_topics")))),
+    )
+
+
+def _details(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        items = value.items()
+    else:
+        try:  # Arrow/pandas give a map column as a list of (key, value) pairs
+            items = list(value)
+        except TypeError:
+            return {}
+    out: dict[str, str] = {}
+    for pair in items:
+        try:
+            key, item = pair
+        except (TypeError, ValueError):
+            continue
+        if key is not None and item is not None:
+            out[str(key)] = str(item)
+    return out
+
+
+def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """What the detectors need out of a KIP-848/1071/932 record's decoded value."""
+    fields: dict[str, Any] = {}
+    if record_type.endswith("CurrentMemberAssignment"):
+        fields["previous_epoch"] = _int(payload.get("previousMemberEpoch"))
+        if "assignedPartitions" in payload:
+            fields["partitions"] = _topic_partitions(payload.get("assignedPartitions"), "topicId")
+            fields["pending"] = _topic_partitions(payload.get("partitionsPendingRevocation"), "topicId")
+        else:  # streams: tasks as subtopology-partition
+            fields["partitions"] = _topic_partitions(payload.get("activeTasks"), "subtopologyId")
+            fields["pending"] = _topic_partitions(payload.get("activeTasksPendingRevocation"), "subtopologyId")
+    elif record_type.endswith("MemberMetadata"):
+        fields["group_instance_id"] = _text(payload.get("instanceId"))
+        fields["client_id"] = _text(payload.get("clientId"))
+        fields["host"] = _host(payload.get("clientHost"))
+        fields["rebalance_timeout_ms"] = _timeout(payload.get("rebalanceTimeoutMs"))
+    return fields
+
+
+def group_event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
+    """A `DETECTOR_INPUT` row -> its group event, or None (clock ticks, rows without a group or a time)."""
+    try:
+        return _event_from_row(row)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return None
+
+
+def _event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
+    table = _text(row.get("src_table"))
+    group_id = _text(row.get("group_id"))
+    if table is None or table == CLOCK_TICKS.name or group_id is None:
+        return None
+    time_ms = epoch_ms(row.get("event_time"))
+    if time_ms is None:
+        time_ms = epoch_ms(row.get("src_timestamp"))
+    if time_ms is None:
+        return None
+    common: dict[str, Any] = {
+        "event_time_ms": time_ms,
+        "src_table": table,
+        "group_id": group_id,
+        "cluster": _text(row.get("cluster")),
+        "src_topic": _text(row.get("src_topic")),
+        "src_partition": _int(row.get("src_partition")),
+        "src_offset": _int(row.get("src_offset")),
+        "is_tombstone": bool(row.get("is_tombstone")),
+    }
+    if table == OFFSET_COMMITS.name:
+        partition = _int(row.get("partition"))
+        if _text(row.get("topic")) is None or partition is None:
+            return None
+        return GroupEvent(
+            **common,
+            topic=_text(row.get("topic")),
+            partition=partition,
+            committed_offset=_int(row.get("committed_offset")),
+        )
+    if table == GROUP_METADATA.name:
+        raw_members = row.get("members")
+        members = None
+        if raw_members is not None:
+            members = tuple(m for m in (_member_info(raw) for raw in _items(raw_members)) if m is not None)
+        return GroupEvent(
+            **common,
+            generation=_int(row.get("generation")),
+            protocol_type=_text(row.get("protocol_type")),
+            protocol=_text(row.get("protocol")),
+            leader=_text(row.get("leader")),
+            members=members,
+        )
+    if table == GROUP_RECORDS.name:
+        record_type = _text(row.get("record_type"))
+        if record_type is None:
+            return None
+        payload_text = row.get("payload")
+        payload = json.loads(payload_text) if isinstance(payload_text, str) and payload_text else {}
+        extra = _record_fields(record_type, payload if isinstance(payload, Mapping) else {})
+        return GroupEvent(
+            **common,
+            group_type=_text(row.get("group_type")),
+            record_type=record_type,
+            epoch=_int(row.get("epoch")),
+            member_id=_text(row.get("member_id")),
+            member_state=_text(row.get("member_state")),
+            **extra,
+        )
+    if table == HEARTBEAT_EVENTS.name:
+        kind = _text(row.get("event"))
+        if kind not in _HEARTBEAT_KINDS:
+            return None
+        return GroupEvent(
+            **common,
+            event=kind,
+            member_id=_text(row.get("member_id")),
+            group_instance_id=_text(row.get("group_instance_id")),
+            generation=_int(row.get("generation")),
+            member_epoch=_int(row.get("member_epoch")),
+            error=_text(row.get("error")),
+            reason=_text(row.get("reason")),
+            client_id=_text(row.get("client_id")),
+            host=_host(row.get("host")),
+            source=_text(row.get("source")),
+            details=_details(row.get("details")),
+        )
+    return None

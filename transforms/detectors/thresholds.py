@@ -1,0 +1,86 @@
+"""Every threshold the detectors use, with its DESIGN §6 default, in one frozen value (`conf/*.yml` overrides)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class DetectorThresholds:
+    """Detector thresholds; durations in milliseconds.
+
+    Kafka defaults are used where a record does not say: classic members carry their session/rebalance
+    timeouts, KIP-848/1071 members only their rebalance timeout (the session timeout is a group config).
+    """
+
+    failing_generation_attempts: int = 3
+    """failing_generation: rebalance attempts (broker prepares, failed syncs) since the last stable generation."""
+    failing_generation_window_ms: int = 10 * MINUTE_MS
+    """failing_generation: the attempts and the persisted generation skips must fall within this window."""
+    failing_generation_skips: int = 3
+    """failing_generation: generations never completed (beyond one per transition, the never-persisted trap)."""
+    rebalance_stuck_grace_ms: int = 30_000
+    """failing_generation: an open rebalance older than the members' rebalance timeout plus this is stuck."""
+    zombie_commit_errors: tuple[str, ...] = (
+        "ILLEGAL_GENERATION",
+        "UNKNOWN_MEMBER_ID",
+        "FENCED_INSTANCE_ID",
+        "STALE_MEMBER_EPOCH",
+        "FENCED_MEMBER_EPOCH",
+    )
+    """zombie_commit: commit failures that mean "you are no longer the member you think you are"."""
+    zombie_after_owner_change_ms: int = 2 * MINUTE_MS
+    """zombie_commit: a backwards commit this soon after the partition changed owner is the old owner's."""
+    zombie_empty_group_ms: int = 10 * MINUTE_MS
+    """zombie_commit: commits into a group left Empty by removals count this long after it emptied."""
+    departed_member_ttl_ms: int = 30 * MINUTE_MS
+    """Departed members are remembered this long (attribution of zombies, inferred expirations)."""
+    heartbeat_at_risk_fraction: float = 0.7
+    """heartbeat_at_risk: fraction of the session timeout a live member's last heartbeat may age."""
+    default_session_timeout_ms: int = 45_000
+    """Session timeout when no record carries one (Kafka 3.0+ default; KIP-848 group.consumer.session.timeout.ms)."""
+    default_rebalance_timeout_ms: int = 300_000
+    """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
+    rebalance_storm_count: int = 5
+    """rebalance_storm: more than this many unplanned rebalances (not a clean join/leave nor a Streams followup)."""
+    rebalance_storm_window_ms: int = 10 * MINUTE_MS
+    probing_interval_ms: int = 10 * MINUTE_MS
+    """probing_rebalance_loop: Kafka Streams probing.rebalance.interval.ms."""
+    probing_tolerance_ms: int = 90_000
+    """probing_rebalance_loop: how far a gap may stray from the interval (the rebalance's own duration, jitter)."""
+    probing_repeats: int = 3
+    """probing_rebalance_loop: consecutive rebalances spaced by the interval (so repeats - 1 gaps)."""
+    flapping_window_ms: int = 10 * MINUTE_MS
+    flapping_alternations: int = 4
+    """membership_flapping: member count changes by one, alternating direction, at least this many times."""
+    flapping_same_identity: int = 2
+    """membership_flapping: and one client (instance id, else client id@host) departed at least this often."""
+    leader_changes: int = 3
+    """leader_instability: leader changes while the previous leader stayed in the group, within the window."""
+    leader_window_ms: int = 10 * MINUTE_MS
+    offset_regression_min_delta: int = 1
+    """offset_regression: how far back a committed offset must move."""
+    inferred_expiry_window_ms: int = 2 * MINUTE_MS
+    """heartbeat_expiration: a vanished member's client reporting UNKNOWN_MEMBER_ID this soon after confirms it."""
+    incident_quiet_ms: int = 10 * MINUTE_MS
+    """zombie_commit, heartbeat_expiration, offset_regression resolve after this long without new evidence (when
+    their own end, a stable generation or a catch-up commit, is not seen first)."""
+    group_idle_ttl_ms: int = 24 * 60 * MINUTE_MS
+    """A group silent this long, with nothing open, may drop its state."""
+    history_ms: int = 60 * MINUTE_MS
+    """How long completed rebalances are kept (rebalances_1h and the windowed rules)."""
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> DetectorThresholds:
+        """Thresholds from a config section; unknown keys are refused with a clear sentence."""
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown detector thresholds {unknown}; known: {sorted(known)}")
+        if "zombie_commit_errors" in values:
+            values["zombie_commit_errors"] = tuple(values["zombie_commit_errors"])
+        return cls(**values)
