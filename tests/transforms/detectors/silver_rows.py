@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from transforms.decode import decode_offsets_row
+
 from transforms.detectors.group_events import GroupEvent, group_event_from_row
 from transforms.detectors.thresholds import DetectorThresholds
 from transforms.detectors.tracker import GroupTracker
