@@ -1,5 +1,5 @@
 """Detector input rows made the way ingest makes them: coordinator records written as real bytes by the codec's
-writer and decoded by `transforms.decode`; telemetry as real-format log lines and `radar.event/1` JSON parsed by
+writer and routed by `transforms.offsets_batch`; telemetry as real-format log lines and `radar.event/1` JSON parsed by
 the real telemetry parsers. Each row carries Kafka coordinates, so evidence can be checked.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.decode import decode_offsets_row
+from transforms.offsets_batch import route_offsets_row
 
 from transforms.detectors.group_events import GroupEvent, group_event_from_row
 from transforms.detectors.thresholds import DetectorThresholds
@@ -74,7 +74,7 @@ class Silver:
         return row
 
     def _decoded(self, key: bytes, value: bytes | None, t_ms: int) -> dict[str, Any]:
-        target, decoded = decode_offsets_row(key, value)
+        target, decoded = route_offsets_row(key, value)
         table = {"offset_commit": "offset_commits", "group_metadata": "group_metadata", "group_record": "group_records"}
         assert target in table, decoded
         row = self._base(table[target], OFFSETS_TOPIC, 12, t_ms)
