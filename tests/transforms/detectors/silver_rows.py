@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.offsets_batch import route_offsets_row
-
 from transforms.detectors.group_events import GroupEvent, group_event_from_row
 from transforms.detectors.thresholds import DetectorThresholds
 from transforms.detectors.tracker import GroupTracker
+from transforms.offsets_batch import route_offsets_row
 from transforms.schemas import DETECTOR_INPUT
 from transforms.telemetry.record_parser import parse_telemetry_record
 from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
