@@ -328,6 +328,8 @@ TABLES: dict[str, TableSchema] = {
         HEARTBEAT_EVENTS,
         TELEMETRY_UNRECOGNISED,
         QUARANTINE,
+        CLOCK_TICKS,
+        *GOLD_TABLES.values(),
     )
 }
 
