@@ -212,7 +212,8 @@ class GroupTrackerProcessor(StatefulProcessor):
                 return self._binding.tracker.restore(bytes(stored[0]), self._thresholds), int(stored[1])
         return self._binding.tracker(cluster, group_id, self._thresholds), 0
 
-    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:
+    # Spark calls these by name, with these keyword names: pyspark's spelling, not ours.
+    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:  # noqa: N802, N803
         cluster, group_id = key
         tracker, emitted = self._load(cluster, group_id)
         convert = self._binding.event_from_row
@@ -227,8 +228,11 @@ class GroupTrackerProcessor(StatefulProcessor):
         tracker.accept(events)
         yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
 
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    def handleExpiredTimer(  # noqa: N802
+        self,
+        key: Any,
+        timerValues: TimerValues,  # noqa: N803
+        expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
     ) -> Iterator[Row]:
         cluster, group_id = key
         if not self._state.exists():
