@@ -24,6 +24,7 @@ from pipelines.config import ConfigError, RadarConfig
 from pipelines.tables import TableCatalog, append_idempotent, ensure_tables
 from transforms.decode import PAYLOAD_COLUMNS, decode_offsets_batches, decoded_batch_ddl
 from transforms.schemas import (
+    CLOCK_TICKS,
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
     OFFSETS_RAW,
@@ -182,7 +183,7 @@ def parse_telemetry(batch: DataFrame) -> DataFrame:
 
 
 def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:
-    """heartbeat_events rows, per-batch counts of unrecognised records, and quarantined records."""
+    """heartbeat_events rows, clock ticks, per-batch counts of unrecognised records, and quarantined records."""
     source = [
         F.lit(config.cluster).alias("cluster"),
         "src_topic",
@@ -212,8 +213,10 @@ def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, 
         "quarantine.key",
         "quarantine.value",
     )
+    ticks = parsed.where(F.col("target") == CLOCK_TICKS.name).select(*source, "tick.*")
     return {
         HEARTBEAT_EVENTS.name: events.select(*HEARTBEAT_EVENTS.column_names),
+        CLOCK_TICKS.name: ticks.select(*CLOCK_TICKS.column_names),
         TELEMETRY_UNRECOGNISED.name: unrecognised.select(*TELEMETRY_UNRECOGNISED.column_names),
         QUARANTINE.name: quarantine.select(*QUARANTINE.column_names),
     }

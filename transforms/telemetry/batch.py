@@ -12,13 +12,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from transforms.schemas import HEARTBEAT_EVENTS, QUARANTINE, TELEMETRY_UNRECOGNISED, QuarantineStage
+from transforms.schemas import CLOCK_TICKS, HEARTBEAT_EVENTS, QUARANTINE, TELEMETRY_UNRECOGNISED, QuarantineStage
+from transforms.telemetry.clock import parse_clock_tick
 from transforms.telemetry.events import EVENT_COLUMNS
 from transforms.telemetry.record_parser import DEFAULT_DETECTORS, RecordDetector, parse_telemetry_record
 
 TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
 TARGET_QUARANTINE = QUARANTINE.name
+TARGET_CLOCK_TICKS = CLOCK_TICKS.name
 UNDETECTED_TEXT = "text"  # `telemetry_unrecognised.source` for text that looked like no known kind
 _EVENT_TYPES = {c.name: c.ddl for c in HEARTBEAT_EVENTS.columns}
 
@@ -29,7 +31,8 @@ def parsed_batch_ddl() -> str:
     return (
         "src_topic STRING, src_partition INT, src_offset BIGINT, src_timestamp TIMESTAMP, target STRING, "
         f"event STRUCT<{event}>, unrecognised STRUCT<source: STRING, reason: STRING>, "
-        "quarantine STRUCT<stage: STRING, kind: STRING, reason: STRING, key: BINARY, value: BINARY>"
+        "quarantine STRUCT<stage: STRING, kind: STRING, reason: STRING, key: BINARY, value: BINARY>, "
+        "tick STRUCT<tick_time: TIMESTAMP, emitter: STRING>"
     )
 
 
@@ -65,7 +68,17 @@ def parse_telemetry_batch(
     events: list[dict[str, Any] | None] = []
     unrecognised: list[dict[str, Any] | None] = []
     quarantine: list[dict[str, Any] | None] = []
+    ticks: dict[int, dict[str, Any]] = {}  # output row -> clock tick
     for i, (key, value, stamp) in enumerate(zip(keys, values, stamps, strict=True)):
+        tick = parse_clock_tick(value)
+        if tick is not None:  # radar.clock/1 -> clock_ticks (the detectors' clock, not a heartbeat event)
+            ticks[len(index)] = {"tick_time": tick.tick_time * 1000, "emitter": tick.emitter}
+            index.append(i)
+            targets.append(TARGET_CLOCK_TICKS)
+            events.append(None)
+            unrecognised.append(None)
+            quarantine.append(None)
+            continue
         outcome = parse_telemetry_record(value, (stamp or 0) // 1000, tz, detectors)
         if outcome.events:
             for event in outcome.events:
@@ -100,7 +113,13 @@ def parse_telemetry_batch(
         for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
     ]
     arrays.append(pa.array(targets, pa.string()))
-    for name, rows in (("event", events), ("unrecognised", unrecognised), ("quarantine", quarantine)):
+    tick_rows = [ticks.get(row) for row in range(len(index))]
+    for name, rows in (
+        ("event", events),
+        ("unrecognised", unrecognised),
+        ("quarantine", quarantine),
+        ("tick", tick_rows),
+    ):
         arrays.append(pa.array(rows, type=schema.field(name).type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
