@@ -260,8 +260,10 @@ class GroupTrackerProcessor(StatefulProcessor):
         if wakeup is not None:
             self._handle.registerTimer(max(int(wakeup), watermark_ms + 1))
         # The state's TTL, in event time: wake up `state_ttl_ms` after this activity and let the tracker say
-        # whether the group is idle (`is_expired`); a group with an open detection stays.
-        self._handle.registerTimer(max(watermark_ms, 0) + self._state_ttl_ms)
+        # whether the group is idle (`is_expired`); a group with an open detection stays. (Before the first
+        # watermark there is no event time yet; the wakeup above brings the group back once there is.)
+        if watermark_ms > 0:
+            self._handle.registerTimer(watermark_ms + self._state_ttl_ms)
 
     def _routed_row(self, target: str, seq: int, values: Mapping[str, Any]) -> Row:
         full = {"target": target, "emit_seq": seq, **values}
@@ -282,7 +284,7 @@ def _version(table: TableSchema, side: str) -> list[SparkColumn]:
 
     if table is DETECTIONS:
         resolved = (col("status") == F.lit(str(DetectionStatus.RESOLVED))).cast("int")
-        return [col("last_seen"), resolved, F.coalesce(col("resolved_at"), F.lit(None).cast("timestamp"))]
+        return [col("last_seen"), resolved, col("resolved_at")]
     if table is REBALANCES:
         return [col("stabilized_at").isNotNull().cast("int"), F.coalesce(col("duration_ms"), F.lit(-1))]
     return [col("last_event_at")]
