@@ -60,6 +60,24 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _detections(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipelines.detections_view import load_detections, render_detections
+    from pipelines.session import build_spark_session
+
+    config = _config(args)
+    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
+    rows = load_detections(build_spark_session(config), config, group=args.group, open_only=args.open)
+    scope = " ".join(
+        part
+        for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
+        if part
+    )
+    render_detections(rows, Console(), title=scope)
+    return 0
+
+
 def _sql(args: argparse.Namespace) -> int:
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
@@ -193,6 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="run the ingest over dump files, to completion")
     replay.add_argument("--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable)")
     replay.set_defaults(func=_replay)
+
+    detections = sub.add_parser("detections", help="show the detections as a table, newest first")
+    detections.add_argument("--group", default=None, help="only this consumer group")
+    detections.add_argument("--open", action="store_true", help="only detections still open")
+    detections.set_defaults(func=_detections)
 
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
     sql.add_argument("query")

@@ -104,6 +104,25 @@ class IngestConfig(FrozenSection):
     bronze_enabled: bool = True
 
 
+class DetectConfig(FrozenSection):
+    """The stateful detection query: event-time lateness, trigger, the clock-tick period, state TTL, thresholds.
+
+    `thresholds` overrides fields of `transforms.detectors.thresholds.DetectorThresholds` by name (every field
+    can be overridden; a field not named keeps the dataclass default); names and types are checked when the
+    detection query starts, against the dataclass itself, so the defaults live in one place.
+    """
+
+    # How long after an event its telemetry may still arrive (telemetry lags the records it explains).
+    lateness_ms: int = Field(default=2000, ge=0)
+    trigger_interval: str = "1 second"
+    # `radar run` writes a radar.clock/1 tick this often, so event time advances while every group is silent.
+    tick_interval_ms: int = Field(default=1000, gt=0)
+    # State TTL in event time: this long after a group's last activity the tracker is asked whether the group is
+    # idle (`is_expired`) and its state is dropped if so (Spark allows no ValueState TTL in EventTime mode).
+    state_ttl_ms: int = Field(default=3600 * 1000, gt=0)
+    thresholds: dict[str, int | float | bool | str] = Field(default_factory=dict)
+
+
 class RadarConfig(FrozenSection):
     """The whole configuration of one environment."""
 
@@ -113,6 +132,7 @@ class RadarConfig(FrozenSection):
     storage: StorageConfig = StorageConfig()
     broker: BrokerConfig = BrokerConfig()
     ingest: IngestConfig = IngestConfig()
+    detect: DetectConfig = DetectConfig()
 
     @property
     def data_dir(self) -> Path:

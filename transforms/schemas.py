@@ -368,6 +368,8 @@ TABLES: dict[str, TableSchema] = {
         HEARTBEAT_EVENTS,
         TELEMETRY_UNRECOGNISED,
         QUARANTINE,
+        CLOCK_TICKS,
+        *GOLD_TABLES.values(),
     )
 }
 
@@ -434,6 +436,7 @@ DECODED_OFFSETS_BATCH = RoutedBatch(
 PARSED_TELEMETRY_BATCH = RoutedBatch(
     (
         RoutedPayload.of_table("event", HEARTBEAT_EVENTS),
+        RoutedPayload.of_table("tick", CLOCK_TICKS),
         RoutedPayload(
             "unrecognised",
             TELEMETRY_UNRECOGNISED,

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from transforms.schemas import (
+    CLOCK_TICKS,
     HEARTBEAT_EVENTS,
     PARSED_TELEMETRY_BATCH,
     QUARANTINE,
@@ -20,12 +21,14 @@ from transforms.schemas import (
     QuarantineStage,
     quarantine_row,
 )
+from transforms.telemetry.clock import parse_clock_tick
 from transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
 from transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
 
 TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
 TARGET_QUARANTINE = QUARANTINE.name
+TARGET_CLOCK_TICKS = CLOCK_TICKS.name
 UNDETECTED_TEXT = "text"  # `telemetry_unrecognised.source` for text that looked like no known kind
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in PARSED_TELEMETRY_BATCH.payloads)
 
@@ -67,7 +70,17 @@ def parse_telemetry_batch(
     events: list[dict[str, Any] | None] = []
     unrecognised: list[dict[str, Any] | None] = []
     quarantine: list[dict[str, Any] | None] = []
+    ticks: dict[int, dict[str, Any]] = {}  # output row -> clock tick
     for i, (key, value, stamp) in enumerate(zip(keys, values, stamps, strict=True)):
+        tick = parse_clock_tick(value)
+        if tick is not None:  # radar.clock/1 -> clock_ticks (the detectors' clock, not a heartbeat event)
+            ticks[len(index)] = {"tick_time": tick.tick_time * 1000, "emitter": tick.emitter}
+            index.append(i)
+            targets.append(TARGET_CLOCK_TICKS)
+            events.append(None)
+            unrecognised.append(None)
+            quarantine.append(None)
+            continue
         outcome = parse_telemetry_record(value, (stamp or 0) // 1000, tz, detectors)
         if outcome.events:
             for event in outcome.events:
@@ -96,7 +109,8 @@ def parse_telemetry_batch(
         for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
     ]
     arrays.append(pa.array(targets, pa.string()))
-    payloads = {"event": events, "unrecognised": unrecognised, "quarantine": quarantine}
+    tick_rows = [ticks.get(row) for row in range(len(index))]
+    payloads = {"event": events, "unrecognised": unrecognised, "quarantine": quarantine, "tick": tick_rows}
     arrays += [pa.array(payloads[name], type=schema.field(name).type) for name in PAYLOAD_COLUMNS]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

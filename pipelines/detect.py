@@ -1,0 +1,400 @@
+"""Silver tables -> per-group trackers on `transformWithState` -> gold rebalances, detections and group health.
+
+The silver tables that speak about groups are read as Delta streams, projected onto `DETECTOR_INPUT` and unioned;
+one event-time watermark (max event time minus `detect.lateness_ms`) says which events are known. Clock ticks
+(`clock_ticks`, written by `radar run` every second) pass the watermark operator and are then dropped: they move
+event time forward while every group is silent, so "nothing happened" rules fire live, and because ticks are data
+a replay of the same dump moves time the same way. Each (cluster, group_id) key holds one tracker snapshot in
+RocksDB; the tracker decides only on events at or below the watermark, in its own event order, so the output
+depends on the events and the final watermark, not on how micro-batches cut them. Gold rows are MERGEd by their
+deterministic ids, never appended, and an older version of a row never replaces a newer one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, Row, SparkSession, Window
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+
+from pipelines.config import ConfigError, RadarConfig
+from pipelines.tables import TableCatalog, ensure_tables
+from transforms.schemas import (
+    CLOCK_TICKS,
+    DETECTIONS,
+    DETECTOR_INPUT,
+    GOLD_TABLES,
+    GROUP_HEALTH,
+    GROUP_METADATA,
+    GROUP_RECORDS,
+    HEARTBEAT_EVENTS,
+    OFFSET_COMMITS,
+    REBALANCES,
+    Column,
+    DetectionStatus,
+    TableSchema,
+)
+
+DETECT_QUERY = "radar-detect"
+# Each silver source of the detectors and the column holding its event time (others use src_timestamp).
+DETECTOR_SOURCES: dict[str, str] = {
+    OFFSET_COMMITS.name: "src_timestamp",
+    GROUP_METADATA.name: "src_timestamp",
+    GROUP_RECORDS.name: "src_timestamp",
+    HEARTBEAT_EVENTS.name: "event_time",
+    CLOCK_TICKS.name: "tick_time",
+}
+SOURCE_TABLES: dict[str, TableSchema] = {
+    t.name: t for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, CLOCK_TICKS)
+}
+# Routed output: which gold table a row goes to, and the order of rows one key emitted (for in-batch dedup).
+TARGET_COLUMN = Column("target", "STRING", "rebalances | detections | group_health")
+EMIT_SEQ_COLUMN = Column("emit_seq", "BIGINT", "per-key emission counter: later rows of one key replace earlier")
+STATE_DDL = "snapshot BINARY, emitted BIGINT"
+KEY_COLUMNS: dict[str, tuple[str, ...]] = {
+    REBALANCES.name: ("rebalance_id",),
+    DETECTIONS.name: ("detection_id",),
+    GROUP_HEALTH.name: ("cluster", "group_id"),
+}
+_TIMESTAMP_INPUTS: tuple[str, ...] = tuple(c.name for c in DETECTOR_INPUT.columns if c.ddl == "TIMESTAMP")
+
+
+# --- the input view -------------------------------------------------------------------------------------------
+
+
+def detector_input_projection(rows: DataFrame, table: TableSchema) -> DataFrame:
+    """Rows of one silver table as `DETECTOR_INPUT` rows: its own columns where it has them, null elsewhere."""
+    if table.name not in DETECTOR_SOURCES:
+        raise ValueError(f"{table.name} is not a detector source; expected one of {sorted(DETECTOR_SOURCES)}")
+    present = set(table.column_names)
+    columns: list[SparkColumn] = []
+    for column in DETECTOR_INPUT.columns:
+        if column.name == "src_table":
+            value = F.lit(table.name)
+        elif column.name == "event_time":
+            value = F.col(DETECTOR_SOURCES[table.name])
+        elif column.name in present:
+            value = F.col(column.name)
+        else:
+            value = F.lit(None)
+        columns.append(value.cast(column.ddl).alias(column.name))
+    return rows.select(*columns)
+
+
+def _read_source(spark: SparkSession, config: RadarConfig, table: TableSchema, streaming: bool) -> DataFrame:
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    reader = spark.readStream if streaming else spark.read
+    if location is None:
+        return reader.table(catalog.name(table))
+    return reader.format("delta").load(str(location))
+
+
+def detector_input(spark: SparkSession, config: RadarConfig, *, streaming: bool = True) -> DataFrame:
+    """The union of every detector source as `DETECTOR_INPUT` (a Delta stream, or a batch read of the tables)."""
+    frames = [
+        detector_input_projection(_read_source(spark, config, SOURCE_TABLES[name], streaming), SOURCE_TABLES[name])
+        for name in DETECTOR_SOURCES
+    ]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union
+
+
+# --- the routed output shape ------------------------------------------------------------------------------------
+
+
+def routed_output_columns(tables: Iterable[TableSchema] = GOLD_TABLES.values()) -> tuple[Column, ...]:
+    """`target`, `emit_seq`, then every gold column once (a name shared by two tables must share its type)."""
+    columns: dict[str, Column] = {}
+    for table in tables:
+        for column in table.columns:
+            known = columns.get(column.name)
+            if known is not None and known.ddl != column.ddl:
+                raise ValueError(
+                    f"gold column {column.name} is {known.ddl} in one table and {column.ddl} in {table.name}: "
+                    "a routed row cannot carry both; rename one of them in transforms/schemas.py"
+                )
+            columns.setdefault(column.name, column)
+    return (TARGET_COLUMN, EMIT_SEQ_COLUMN, *columns.values())
+
+
+ROUTED_OUTPUT_COLUMNS = routed_output_columns()
+ROUTED_OUTPUT_DDL = ", ".join(f"`{c.name}` {c.ddl}" for c in ROUTED_OUTPUT_COLUMNS)
+
+
+# --- the tracker binding ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrackerBinding:
+    """Which per-group rules the operator runs: `transforms.detectors` in production; tests of the Spark mechanics
+    bind a minimal implementation of the same contract, so a failure there is a pipeline failure, not a rule's."""
+
+    tracker: Any  # class with GroupTracker's constructor, restore, snapshot, accept, advance_to, next_wakeup, ...
+    event_from_row: Callable[[Mapping[str, Any]], Any]
+    thresholds: type  # a frozen dataclass of thresholds, every field with a default
+
+
+def default_binding() -> TrackerBinding:
+    """The real tracker of `transforms.detectors` (imported only when a detection query starts)."""
+    from transforms.detectors.group_events import group_event_from_row
+    from transforms.detectors.thresholds import DetectorThresholds
+    from transforms.detectors.tracker import GroupTracker
+
+    return TrackerBinding(GroupTracker, group_event_from_row, DetectorThresholds)
+
+
+def thresholds_from_config(overrides: Mapping[str, Any], thresholds: type) -> Any:
+    """`detect.thresholds` applied to the thresholds dataclass; unknown names and wrong types are clear errors."""
+    from pydantic import TypeAdapter, ValidationError
+
+    fields = {f.name: f for f in dataclasses.fields(thresholds)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"detect.thresholds: unknown threshold(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}."
+        )
+    hints = typing.get_type_hints(thresholds)
+    values: dict[str, Any] = {}
+    for name, value in overrides.items():
+        try:
+            values[name] = TypeAdapter(hints[name]).validate_python(value)
+        except ValidationError as error:
+            expected = getattr(hints[name], "__name__", str(hints[name]))
+            raise ConfigError(
+                f"detect.thresholds.{name}: expected {expected}, got {value!r} ({error.errors()[0]['msg']})."
+            ) from None
+    return thresholds(**values)
+
+
+# --- the stateful processor -------------------------------------------------------------------------------------
+
+
+def _epoch_ms(value: Any) -> Any:
+    """pyspark hands TIMESTAMPs to Python as naive local datetimes (`datetime.fromtimestamp`); `.timestamp()` is
+    its exact inverse, so the tracker gets epoch ms whatever the worker's time zone."""
+    if isinstance(value, datetime):
+        return int(value.timestamp()) * 1000 + value.microsecond // 1000
+    return value
+
+
+class GroupTrackerProcessor(StatefulProcessor):
+    """One tracker per (cluster, group_id): restore, accept the batch's events, advance to the watermark, emit,
+    snapshot, and wake up again (event-time timer) when the tracker says something could become due."""
+
+    def __init__(self, binding: TrackerBinding, thresholds: Any, state_ttl_ms: int) -> None:
+        self._binding = binding
+        self._thresholds = thresholds
+        self._state_ttl_ms = state_ttl_ms
+        self._names = tuple(c.name for c in ROUTED_OUTPUT_COLUMNS)
+        self._row = Row(*self._names)
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self._handle = handle
+        # No ttlDurationMs: Spark refuses state TTL in EventTime mode (STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_
+        # ASSIGN_TTL); idle groups expire in event time instead (see `_advance`).
+        self._state = handle.getValueState("tracker", STATE_DDL)
+
+    def _load(self, cluster: str, group_id: str) -> tuple[Any, int]:
+        if self._state.exists():
+            stored = self._state.get()
+            if stored is not None:
+                return self._binding.tracker.restore(bytes(stored[0]), self._thresholds), int(stored[1])
+        return self._binding.tracker(cluster, group_id, self._thresholds), 0
+
+    # Spark calls these by name, with these keyword names: pyspark's spelling, not ours.
+    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:  # noqa: N802, N803
+        cluster, group_id = key
+        tracker, emitted = self._load(cluster, group_id)
+        convert = self._binding.event_from_row
+        events = []
+        for row in rows:
+            values = row.asDict(recursive=True)
+            for name in _TIMESTAMP_INPUTS:
+                values[name] = _epoch_ms(values[name])
+            event = convert(values)
+            if event is not None:
+                events.append(event)
+        tracker.accept(events)
+        yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
+
+    def handleExpiredTimer(  # noqa: N802
+        self,
+        key: Any,
+        timerValues: TimerValues,  # noqa: N803
+        expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
+    ) -> Iterator[Row]:
+        cluster, group_id = key
+        if not self._state.exists():
+            return
+        tracker, emitted = self._load(cluster, group_id)
+        yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
+
+    def _advance(self, tracker: Any, emitted: int, watermark_ms: int) -> Iterator[Row]:
+        output = tracker.advance_to(watermark_ms) if watermark_ms > 0 else None
+        if output is not None:
+            routed = [(REBALANCES.name, row) for row in output.rebalances]
+            routed += [(DETECTIONS.name, row) for row in output.detections]
+            if output.health is not None:
+                routed.append((GROUP_HEALTH.name, output.health))
+            for target, values in routed:
+                emitted += 1
+                yield self._routed_row(target, emitted, values)
+        for timer in list(self._handle.listTimers()):
+            self._handle.deleteTimer(timer)
+        if watermark_ms > 0 and tracker.is_expired(watermark_ms):
+            self._state.clear()
+            return
+        self._state.update((tracker.snapshot(), emitted))
+        wakeup = tracker.next_wakeup()
+        if wakeup is not None:
+            self._handle.registerTimer(max(int(wakeup), watermark_ms + 1))
+        # The state's TTL, in event time: wake up `state_ttl_ms` after this activity and let the tracker say
+        # whether the group is idle (`is_expired`); a group with an open detection stays. (Before the first
+        # watermark there is no event time yet; the wakeup above brings the group back once there is.)
+        if watermark_ms > 0:
+            self._handle.registerTimer(watermark_ms + self._state_ttl_ms)
+
+    def _routed_row(self, target: str, seq: int, values: Mapping[str, Any]) -> Row:
+        full = {"target": target, "emit_seq": seq, **values}
+        return self._row(*(full.get(name) for name in self._names))
+
+    def close(self) -> None:
+        pass
+
+
+# --- the sink: MERGE by deterministic id, newer versions only --------------------------------------------------
+
+
+def _version(table: TableSchema, side: str) -> list[SparkColumn]:
+    """What orders two versions of one gold row, all event-time columns (so live and replay agree)."""
+
+    def col(name: str) -> SparkColumn:
+        return F.col(f"{side}.{name}") if side else F.col(name)
+
+    if table is DETECTIONS:
+        resolved = (col("status") == F.lit(str(DetectionStatus.RESOLVED))).cast("int")
+        return [col("last_seen"), resolved, col("resolved_at")]
+    if table is REBALANCES:
+        return [col("stabilized_at").isNotNull().cast("int"), F.coalesce(col("duration_ms"), F.lit(-1))]
+    return [col("last_event_at")]
+
+
+def _not_older(table: TableSchema) -> str:
+    """SQL condition: the source row (s) is not an older version than the stored one (t)."""
+
+    def sql(side: str) -> list[str]:
+        if table is DETECTIONS:
+            return [
+                f"{side}.last_seen",
+                f"CAST({side}.status = '{DetectionStatus.RESOLVED}' AS INT)",
+                f"coalesce({side}.resolved_at, TIMESTAMP'1970-01-01')",
+            ]
+        if table is REBALANCES:
+            return [f"CAST({side}.stabilized_at IS NOT NULL AS INT)", f"coalesce({side}.duration_ms, -1)"]
+        return [f"{side}.last_event_at"]
+
+    return f"named_struct({_pairs(sql('s'))}) >= named_struct({_pairs(sql('t'))})"
+
+
+def _pairs(expressions: list[str]) -> str:
+    return ", ".join(f"'v{i}', {expr}" for i, expr in enumerate(expressions))
+
+
+def latest_per_key(rows: DataFrame, table: TableSchema) -> DataFrame:
+    """One row per key: the newest version (event-time order, then the order the tracker emitted them)."""
+    keys = KEY_COLUMNS[table.name]
+    order = [c.desc_nulls_last() for c in _version(table, "")] + [F.col(EMIT_SEQ_COLUMN.name).desc()]
+    window = Window.partitionBy(*keys).orderBy(*order)
+    return rows.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
+
+
+def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None:
+    """Upsert one table's rows of a batch: insert new ids, update known ids unless the stored version is newer."""
+    from delta.tables import DeltaTable
+
+    spark = rows.sparkSession
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    target = (
+        DeltaTable.forName(spark, catalog.name(table)) if location is None else DeltaTable.forPath(spark, str(location))
+    )
+    source = latest_per_key(rows, table).select(*table.column_names)
+    on = " AND ".join(f"t.{key} = s.{key}" for key in KEY_COLUMNS[table.name])
+    (
+        target.alias("t")
+        .merge(source.alias("s"), on)
+        .whenMatchedUpdateAll(condition=_not_older(table))
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
+def gold_batch_writer(config: RadarConfig) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch body: route the batch's rows to the three gold tables (tables with no rows are skipped)."""
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        batch.persist()
+        try:
+            present = {row["target"] for row in batch.select("target").distinct().collect()}
+            for table in GOLD_TABLES.values():
+                if table.name in present:
+                    merge_gold(batch.where(F.col("target") == table.name), config, table)
+        finally:
+            batch.unpersist()
+
+    return write
+
+
+# --- the query ---------------------------------------------------------------------------------------------------
+
+
+def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding) -> DataFrame:
+    """Watermark on event time, drop clock ticks (after the watermark saw them), one tracker per group."""
+    thresholds = thresholds_from_config(config.detect.thresholds, binding.thresholds)
+    processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms)
+    return (
+        input_rows.withWatermark("event_time", f"{config.detect.lateness_ms} milliseconds")
+        .where(F.col("group_id").isNotNull() & (F.col("src_table") != F.lit(CLOCK_TICKS.name)))
+        .groupBy("cluster", "group_id")
+        .transformWithState(
+            statefulProcessor=processor,
+            outputStructType=ROUTED_OUTPUT_DDL,
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    )
+
+
+def start_detect(
+    spark: SparkSession,
+    config: RadarConfig,
+    *,
+    checkpoint_name: str = "detect",
+    available_now: bool = False,
+    binding: TrackerBinding | None = None,
+) -> StreamingQuery:
+    """Start the detection query (silver Delta streams -> trackers -> gold MERGE); returns the running query."""
+    ensure_tables(spark, config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
+    tracked = tracked_groups(detector_input(spark, config), config, binding or default_binding())
+    stream = (
+        tracked.writeStream.queryName(f"{DETECT_QUERY}-{checkpoint_name}")
+        .foreachBatch(gold_batch_writer(config))
+        .option("checkpointLocation", str(config.checkpoint_dir / checkpoint_name / DETECT_QUERY))
+    )
+    stream = (
+        stream.trigger(availableNow=True)
+        if available_now
+        else stream.trigger(processingTime=config.detect.trigger_interval)
+    )
+    return stream.start()

@@ -1,0 +1,79 @@
+"""`radar detections`: the gold detections as a readable terminal table, newest first, with a summary line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from rich.console import Console
+from rich.table import Table
+
+from pipelines.config import RadarConfig
+from pipelines.tables import TableCatalog
+from transforms.schemas import DETECTIONS, DetectionStatus, Severity
+
+SEVERITY_STYLE = {str(Severity.CRITICAL): "bold red", str(Severity.WARNING): "yellow", str(Severity.INFO): "cyan"}
+SHOWN_COLUMNS = ("detected_at", "status", "severity", "kind", "group_id", "generation", "member_id", "summary")
+
+
+def load_detections(
+    spark: SparkSession, config: RadarConfig, *, group: str | None = None, open_only: bool = False
+) -> list[dict[str, Any]]:
+    """Detections newest first (by detected_at), optionally of one group and/or still open."""
+    catalog = TableCatalog(config)
+    location = catalog.location(DETECTIONS)
+    if location is not None and not (location / "_delta_log").is_dir():
+        raise FileNotFoundError(
+            f"No detections table under {config.data_dir}: run `radar run` or `radar replay` first "
+            "(or pass --data-dir where they wrote)."
+        )
+    rows = (
+        spark.read.format("delta").load(str(location))
+        if location is not None
+        else spark.table(catalog.name(DETECTIONS))
+    )
+    if group is not None:
+        rows = rows.where(F.col("group_id") == group)
+    if open_only:
+        rows = rows.where(F.col("status") == str(DetectionStatus.OPEN))
+    ordered = rows.orderBy(F.col("detected_at").desc_nulls_last(), F.col("detection_id"))
+    return [row.asDict() for row in ordered.collect()]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def detections_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line: how many, how many open, per kind."""
+    if not rows:
+        return "no detections"
+    open_count = sum(1 for r in rows if r.get("status") == str(DetectionStatus.OPEN))
+    kinds = Counter(str(r.get("kind")) for r in rows)
+    groups = len({(r.get("cluster"), r.get("group_id")) for r in rows})
+    per_kind = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
+    noun = "detection" if len(rows) == 1 else "detections"
+    return f"{len(rows)} {noun} ({open_count} open) in {groups} group(s): {per_kind}"
+
+
+def render_detections(rows: Sequence[Mapping[str, Any]], console: Console, title: str = "detections") -> None:
+    """The table (newest first as given) and the summary line."""
+    if rows:
+        table = Table(title=title, show_lines=False, expand=False)
+        for name in SHOWN_COLUMNS:
+            table.add_column(name, overflow="fold", no_wrap=name in {"detected_at", "status", "severity"})
+        for row in rows:
+            style = SEVERITY_STYLE.get(str(row.get("severity")), "")
+            if row.get("status") == str(DetectionStatus.RESOLVED):
+                style = "dim"
+            table.add_row(*(_cell(row.get(name)) for name in SHOWN_COLUMNS), style=style)
+        console.print(table)
+    console.print(detections_summary(rows))
