@@ -255,7 +255,8 @@ class GroupTrackerProcessor(StatefulProcessor):
                 emitted += 1
                 yield self._routed_row(target, emitted, values)
         for timer in list(self._handle.listTimers()):
-            self._handle.deleteTimer(timer)
+            if timer > watermark_ms:  # expired ones (the one firing now) are Spark's to remove
+                self._handle.deleteTimer(timer)
         if watermark_ms > 0 and tracker.is_expired(watermark_ms):
             self._state.clear()
             return
