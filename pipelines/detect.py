@@ -2,7 +2,7 @@
 
 The silver tables that speak about groups are read as Delta streams, projected onto `DETECTOR_INPUT` and unioned;
 one event-time watermark (max event time minus `detect.lateness_ms`) says which events are known. Clock ticks
-(`clock_ticks`, written by `radar run` every second) pass the watermark operator and are then dropped: they move
+(`clock_ticks`, written by `radar run` every second) reach the operator under a key that keeps nothing: they move
 event time forward while every group is silent, so "nothing happened" rules fire live, and because ticks are data
 a replay of the same dump moves time the same way. Each (cluster, group_id) key holds one tracker snapshot in
 RocksDB; the tracker decides only on events at or below the watermark, in its own event order, so the output
@@ -215,6 +215,10 @@ class GroupTrackerProcessor(StatefulProcessor):
     # Spark calls these by name, with these keyword names: pyspark's spelling, not ours.
     def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:  # noqa: N802, N803
         cluster, group_id = key
+        if group_id is None:  # the clock's key: its rows only moved the watermark; no state, no output
+            for _ in rows:
+                pass
+            return
         tracker, emitted = self._load(cluster, group_id)
         convert = self._binding.event_from_row
         events = []
@@ -251,7 +255,8 @@ class GroupTrackerProcessor(StatefulProcessor):
                 emitted += 1
                 yield self._routed_row(target, emitted, values)
         for timer in list(self._handle.listTimers()):
-            self._handle.deleteTimer(timer)
+            if timer > watermark_ms:  # expired ones (the one firing now) are Spark's to remove
+                self._handle.deleteTimer(timer)
         if watermark_ms > 0 and tracker.is_expired(watermark_ms):
             self._state.clear()
             return
@@ -360,12 +365,16 @@ def gold_batch_writer(config: RadarConfig) -> Callable[[DataFrame, int], None]:
 
 
 def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding) -> DataFrame:
-    """Watermark on event time, drop clock ticks (after the watermark saw them), one tracker per group."""
+    """Watermark on event time, then one tracker per group.
+
+    Clock ticks (group_id null) are not filtered out here: Spark pushes a filter that does not read the event-time
+    column below `withWatermark`, so the ticks would never reach the watermark (seen: it stayed at the last group
+    event while ticks streamed in). They go to the operator under the key (cluster, null), which keeps no state.
+    """
     thresholds = thresholds_from_config(config.detect.thresholds, binding.thresholds)
     processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms)
     return (
         input_rows.withWatermark("event_time", f"{config.detect.lateness_ms} milliseconds")
-        .where(F.col("group_id").isNotNull() & (F.col("src_table") != F.lit(CLOCK_TICKS.name)))
         .groupBy("cluster", "group_id")
         .transformWithState(
             statefulProcessor=processor,
