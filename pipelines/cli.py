@@ -17,6 +17,9 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     config = load_config(args.conf)
     if args.data_dir:
         config = config.with_data_dir(Path(args.data_dir))
+    if getattr(args, "verbose", False):
+        spark = config.spark.model_copy(update={"log_level": "WARN"})
+        config = config.model_copy(update={"spark": spark})
     if getattr(args, "jars_dir", None):
         spark = config.spark.model_copy(update={"jars_dir": Path(args.jars_dir)})
         config = config.model_copy(update={"spark": spark})
@@ -53,10 +56,21 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _probe(config: RadarConfig, bootstrap: str) -> None:
+    """Fail within kafka.connect_timeout_s, in one sentence, when nothing answers at `bootstrap`."""
+    from emitters.cluster_probe import probe_cluster
+    from emitters.kafka_settings import librdkafka_settings
+
+    probe_cluster(librdkafka_settings(bootstrap, config.kafka.security, os.environ), config.kafka.connect_timeout_s)
+
+
 def _run(args: argparse.Namespace) -> int:
     from pipelines.ingest import run_ingest
 
-    _print_counts("run", run_ingest(_config(args), stop_after_s=args.stop_after))
+    config = _config(args)
+    if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
+        _probe(config, config.kafka.bootstrap_servers)
+    _print_counts("run", run_ingest(config, stop_after_s=args.stop_after))
     return 0
 
 
@@ -101,6 +115,7 @@ def _capture(args: argparse.Namespace) -> int:
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
     if not bootstrap:
         raise ConfigError("radar capture needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers.")
+    _probe(config, bootstrap)
     run_capture(
         config.kafka,
         bootstrap,
@@ -124,6 +139,10 @@ def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, 
     from emitters.kafka_settings import librdkafka_settings
 
     settings = dict(librdkafka_settings(bootstrap, config.kafka.security, os.environ))
+    if command == "poll-groups":
+        from emitters.cluster_probe import probe_cluster
+
+        probe_cluster(settings, config.kafka.connect_timeout_s)
     return settings, args.topic or config.kafka.telemetry_topics[0]
 
 
@@ -168,15 +187,28 @@ def _tap(args: argparse.Namespace) -> int:
     return 0
 
 
-GLOBAL_DEFAULTS: dict[str, str | None] = {"conf": "conf/local.yml", "data_dir": None, "jars_dir": None}
+GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
+    "conf": "conf/local.yml",
+    "data_dir": None,
+    "jars_dir": None,
+    "verbose": False,
+}
 
 
-def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str | None]) -> None:
+def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str | bool | None]) -> None:
     """Options every command takes, before or after its name; a subcommand's copy defaults to SUPPRESS so it only
     overrides the value given before the command when it is given itself."""
-    parser.add_argument("--conf", default=defaults["conf"], help="config file (default: conf/local.yml)")
+    parser.add_argument(
+        "--conf",
+        default=defaults["conf"],
+        help="config file (default: conf/local.yml here, else the packaged one); a relative storage.data_dir in it "
+        "is relative to its folder",
+    )
     parser.add_argument(
         "--data-dir", default=defaults["data_dir"], help="where local Delta tables and checkpoints live"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", default=defaults["verbose"], help="show Spark's WARN lines and client logs"
     )
     parser.add_argument(
         "--jars-dir", default=defaults["jars_dir"], help="use JVM jars from this folder (`radar jars --export`)"
