@@ -52,7 +52,9 @@ def _jars(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from pipelines.ingest import run_replay
 
-    _print_counts("replay", run_replay(_config(args), args.input))
+    config = _config(args)
+    print(f"radar replay: data dir {config.data_dir}", file=sys.stderr)
+    _print_counts("replay", run_replay(config, args.input))
     return 0
 
 
@@ -93,18 +95,54 @@ def _detections(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException
+
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
 
     config = _config(args)
     spark = build_spark_session(config)
-    register_existing_tables(spark, config)
-    result = spark.sql(args.query)
-    if args.format == "json":
-        for row in result.toLocalIterator():
-            print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+    present = register_existing_tables(spark, config)
+    try:
+        result = spark.sql(args.query)
+        if args.format == "json":
+            for row in result.toLocalIterator():
+                print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+        else:
+            result.show(args.limit, truncate=False)
+    except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
+        raise ConfigError(sql_error_sentence(error, args.query, present, config.data_dir)) from None
+    return 0
+
+
+def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
+    """The error class and the first line of Spark's message, then what exists: the tables, or the columns of the
+    tables the query names."""
+    from pipelines.table_reference import describe_table, tables_named_in
+
+    condition = getattr(error, "getCondition", getattr(error, "getErrorClass", lambda: None))() or "SQL_ERROR"
+    message = (getattr(error, "getMessage", lambda: str(error))() or str(error)).strip().splitlines()[0]
+    message = message.removeprefix(f"[{condition}] ")
+    named = tables_named_in(query)
+    if not present:
+        hint = f"there are no tables under {data_dir} yet: run `radar replay` or `radar run` first."
+    elif condition.startswith("UNRESOLVED_COLUMN") and named:
+        hint = "\n".join(describe_table(table) for table in named)
     else:
-        result.show(args.limit, truncate=False)
+        names = ", ".join(name.rsplit(".", 1)[-1] for name in present)
+        hint = f"tables: {names} (`radar tables NAME` lists a table's columns)"
+    return f"[{condition}] {message}\n{hint}"
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from pipelines.table_reference import describe_table, list_tables, table_named, tables_markdown
+
+    if args.markdown:
+        print(tables_markdown())
+    elif args.name:
+        print(describe_table(table_named(args.name)))
+    else:
+        print(list_tables())
     return 0
 
 
@@ -254,6 +292,11 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.set_defaults(func=_sql)
+
+    tables = sub.add_parser("tables", help="list the tables and their columns (no Spark needed)")
+    tables.add_argument("name", nargs="?", default=None, help="one table: its columns with types and meaning")
+    tables.add_argument("--markdown", action="store_true", help="the README's column reference")
+    tables.set_defaults(func=_tables)
 
     capture = sub.add_parser("capture", help="write a dump file from a live cluster")
     capture.add_argument("--bootstrap", default=None, help="HOST:PORT (default: kafka.bootstrap_servers)")
