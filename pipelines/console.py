@@ -40,6 +40,9 @@ def log4j2_properties(level: str) -> str:
         "appender.console.layout.type = PatternLayout",
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
     ]
+    # PySpark's gateway counts as a shell: Spark then sets the console to this logger's level (WARN if unset) and
+    # says so in two lines; at the root's level it does neither.
+    lines += ["logger.shell.name = org.apache.spark.repl.Main", f"logger.shell.level = {level.lower()}"]
     for index, name in enumerate(EXPECTED_WARNING_LOGGERS):
         lines += [f"logger.expected{index}.name = {name}", f"logger.expected{index}.level = error"]
     return "\n".join(lines) + "\n"

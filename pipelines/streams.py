@@ -149,9 +149,9 @@ class RunningQueries:
 
         status = StatusLine(label, self.all)
         try:
-            while any(q.isActive for q in self.all):
+            while active := [q for q in self.all if q.isActive]:
                 status.update()
-                self.all[0].awaitTermination(poll_s)
+                active[0].awaitTermination(poll_s)
             status.update()
         finally:
             status.finish()
@@ -163,7 +163,8 @@ class RunningQueries:
         problems = []
         for query in self.all:
             try:
-                query.stop()
+                if query.isActive:
+                    query.stop()
             except Exception as error:  # a timeout or an interrupted batch: the next start redoes the batch
                 first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
                 problems.append(f"{query.name}: {first[:200]}")
