@@ -46,6 +46,26 @@ class ClientChatter(logging.Handler):
         return logger
 
 
+CLIENT_LOGGER = "radar.librdkafka"
+
+
+def client_logger() -> logging.Logger:
+    """The logger radar's librdkafka clients log to (their `logger` setting): silent by default, since an
+    unreachable cluster means a few lines a second forever; `radar --verbose` shows it (`show_client_logs`)."""
+    logger = logging.getLogger(CLIENT_LOGGER)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger
+
+
+def show_client_logs() -> None:
+    """`--verbose`: librdkafka's lines on stderr again."""
+    logger = client_logger()
+    logger.addHandler(logging.StreamHandler())
+    logger.setLevel(logging.INFO)
+
+
 def probe_cluster(settings: Mapping[str, Any], timeout_s: float) -> int:
     """Ask the cluster for its metadata within `timeout_s`; returns the number of brokers, else raises
     `ClusterUnreachable` (a `ConfigError`: `radar` prints it as one sentence and exits 2)."""

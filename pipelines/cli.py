@@ -18,6 +18,9 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     if args.data_dir:
         config = config.with_data_dir(Path(args.data_dir))
     if getattr(args, "verbose", False):
+        from emitters.cluster_probe import show_client_logs
+
+        show_client_logs()
         spark = config.spark.model_copy(update={"log_level": "WARN"})
         config = config.model_copy(update={"spark": spark})
     if getattr(args, "jars_dir", None):

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,9 +41,10 @@ def log4j2_properties(level: str) -> str:
         "appender.console.layout.type = PatternLayout",
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
     ]
-    # PySpark's gateway counts as a shell: Spark then sets the console to this logger's level (WARN if unset) and
-    # says so in two lines; at the root's level it does neither.
-    lines += ["logger.shell.name = org.apache.spark.repl.Main", f"logger.shell.level = {level.lower()}"]
+    # PySpark's gateway counts as a shell: Spark then sets the console to the level of the shell's logger (WARN if
+    # unset) and says so in two lines; at the root's level it does neither.
+    for index, name in enumerate(("org.apache.spark.api.python.PythonGatewayServer", "org.apache.spark.repl.Main")):
+        lines += [f"logger.shell{index}.name = {name}", f"logger.shell{index}.level = {level.lower()}"]
     for index, name in enumerate(EXPECTED_WARNING_LOGGERS):
         lines += [f"logger.expected{index}.name = {name}", f"logger.expected{index}.level = error"]
     return "\n".join(lines) + "\n"
@@ -139,6 +141,7 @@ class StatusLine:
         self.started = time.monotonic()
         self._last_plain = 0.0
         self._last_detections = 0.0
+        self._counting = threading.Event()
         self._detections: int | None = None
         self._live: Any = None
         if self.stream.isatty():
@@ -160,15 +163,25 @@ class StatusLine:
                 self.tallies[query.name].update(query)
             except Exception:  # a query stopping under us: keep the last known numbers
                 continue
-        if self.detections is not None and time.monotonic() - self._last_detections >= DETECTIONS_EVERY_S:
+        due = time.monotonic() - self._last_detections >= DETECTIONS_EVERY_S
+        if self.detections is not None and due and not self._counting.is_set():
             self._last_detections = time.monotonic()
-            with contextlib.suppress(Exception):  # the table is being created: count it next time
-                self._detections = self.detections()
+            self._counting.set()
+            threading.Thread(target=self._count_detections, name="radar-status", daemon=True).start()
         if self._live is not None:
             self._live.update(f"{self.label}: {self.text()}")
         elif time.monotonic() - self._last_plain >= PLAIN_STATUS_EVERY_S:
             self._last_plain = time.monotonic()
             print(f"{self.label}: {self.text()}", file=self.stream, flush=True)
+
+    def _count_detections(self) -> None:
+        """In the background: a count is a Spark job, and the status must not wait for it."""
+        try:
+            assert self.detections is not None
+            with contextlib.suppress(Exception):  # the table is being created: count it next time
+                self._detections = self.detections()
+        finally:
+            self._counting.clear()
 
     def close(self) -> None:
         if self._live is not None:

@@ -139,14 +139,19 @@ def after_start(lines: list[str]) -> list[str]:
 @pytest.mark.slow
 def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> None:
     radar_run.wait_for("ingesting from", timeout_s=400)
-    radar_run.wait_for("radar-offsets", timeout_s=60)  # the first status line: a micro-batch ran
-    radar_run.ctrl_c()
+    radar_run.wait_for("radar-offsets", timeout_s=240)  # the first status line
     started = time.monotonic()
-    code = radar_run.process.wait(timeout=120)
+    radar_run.ctrl_c()
+    radar_run.wait_for("radar run: rows per table:", timeout_s=240)
+    code = radar_run.process.wait(timeout=60)
     radar_run.reader.join(timeout=10)
     lines = radar_run.lines
     assert code == 0, "\n".join(radar_run.timed[-40:])
-    assert time.monotonic() - started < 60, "\n".join(radar_run.timed[-40:])
+    # the queries stop within the bound (stopTimeout 30 s); the per-table counts that follow take longer on a
+    # loaded 2-core machine, so the whole exit is bounded more loosely
+    stopped_at = next(i for i, line in enumerate(lines) if line.startswith("radar run: ") and " s; radar-" in line)
+    assert float(radar_run.timed[stopped_at].split()[0]) - (started - radar_run.started) < 45, radar_run.timed
+    assert time.monotonic() - started < 240
     later = after_start(lines)
     assert not [line for line in lines if any(noise in line for noise in SPARK_NOISE)], "\n".join(lines)
     assert len(later) <= 8, "\n".join(later)
