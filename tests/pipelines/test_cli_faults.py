@@ -108,6 +108,10 @@ class RadarRun:
     def wait_for(self, text: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while not any(text in line for line in self.lines):
+            if self.process.poll() is not None:
+                self.reader.join(timeout=10)  # the last lines may still be in the pipe
+                if any(text in line for line in self.lines):
+                    return
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"no {text!r} from radar run:\n" + "\n".join(self.lines[-40:]))
             time.sleep(0.5)
