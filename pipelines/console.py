@@ -26,7 +26,8 @@ EXPECTED_WARNING_LOGGERS = (
     "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
     "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor",
 )
-PLAIN_STATUS_EVERY_S = 10.0
+PLAIN_STATUS_EVERY_S = 10.0  # without a terminal: a line at most this often, when something changed
+PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
 DETECTIONS_EVERY_S = 10.0  # counting a Delta table is a Spark job: not on every redraw
 
 
@@ -140,6 +141,7 @@ class StatusLine:
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self._last_plain = 0.0
+        self._last_text = ""
         self._last_detections = 0.0
         self._counting = threading.Event()
         self._detections: int | None = None
@@ -171,8 +173,10 @@ class StatusLine:
         if self._live is not None:
             self._live.update(f"{self.label}: {self.text()}")
         elif time.monotonic() - self._last_plain >= PLAIN_STATUS_EVERY_S:
-            self._last_plain = time.monotonic()
-            print(f"{self.label}: {self.text()}", file=self.stream, flush=True)
+            text = self.text()
+            if text != self._last_text or time.monotonic() - self._last_plain >= PLAIN_STATUS_UNCHANGED_S:
+                self._last_plain, self._last_text = time.monotonic(), text
+                print(f"{self.label}: {text}", file=self.stream, flush=True)
 
     def _count_detections(self) -> None:
         """In the background: a count is a Spark job, and the status must not wait for it."""

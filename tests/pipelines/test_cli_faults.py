@@ -278,6 +278,7 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
         text=True,
         timeout=600,
     )
+    print(done.stderr)  # what a user sees (pytest -s), as pasted in the README
     assert done.returncode == 0, done.stderr[-3000:]
     assert "offset_commits=7" in done.stderr
     assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
