@@ -59,9 +59,17 @@ def write_log4j2_properties(folder: Path, level: str) -> Path:
     return path
 
 
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
 def quiet_python_logging(verbose: bool) -> None:
-    """py4j logs every callback-server hiccup (and the Python traceback of an interrupted `foreachBatch`)."""
+    """py4j logs every callback-server hiccup (and the Python traceback of an interrupted `foreachBatch`); PySpark
+    logs every analysis error as a JSON line of many kilobytes with the Java stack, before raising it."""
+    from pyspark.logger import PySparkLogger
+
     logging.getLogger("py4j").setLevel(logging.INFO if verbose else logging.CRITICAL)
+    for name in PYSPARK_ERROR_LOGGERS:  # created as PySparkLoggers: PySpark passes them keyword arguments
+        PySparkLogger.getLogger(name).setLevel(logging.ERROR if verbose else logging.CRITICAL)
 
 
 def offsets_behind(source: Mapping[str, Any]) -> int | None:

@@ -109,6 +109,7 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
 
 def build_spark_session(config: RadarConfig) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats."""
+    quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         verify_formats(spark, config.spark.connectors)
@@ -126,7 +127,6 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    quiet_python_logging(config.spark.log_level != "ERROR")
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in local_session_conf(config, jars).items():
         builder = builder.config(key, value)
