@@ -19,6 +19,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 
+from emitters.cluster_probe import client_logger
 from transforms.telemetry.json_events import RadarEventV1
 
 DEFAULT_TELEMETRY_TOPIC = "radar.telemetry"
@@ -65,6 +66,7 @@ class TelemetryProducer:
     ) -> None:
         config: dict[str, Any] = {**BASE_PRODUCER_SETTINGS, "client.id": client_id, **(defaults or {}), **settings}
         config["error_cb"] = self._on_error  # an unreachable telemetry cluster is counted, not raised
+        config.setdefault("logger", client_logger())  # and librdkafka's retries are not streamed to stderr
         self.topic = topic
         self.flush_timeout_s = flush_timeout_s
         self._lock = threading.Lock()

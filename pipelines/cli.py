@@ -17,6 +17,12 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     config = load_config(args.conf)
     if args.data_dir:
         config = config.with_data_dir(Path(args.data_dir))
+    if getattr(args, "verbose", False):
+        from emitters.cluster_probe import show_client_logs
+
+        show_client_logs()
+        spark = config.spark.model_copy(update={"log_level": "WARN"})
+        config = config.model_copy(update={"spark": spark})
     if getattr(args, "jars_dir", None):
         spark = config.spark.model_copy(update={"jars_dir": Path(args.jars_dir)})
         config = config.model_copy(update={"spark": spark})
@@ -49,14 +55,27 @@ def _jars(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from pipelines.ingest import run_replay
 
-    _print_counts("replay", run_replay(_config(args), args.input))
+    config = _config(args)
+    print(f"radar replay: data dir {config.data_dir}", file=sys.stderr)
+    _print_counts("replay", run_replay(config, args.input))
     return 0
+
+
+def _probe(config: RadarConfig, bootstrap: str) -> None:
+    """Fail within kafka.connect_timeout_s, in one sentence, when nothing answers at `bootstrap`."""
+    from emitters.cluster_probe import probe_cluster
+    from emitters.kafka_settings import librdkafka_settings
+
+    probe_cluster(librdkafka_settings(bootstrap, config.kafka.security, os.environ), config.kafka.connect_timeout_s)
 
 
 def _run(args: argparse.Namespace) -> int:
     from pipelines.ingest import run_ingest
 
-    _print_counts("run", run_ingest(_config(args), stop_after_s=args.stop_after))
+    config = _config(args)
+    if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
+        _probe(config, config.kafka.bootstrap_servers)
+    _print_counts("run", run_ingest(config, stop_after_s=args.stop_after))
     return 0
 
 
@@ -79,18 +98,54 @@ def _detections(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException
+
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
 
     config = _config(args)
     spark = build_spark_session(config)
-    register_existing_tables(spark, config)
-    result = spark.sql(args.query)
-    if args.format == "json":
-        for row in result.toLocalIterator():
-            print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+    present = register_existing_tables(spark, config)
+    try:
+        result = spark.sql(args.query)
+        if args.format == "json":
+            for row in result.toLocalIterator():
+                print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+        else:
+            result.show(args.limit, truncate=False)
+    except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
+        raise ConfigError(sql_error_sentence(error, args.query, present, config.data_dir)) from None
+    return 0
+
+
+def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
+    """The error class and the first line of Spark's message, then what exists: the tables, or the columns of the
+    tables the query names."""
+    from pipelines.table_reference import describe_table, tables_named_in
+
+    condition = getattr(error, "getCondition", getattr(error, "getErrorClass", lambda: None))() or "SQL_ERROR"
+    message = (getattr(error, "getMessage", lambda: str(error))() or str(error)).strip().splitlines()[0]
+    message = message.removeprefix(f"[{condition}] ")
+    named = tables_named_in(query)
+    if not present:
+        hint = f"there are no tables under {data_dir} yet: run `radar replay` or `radar run` first."
+    elif condition.startswith("UNRESOLVED_COLUMN") and named:
+        hint = "\n".join(describe_table(table) for table in named)
     else:
-        result.show(args.limit, truncate=False)
+        names = ", ".join(name.rsplit(".", 1)[-1] for name in present)
+        hint = f"tables: {names} (`radar tables NAME` lists a table's columns)"
+    return f"[{condition}] {message}\n{hint}"
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from pipelines.table_reference import describe_table, list_tables, table_named, tables_markdown
+
+    if args.markdown:
+        print(tables_markdown())
+    elif args.name:
+        print(describe_table(table_named(args.name)))
+    else:
+        print(list_tables())
     return 0
 
 
@@ -101,6 +156,7 @@ def _capture(args: argparse.Namespace) -> int:
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
     if not bootstrap:
         raise ConfigError("radar capture needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers.")
+    _probe(config, bootstrap)
     run_capture(
         config.kafka,
         bootstrap,
@@ -124,6 +180,10 @@ def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, 
     from emitters.kafka_settings import librdkafka_settings
 
     settings = dict(librdkafka_settings(bootstrap, config.kafka.security, os.environ))
+    if command == "poll-groups":
+        from emitters.cluster_probe import probe_cluster
+
+        probe_cluster(settings, config.kafka.connect_timeout_s)
     return settings, args.topic or config.kafka.telemetry_topics[0]
 
 
@@ -168,15 +228,28 @@ def _tap(args: argparse.Namespace) -> int:
     return 0
 
 
-GLOBAL_DEFAULTS: dict[str, str | None] = {"conf": "conf/local.yml", "data_dir": None, "jars_dir": None}
+GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
+    "conf": "conf/local.yml",
+    "data_dir": None,
+    "jars_dir": None,
+    "verbose": False,
+}
 
 
-def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str | None]) -> None:
+def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str | bool | None]) -> None:
     """Options every command takes, before or after its name; a subcommand's copy defaults to SUPPRESS so it only
     overrides the value given before the command when it is given itself."""
-    parser.add_argument("--conf", default=defaults["conf"], help="config file (default: conf/local.yml)")
+    parser.add_argument(
+        "--conf",
+        default=defaults["conf"],
+        help="config file (default: conf/local.yml here, else the packaged one); a relative storage.data_dir in it "
+        "is relative to its folder",
+    )
     parser.add_argument(
         "--data-dir", default=defaults["data_dir"], help="where local Delta tables and checkpoints live"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", default=defaults["verbose"], help="show Spark's WARN lines and client logs"
     )
     parser.add_argument(
         "--jars-dir", default=defaults["jars_dir"], help="use JVM jars from this folder (`radar jars --export`)"
@@ -222,6 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.set_defaults(func=_sql)
+
+    tables = sub.add_parser("tables", help="list the tables and their columns (no Spark needed)")
+    tables.add_argument("name", nargs="?", default=None, help="one table: its columns with types and meaning")
+    tables.add_argument("--markdown", action="store_true", help="the README's column reference")
+    tables.set_defaults(func=_tables)
 
     capture = sub.add_parser("capture", help="write a dump file from a live cluster")
     capture.add_argument("--bootstrap", default=None, help="HOST:PORT (default: kafka.bootstrap_servers)")

@@ -37,6 +37,8 @@ class KafkaConfig(FrozenSection):
     telemetry_topics: tuple[str, ...] = ("radar.telemetry",)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    # How long `radar run` / `capture` / `poll-groups` wait for a configured cluster to answer before giving up.
+    connect_timeout_s: float = Field(default=30.0, gt=0)
     security: SecurityConfig = SecurityConfig()
 
     @property
@@ -61,6 +63,8 @@ class SparkConfig(FrozenSection):
     kafka_token_provider_version: str | None = None  # None = kafka_connector_version
     delta_version: str | None = None
     extra_conf: dict[str, str] = Field(default_factory=dict)
+    # Level of Spark's JVM logging on the console (`--verbose` sets WARN).
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
 
 
 class StorageConfig(FrozenSection):
@@ -144,8 +148,9 @@ class RadarConfig(FrozenSection):
         return location if location.is_absolute() else self.storage.data_dir / location
 
     def with_data_dir(self, data_dir: Path) -> RadarConfig:
-        """A copy with another data dir (what `--data-dir` does)."""
-        storage = self.storage.model_copy(update={"data_dir": Path(data_dir)})
+        """A copy with another data dir (what `--data-dir` does): a relative one is relative to the current folder,
+        where the user typed it."""
+        storage = self.storage.model_copy(update={"data_dir": Path(data_dir).expanduser().resolve()})
         return self.model_copy(update={"storage": storage})
 
 
@@ -208,8 +213,21 @@ def describe_validation_error(error: ValidationError, source: str) -> str:
     return f"Invalid configuration in {source}: " + " ".join(sentences)
 
 
+def anchored_data_dir(config: RadarConfig, conf_path: Path, overrides: Mapping[str, Any]) -> RadarConfig:
+    """The one rule for where the data lives: a relative `storage.data_dir` in a conf file is relative to that
+    file's folder (so `radar sql` finds the tables `radar replay` wrote, from whatever folder it runs); one given
+    by the user (RADAR__STORAGE__DATA_DIR, `--data-dir`) is relative to the current folder."""
+    data_dir = config.storage.data_dir.expanduser()
+    if "data_dir" in overrides.get("storage", {}):
+        return config.with_data_dir(data_dir)
+    if not data_dir.is_absolute():
+        data_dir = conf_path.resolve().parent / data_dir
+    return config.with_data_dir(data_dir)
+
+
 def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH, env: Mapping[str, str] = os.environ) -> RadarConfig:
-    """Read conf/<env>.yml, apply RADAR__* overrides from `env`, validate into a frozen RadarConfig."""
+    """Read conf/<env>.yml, apply RADAR__* overrides from `env`, validate into a frozen RadarConfig (its data dir
+    absolute: `anchored_data_dir`)."""
     conf_path = resolve_conf_path(path)
     try:
         loaded = yaml.safe_load(conf_path.read_text()) or {}
@@ -220,9 +238,10 @@ def load_config(path: str | os.PathLike[str] = DEFAULT_CONF_PATH, env: Mapping[s
     overrides = env_overrides(env)
     source = str(conf_path) + (" with RADAR__* environment overrides" if overrides else "")
     try:
-        return RadarConfig.model_validate(merge(loaded, overrides))
+        config = RadarConfig.model_validate(merge(loaded, overrides))
     except ValidationError as error:
         raise ConfigError(describe_validation_error(error, source)) from None
+    return anchored_data_dir(config, conf_path, overrides)
 
 
 # --- Kafka client options: secrets are read here, at run time, and masked in every printed form ---

@@ -33,10 +33,11 @@ from pipelines.streams import (
     start_query,
     start_stages,
 )
-from pipelines.tables import TableCatalog, ensure_tables
+from pipelines.tables import TableCatalog, count_if_exists, ensure_tables
 from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
     DECODED_OFFSETS_BATCH,
+    DETECTIONS,
     OFFSET_COMMITS,
     OFFSETS_RAW,
     PARSED_TELEMETRY_BATCH,
@@ -265,7 +266,7 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
     with stage:
-        stage.queries.await_with_progress()
+        stage.queries.await_with_progress("radar replay")
     return table_counts(spark, config)
 
 
@@ -306,5 +307,7 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
         )
         queries = start_stages(stack, [ingest])
         print(f"radar run: ingesting from {bootstrap} into {config.data_dir}; Ctrl-C to stop", file=sys.stderr)
-        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s)
+        detections = partial(count_if_exists, spark, config, DETECTIONS)
+        verbose = config.spark.log_level != "ERROR"
+        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s, detections=detections, verbose=verbose)
         return table_counts(spark, config)

@@ -8,11 +8,13 @@ after creation and fails loudly when a configured format does not resolve.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.console import quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import spark_connector_jars
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -40,6 +42,8 @@ def on_databricks() -> bool:
 def local_session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
     """Everything a local session is started with; small and quiet because it runs on laptops and CI."""
     data_dir = config.data_dir.expanduser().resolve()
+    log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
+    java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
     conf = {
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
@@ -50,7 +54,12 @@ def local_session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={data_dir / 'derby'}",
+        "spark.driver.extraJavaOptions": java_options,
+        # Python workers run this interpreter, not the first python3 on PATH (which may lack pyarrow).
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        # Ctrl-C must end `radar run` within a bound: a query whose micro-batch does not stop is abandoned.
+        "spark.sql.streaming.stopTimeout": "30s",
     }
     if "delta" in config.spark.connectors:
         conf["spark.sql.extensions"] = DELTA_EXTENSION
@@ -100,6 +109,7 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
 
 def build_spark_session(config: RadarConfig) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats."""
+    quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         verify_formats(spark, config.spark.connectors)
@@ -115,11 +125,13 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
             )
         verify_formats(existing, config.spark.connectors)
         return existing
+    # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in local_session_conf(config, jars).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(config.spark.log_level)
     try:
         verify_formats(spark, config.spark.connectors)
     except SparkSessionError:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
@@ -127,9 +128,8 @@ class RunningQueries:
         return all(q.isActive for q in self.all)
 
     def stop(self) -> None:
-        """Stop every query cleanly (the current micro-batch completes)."""
-        for query in self.all:
-            query.stop()
+        """Stop every query (the current micro-batch is abandoned; the next start redoes it)."""
+        self.stop_within_bound()
 
     def await_all(self) -> None:
         """Wait until every query terminated; raises the first query's failure."""
@@ -143,26 +143,32 @@ class RunningQueries:
             if error is not None:
                 raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
 
-    def await_with_progress(self, poll_s: float = 2.0) -> None:
-        """Wait for the queries, printing a running count of records read per query on stderr."""
-        seen: dict[str, dict[int, int]] = {q.name: {} for q in self.all}
+    def await_with_progress(self, label: str, poll_s: float = 1.0) -> None:
+        """Wait for the queries, with a live status line on stderr and a summary at the end."""
+        from pipelines.console import StatusLine
 
-        def summary() -> str:
-            # recentProgress keeps only the last few batches, so accumulate by batch id
-            for query in self.all:
-                for progress in query.recentProgress:
-                    seen[query.name][progress.batchId] = int(progress.numInputRows or 0)
-            return "  read " + "; ".join(
-                f"{name}: {sum(batches.values()):,} records in {len(batches)} micro-batches"
-                for name, batches in seen.items()
-            )
-
-        while any(q.isActive for q in self.all):
-            print(f"\r{summary():<100}", end="", file=sys.stderr, flush=True)
-            for query in self.all:
-                query.awaitTermination(poll_s)
-        print(f"\r{summary():<100}", file=sys.stderr)
+        status = StatusLine(label, self.all)
+        try:
+            while active := [q for q in self.all if q.isActive]:
+                status.update()
+                active[0].awaitTermination(poll_s)
+            status.update()
+        finally:
+            status.finish()
         self.raise_failures()
+
+    def stop_within_bound(self) -> list[str]:
+        """Stop every query; a query that does not stop within `spark.sql.streaming.stopTimeout` is abandoned (its
+        micro-batch is redone on the next start, every write being idempotent). Returns what went wrong."""
+        problems = []
+        for query in self.all:
+            try:
+                if query.isActive:
+                    query.stop()
+            except Exception as error:  # a timeout or an interrupted batch: the next start redoes the batch
+                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                problems.append(f"{query.name}: {first[:200]}")
+        return problems
 
 
 class Stage(ABC):
@@ -213,30 +219,58 @@ def start_stages(stack: ExitStack, stages: Sequence[Stage]) -> RunningQueries:
 
 
 def run_until_stopped(
-    queries: RunningQueries, *, label: str, stop_after_s: float | None = None, poll_s: float = 1.0
+    queries: RunningQueries,
+    *,
+    label: str,
+    stop_after_s: float | None = None,
+    poll_s: float = 1.0,
+    detections: Callable[[], int | None] | None = None,
+    verbose: bool = False,
 ) -> None:
-    """Keep `queries` running until Ctrl-C, SIGTERM, `stop_after_s` or a failed query; then stop them cleanly
-    (the current micro-batch completes) and raise a failure as a sentence."""
-    stopping = False
+    """Keep `queries` running, with a live status line, until Ctrl-C, SIGTERM, `stop_after_s` or a failed query;
+    then stop them within a bound and raise a failure as a sentence.
+
+    The first Ctrl-C / SIGTERM asks for a stop (one line); a second one exits the process at once (one line): the
+    unfinished micro-batch is redone on the next start, every table write being idempotent. PySpark's own SIGINT
+    handler (cancel all jobs, raise KeyboardInterrupt inside a py4j call) is replaced meanwhile: it is what spilled
+    Py4JErrors and thousands of Java stack lines.
+    """
+    from pipelines.console import StatusLine
+
+    requests = 0
 
     def request_stop(_signum: int, _frame: FrameType | None) -> None:
-        nonlocal stopping
-        stopping = True
+        nonlocal requests
+        requests += 1
+        if requests == 1:
+            print(f"\n{label}: stopping; Ctrl-C again to quit at once", file=sys.stderr, flush=True)
+        else:
+            print(f"{label}: quit; the next start redoes the unfinished micro-batch", file=sys.stderr, flush=True)
+            os._exit(130)
 
-    previous = signal.signal(signal.SIGTERM, request_stop)
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
+    status = StatusLine(label, queries.all, detections=detections)
     try:
-        while not stopping and queries.all_active:
+        while not requests and queries.all_active:
             if stop_after_s is not None and time.monotonic() - started > stop_after_s:
                 break
+            status.update()
             if queries.all:
                 queries.all[0].awaitTermination(poll_s)
             else:
                 time.sleep(poll_s)
-    except KeyboardInterrupt:
-        pass
+        status.update()
+        status.close()
+        if not verbose:  # an abandoned micro-batch logs its interruption; it is expected and redone on restart
+            spark = SparkSession.getActiveSession()
+            if spark is not None:
+                spark.sparkContext.setLogLevel("OFF")
+        problems = queries.stop_within_bound()
+        if problems and verbose:
+            print(f"{label}: abandoned while stopping: " + "; ".join(problems), file=sys.stderr)
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        print(f"{label}: stopping queries ...", file=sys.stderr)
-        queries.stop()
+        status.finish()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     queries.raise_failures()

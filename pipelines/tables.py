@@ -124,3 +124,14 @@ def upserting(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame, RadarCo
         upsert_by_key(df, config, table, keys[table.name])
 
     return upsert
+
+
+def count_if_exists(spark: SparkSession, config: RadarConfig, table: TableSchema) -> int | None:
+    """Rows of `table`, or None while it does not exist yet (the live status shows detections once they do)."""
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    if location is None:
+        return spark.table(catalog.name(table)).count() if spark.catalog.tableExists(catalog.name(table)) else None
+    if not (location / "_delta_log").is_dir():
+        return None
+    return spark.read.format("delta").load(str(location)).count()

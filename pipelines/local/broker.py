@@ -52,7 +52,10 @@ def random_cluster_id() -> str:
 
 
 def die_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM the broker if the Python process dies (even on SIGKILL)."""
+    """Runs in the child before exec: SIGTERM the broker if the Python process dies (even on SIGKILL), and ignore
+    Ctrl-C, which a terminal sends to the whole process group: `radar run` stops the broker itself, after its
+    queries (a broker gone first leaves them retrying, and the log shipper flooding the console)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 

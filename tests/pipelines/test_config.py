@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import ConfigError, KafkaConfig, SecurityConfig, kafka_client_options, load_config
+from pipelines.config import REPO_ROOT, ConfigError, KafkaConfig, SecurityConfig, kafka_client_options, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -27,7 +27,7 @@ def test_local_defaults_start_the_embedded_broker() -> None:
     assert config.kafka.embedded
     assert config.spark.master == "local[2]"
     assert config.broker.group_initial_rebalance_delay_ms == 0
-    assert config.checkpoint_dir == Path(".radar/checkpoints")
+    assert config.checkpoint_dir == REPO_ROOT / ".radar" / "checkpoints"  # relative to the conf file
 
 
 def test_unknown_key_is_named(tmp_path: Path) -> None:

@@ -1,0 +1,207 @@
+"""What `radar` prints while it works: Spark and py4j quiet unless `--verbose`, one live status line for the
+streaming queries (records/s, micro-batches, how far behind the end of each topic), and a summary at stop.
+
+On-call engineers read this console in an incident: library chatter and stack traces hide the one line that
+matters, so the JVM logs at ERROR by default and the status is one line, redrawn in place on a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pyspark.sql.streaming import StreamingQuery
+
+# Spark WARNs that are expected in normal operation and say nothing actionable, muted even with --verbose.
+EXPECTED_WARNING_LOGGERS = (
+    # "Current batch is falling behind. The trigger interval is ..." on every slow micro-batch
+    "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
+    "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor",
+)
+PLAIN_STATUS_EVERY_S = 10.0  # without a terminal: a line at most this often, when something changed
+PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
+DETECTIONS_EVERY_S = 10.0  # counting a Delta table is a Spark job: not on every redraw
+
+
+def log4j2_properties(level: str) -> str:
+    """Spark's driver logging: everything at `level` on stderr, the expected WARNs muted (see above)."""
+    lines = [
+        f"rootLogger.level = {level.lower()}",
+        "rootLogger.appenderRef.stderr.ref = console",
+        "appender.console.type = Console",
+        "appender.console.name = console",
+        "appender.console.target = SYSTEM_ERR",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
+    ]
+    # PySpark's gateway counts as a shell: Spark then sets the console to the level of the shell's logger (WARN if
+    # unset) and says so in two lines; at the root's level it does neither.
+    for index, name in enumerate(("org.apache.spark.api.python.PythonGatewayServer", "org.apache.spark.repl.Main")):
+        lines += [f"logger.shell{index}.name = {name}", f"logger.shell{index}.level = {level.lower()}"]
+    for index, name in enumerate(EXPECTED_WARNING_LOGGERS):
+        lines += [f"logger.expected{index}.name = {name}", f"logger.expected{index}.level = error"]
+    return "\n".join(lines) + "\n"
+
+
+def write_log4j2_properties(folder: Path, level: str) -> Path:
+    """The logging config file the driver JVM is started with (`-Dlog4j2.configurationFile`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"log4j2-{level.lower()}.properties"
+    path.write_text(log4j2_properties(level))
+    return path
+
+
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_python_logging(verbose: bool) -> None:
+    """py4j logs every callback-server hiccup (and the Python traceback of an interrupted `foreachBatch`); PySpark
+    logs every analysis error as a JSON line of many kilobytes with the Java stack, before raising it."""
+    from pyspark.logger import PySparkLogger
+
+    logging.getLogger("py4j").setLevel(logging.INFO if verbose else logging.CRITICAL)
+    for name in PYSPARK_ERROR_LOGGERS:  # created as PySparkLoggers: PySpark passes them keyword arguments
+        PySparkLogger.getLogger(name).setLevel(logging.ERROR if verbose else logging.CRITICAL)
+
+
+def offsets_behind(source: Mapping[str, Any]) -> int | None:
+    """Records between what a Kafka source read (endOffset) and the end of its topics (latestOffset); None for
+    sources that do not know their end (files)."""
+
+    def parsed(value: object) -> dict[str, dict[str, int]] | None:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return value if isinstance(value, dict) else None
+
+    end, latest = parsed(source.get("endOffset")), parsed(source.get("latestOffset"))
+    if end is not None and latest is not None:
+        try:
+            return sum(
+                max(int(offset) - int(end.get(topic, {}).get(partition, offset)), 0)
+                for topic, partitions in latest.items()
+                for partition, offset in partitions.items()
+            )
+        except (AttributeError, TypeError, ValueError):
+            pass
+    metrics = source.get("metrics") or {}
+    if "maxOffsetsBehindLatest" in metrics:
+        return int(float(metrics["maxOffsetsBehindLatest"]))
+    return None
+
+
+@dataclass
+class QueryTally:
+    """What one query did so far: records per batch id (recentProgress keeps only the last few batches)."""
+
+    name: str
+    records_by_batch: dict[int, int] = field(default_factory=dict)
+    rate: float = 0.0
+    behind: int | None = None
+
+    def update(self, query: StreamingQuery) -> None:
+        for progress in query.recentProgress:
+            self.records_by_batch[progress.batchId] = int(progress.numInputRows or 0)
+        last = query.lastProgress
+        if last is None:
+            return
+        self.rate = float(last.processedRowsPerSecond or 0.0)
+        behind = [offsets_behind(source) for source in last.sources]
+        known = [b for b in behind if b is not None]
+        self.behind = sum(known) if known else None
+
+    @property
+    def records(self) -> int:
+        return sum(self.records_by_batch.values())
+
+    def describe(self, with_rate: bool = True) -> str:
+        rate = f" ({self.rate:,.0f}/s)" if with_rate else ""
+        behind = "" if self.behind is None else f", {self.behind:,} behind"
+        return f"{self.name}: {self.records:,} records{rate} in {len(self.records_by_batch)} batches{behind}"
+
+
+class StatusLine:
+    """The queries' live status on stderr: redrawn in place on a terminal (rich), a plain line every
+    `PLAIN_STATUS_EVERY_S` otherwise; `finish()` prints the summary."""
+
+    def __init__(
+        self,
+        label: str,
+        queries: Iterable[StreamingQuery],
+        *,
+        detections: Callable[[], int | None] | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.label = label
+        self.queries = tuple(queries)
+        self.tallies = {q.name: QueryTally(q.name) for q in self.queries}
+        self.detections = detections
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+        self._last_plain = 0.0
+        self._last_text = ""
+        self._last_detections = 0.0
+        self._counting = threading.Event()
+        self._detections: int | None = None
+        self._live: Any = None
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live("", console=Console(file=self.stream), refresh_per_second=2, transient=True)
+            self._live.start()
+
+    def text(self, with_rate: bool = True) -> str:
+        parts = [tally.describe(with_rate) for tally in self.tallies.values()]
+        if self._detections is not None:
+            parts.append(f"{self._detections:,} detections")
+        return "; ".join(parts)
+
+    def update(self) -> None:
+        for query in self.queries:
+            try:
+                self.tallies[query.name].update(query)
+            except Exception:  # a query stopping under us: keep the last known numbers
+                continue
+        due = time.monotonic() - self._last_detections >= DETECTIONS_EVERY_S
+        if self.detections is not None and due and not self._counting.is_set():
+            self._last_detections = time.monotonic()
+            self._counting.set()
+            threading.Thread(target=self._count_detections, name="radar-status", daemon=True).start()
+        if self._live is not None:
+            self._live.update(f"{self.label}: {self.text()}")
+        elif time.monotonic() - self._last_plain >= PLAIN_STATUS_EVERY_S:
+            text = self.text()
+            if text != self._last_text or time.monotonic() - self._last_plain >= PLAIN_STATUS_UNCHANGED_S:
+                self._last_plain, self._last_text = time.monotonic(), text
+                print(f"{self.label}: {text}", file=self.stream, flush=True)
+
+    def _count_detections(self) -> None:
+        """In the background: a count is a Spark job, and the status must not wait for it."""
+        try:
+            assert self.detections is not None
+            with contextlib.suppress(Exception):  # the table is being created: count it next time
+                self._detections = self.detections()
+        finally:
+            self._counting.clear()
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def finish(self) -> None:
+        """Stop the live line and print the summary (records per query, batches, time)."""
+        self.close()
+        elapsed = time.monotonic() - self.started
+        print(f"{self.label}: {elapsed:.0f} s; {self.text(with_rate=False)}", file=self.stream, flush=True)
