@@ -92,6 +92,15 @@ def parse_dump_line(line: str, where: str) -> DumpRecord:
     )
 
 
+def check_dump_files(paths: Iterable[str | Path]) -> None:
+    """Fail before any work (Spark starts in seconds) when an input is not a readable file; `-` is stdin."""
+    missing = [str(p) for p in paths if str(p) != "-" and not Path(p).is_file()]
+    if missing:
+        raise DumpFormatError(
+            f"dump file(s) not found: {', '.join(missing)}; pass JSON Lines dumps written by `radar capture`."
+        )
+
+
 def _lines(source: IO[str], name: str) -> Iterator[DumpRecord]:
     for number, line in enumerate(source, 1):
         if line.strip():

@@ -258,9 +258,11 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     """`radar replay`: the ingest queries over dump files, to completion; returns rows per table."""
+    from pipelines.dump import check_dump_files
     from pipelines.session import build_spark_session
     from pipelines.sources import replay_stream
 
+    check_dump_files(paths)  # before Spark: a typo must not cost a session start
     spark = build_spark_session(config)
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
-from pipelines.dump import DumpFormatError, parse_dump_line
+from pipelines.dump import DumpFormatError, check_dump_files, parse_dump_line
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "source_error")
@@ -140,9 +140,7 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
     """Dump files read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
     if not paths:
         raise ValueError("replay needs at least one dump file (--input DUMP)")
-    missing = [str(p) for p in paths if not Path(p).is_file()]
-    if missing:
-        raise FileNotFoundError(f"dump file(s) not found: {', '.join(missing)}; pass files written by `radar capture`")
+    check_dump_files(paths)
     # A file stream reads folders, and infers partition columns from `key=value` subfolders; read a private
     # folder holding only links to the inputs (deterministic, so a checkpoint resumes on the same source).
     staging = replay_staging_dir(paths, staging_root)
