@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,17 @@ def test_replay_beside_partition_like_folders(spark: object, radar_config: Radar
     counts = run_replay(radar_config.with_data_dir(work / "radar-data"), [str(dump)])
     expected = {"offsets_raw": 39, "offset_commits": 7, "group_metadata": 5, "group_records": 22, "quarantine": 6}
     assert {name: counts[name] for name in expected} == expected  # 5 bad offsets records + 1 telemetry garbage
+
+
+def test_missing_input_fails_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`radar replay` on a missing file spent 12 s starting Spark before saying so."""
+    from pipelines.cli import main
+
+    missing = tmp_path / "nope.jsonl"
+    started = time.monotonic()
+    assert main(["replay", "--input", str(SAMPLE), "--input", str(missing), "--data-dir", str(tmp_path / "d")]) == 2
+    assert time.monotonic() - started < 3
+    err = capsys.readouterr().err.strip().splitlines()
+    hint = "pass JSON Lines dumps written by `radar capture`."
+    assert err == [f"radar replay: dump file(s) not found: {missing}; {hint}"]
+    assert not (tmp_path / "d").exists()  # nothing was started or written
