@@ -86,6 +86,8 @@ def _unreadable_source_rows(batch: DataFrame, config: RadarConfig) -> DataFrame:
         "reason": F.col("source_error"),
         "key": F.col("key"),
         "value": F.col("value"),
+        "src_file": F.col("source_file"),
+        "src_line": F.col("source_line"),
     }
     payload = [given.get(c.name, F.lit(None).cast(c.ddl)).alias(c.name) for c in QUARANTINE_PAYLOAD]
     rows = _with_source(batch.where(F.col("source_error").isNotNull()), config)

@@ -200,6 +200,8 @@ QUARANTINE_PAYLOAD: tuple[Column, ...] = (
     Column("error_offset", "INT", "byte offset where decoding stopped"),
     Column("key", "BINARY"),
     Column("value", "BINARY"),
+    Column("src_file", "STRING", "the dump file of a replayed line that is not a dump record (stage read_dump)"),
+    Column("src_line", "BIGINT", "its line number in src_file (1-based)"),
 )
 
 QUARANTINE = _table("quarantine", "silver", QUARANTINE_PAYLOAD)
