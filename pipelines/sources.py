@@ -86,6 +86,29 @@ def kafka_source_options(
     return options
 
 
+def kafka_cluster_id(spark: SparkSession, config: RadarConfig, bootstrap_servers: str, timeout_s: float = 30.0) -> str:
+    """The Kafka cluster id (Admin describeCluster): a stream checkpoint holds offsets of one cluster only, so a
+    checkpoint is named by it and another cluster (a wiped or re-created broker at the same address) starts afresh
+    instead of resuming at offsets that do not exist there."""
+    from confluent_kafka.admin import AdminClient
+
+    from emitters.kafka_settings import librdkafka_settings
+
+    lookup = databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
+    settings = dict(librdkafka_settings(bootstrap_servers, config.kafka.security, secret_lookup=lookup))
+    admin = AdminClient({**settings, "log_level": 3})
+    try:
+        cluster_id = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5).cluster_id
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not read the Kafka cluster id from {bootstrap_servers} within {timeout_s:.0f} s ({exc}); "
+            "check kafka.bootstrap_servers and the security settings."
+        ) from None
+    if not cluster_id:
+        raise RuntimeError(f"the Kafka cluster at {bootstrap_servers} reported no cluster id.")
+    return str(cluster_id)
+
+
 def kafka_stream(
     spark: SparkSession, config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None = None
 ) -> DataFrame:
