@@ -40,9 +40,12 @@ def _decode(args: argparse.Namespace) -> int:
     failures = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.failures_by_kind.items())) or "none"
     print(
         f"radar decode: {counts.records} records: {counts.decoded} decoded, {counts.failed} failed ({failures}), "
-        f"{counts.telemetry} telemetry",
+        f"{counts.telemetry} telemetry; {counts.bad_lines} bad lines (not dump records, skipped)",
         file=sys.stderr,
     )
+    if counts.bad_lines and not counts.records:
+        print("radar decode: no dump records at all; is this a radar dump file?", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, resolve_credentials
 
@@ -27,6 +27,21 @@ class FrozenSection(BaseModel):
     """Base for every section: immutable, and unknown keys are errors (a typo must not be ignored)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _comma_separated_lists(cls, values: Any) -> Any:
+        """A list given as one string is comma-separated (`RADAR__KAFKA__TELEMETRY_TOPICS=a,b`): an environment
+        value is read as YAML, and YAML reads `a,b` as one string."""
+        if not isinstance(values, dict):
+            return values
+        split = dict(values)
+        for name, field in cls.model_fields.items():
+            key = field.alias if field.alias in split else name
+            value = split.get(key)
+            if isinstance(value, str) and get_origin(field.annotation) in (tuple, list):
+                split[key] = [part.strip() for part in value.split(",") if part.strip()]
+        return split
 
 
 class KafkaConfig(FrozenSection):
@@ -168,7 +183,8 @@ def resolve_conf_path(path: str | os.PathLike[str]) -> Path:
 
 
 def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """RADAR__KAFKA__BOOTSTRAP_SERVERS=x -> {"kafka": {"bootstrap_servers": "x"}}; values parsed as YAML."""
+    """RADAR__KAFKA__BOOTSTRAP_SERVERS=x -> {"kafka": {"bootstrap_servers": "x"}}; values parsed as YAML (a list
+    may also be given comma-separated, see `FrozenSection`)."""
     nested: dict[str, Any] = {}
     for name, raw in sorted(env.items()):
         if not name.startswith(ENV_PREFIX):

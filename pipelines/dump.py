@@ -1,6 +1,6 @@
 """The dump format (DESIGN §2): JSON Lines, one Kafka record per line, read by `radar decode` and `radar replay`
 and written by `radar capture`. `CODECS` and `parse_dump_line` are its one declaration and its one reader: replay
-runs the same parser inside Spark (`pipelines.sources.parse_dump_batches`).
+runs the same reader inside Spark (`pipelines.sources.parse_dump_files`).
 
 `{"topic", "partition", "offset", "timestamp" (ms), "key", "value", "codec": "base64"|"hex"|"utf8"}`;
 `codec` (default base64, also when null) applies to key and value; a null value is a tombstone.
@@ -12,7 +12,7 @@ import base64
 import binascii
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -92,23 +92,54 @@ def parse_dump_line(line: str, where: str) -> DumpRecord:
     )
 
 
-def _lines(source: IO[str], name: str) -> Iterator[DumpRecord]:
-    for number, line in enumerate(source, 1):
-        if line.strip():
-            yield parse_dump_line(line, f"{name}:{number}")
+def check_dump_files(paths: Iterable[str | Path]) -> None:
+    """Fail before any work (Spark starts in seconds) when an input is not a readable file; `-` is stdin."""
+    missing = [str(p) for p in paths if str(p) != "-" and not Path(p).is_file()]
+    if missing:
+        raise DumpFormatError(
+            f"dump file(s) not found: {', '.join(missing)}; pass JSON Lines dumps written by `radar capture`."
+        )
 
 
-def read_dump(paths: Iterable[str | Path]) -> Iterator[DumpRecord]:
-    """Records of every dump file in order; `-` reads standard input."""
+BadLine = Callable[[DumpFormatError], None]
+"""What a reader does with a line that is not a dump record (`radar decode` reports it and goes on)."""
+
+
+def decode_dump_line(raw: bytes, where: str) -> DumpRecord:
+    """One dump line as read from a file (bytes): a line that is not UTF-8 text is a bad line like any other."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DumpFormatError(
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "is this a radar dump file?"
+        ) from None
+    return parse_dump_line(text, where)
+
+
+def _lines(source: IO[bytes], name: str, on_bad_line: BadLine | None) -> Iterator[DumpRecord]:
+    for number, raw in enumerate(source, 1):
+        if not raw.strip():
+            continue
+        try:
+            yield decode_dump_line(raw, f"{name}:{number}")
+        except DumpFormatError as exc:
+            if on_bad_line is None:
+                raise
+            on_bad_line(exc)
+
+
+def read_dump(paths: Iterable[str | Path], on_bad_line: BadLine | None = None) -> Iterator[DumpRecord]:
+    """Records of every dump file in order; `-` reads standard input. A bad line raises `DumpFormatError` naming
+    FILE:LINE, or, with `on_bad_line`, is handed to it and reading goes on (as replay quarantines it and goes on)."""
+    paths = list(paths)
+    check_dump_files(paths)
     for path in paths:
         if str(path) == "-":
-            yield from _lines(sys.stdin, "<stdin>")
+            yield from _lines(sys.stdin.buffer, "<stdin>", on_bad_line)
             continue
-        p = Path(path)
-        if not p.is_file():
-            raise DumpFormatError(f"{p}: no such dump file; pass a JSON Lines dump written by `radar capture`")
-        with p.open(encoding="utf-8") as fh:
-            yield from _lines(fh, str(p))
+        with Path(path).open("rb") as fh:
+            yield from _lines(fh, str(path), on_bad_line)
 
 
 def dump_line(record: DumpRecord, codec: str = "base64") -> str:

@@ -12,15 +12,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from pipelines.dump import DumpRecord, read_dump
+from pipelines.dump import DumpFormatError, DumpRecord, read_dump
 from transforms.wire.json_form import coordinator_record_json
 
 
 @dataclass
 class DecodeCounts:
-    """What a decode run saw, so the summary on stderr reconciles: records = decoded + failed + telemetry."""
+    """What a decode run saw, so the summary on stderr reconciles: records = decoded + failed + telemetry; bad lines
+    (not dump records at all) are counted apart, as replay quarantines them at stage read_dump."""
 
     records: int = 0
+    bad_lines: int = 0
     decoded: int = 0
     failed: int = 0
     telemetry: int = 0
@@ -40,10 +42,26 @@ def dump_record_json(record: DumpRecord, *, embedded: bool = False) -> dict[str,
     return {"src": src, **coordinator_record_json(record.key, record.value, embedded=embedded)}
 
 
-def run_decode(paths: Iterable[str], *, embedded: bool = False, out: IO[str] = sys.stdout) -> DecodeCounts:
-    """Decode every record of every dump to `out`; raises `DumpFormatError` for an unusable input."""
+def run_decode(
+    paths: Iterable[str],
+    *,
+    embedded: bool = False,
+    out: IO[str] | None = None,
+    errors: IO[str] | None = None,
+    shown_bad_lines: int = 20,
+) -> DecodeCounts:
+    """Decode every record of every dump to `out`; a bad line is reported on `errors` as "FILE:LINE: reason" (the
+    first `shown_bad_lines` of them; all are counted) and decoding goes on. Raises `DumpFormatError` for a missing
+    input."""
     counts = DecodeCounts()
-    for record in read_dump(paths):
+    out = out or sys.stdout  # looked up at call time, so a redirected sys.stdout is used
+
+    def report(problem: DumpFormatError) -> None:
+        counts.bad_lines += 1
+        if counts.bad_lines <= shown_bad_lines:
+            print(f"radar decode: {problem}", file=errors or sys.stderr)
+
+    for record in read_dump(paths, on_bad_line=report):
         line = dump_record_json(record, embedded=embedded)
         counts.records += 1
         if line.get("telemetry"):

@@ -87,10 +87,19 @@ def _unreadable_source_rows(batch: DataFrame, config: RadarConfig) -> DataFrame:
         "reason": F.col("source_error"),
         "key": F.col("key"),
         "value": F.col("value"),
+        "src_file": F.col("source_file"),
+        "src_line": F.col("source_line"),
     }
     payload = [given.get(c.name, F.lit(None).cast(c.ddl)).alias(c.name) for c in QUARANTINE_PAYLOAD]
     rows = _with_source(batch.where(F.col("source_error").isNotNull()), config)
     return rows.select(*(c.name for c in SOURCE_COLUMNS), *payload)
+
+
+def distinct_records(batch: DataFrame) -> DataFrame:
+    """A record read twice in one micro-batch (a dump file and its copy, replayed together) once; dump lines that
+    are no record are kept, each is its own line. Across batches, `pipelines.tables.append_new_records` does it."""
+    records = batch.where(F.col("source_error").isNull()).dropDuplicates(["topic", "partition", "offset"])
+    return records.unionByName(batch.where(F.col("source_error").isNotNull()))
 
 
 def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
@@ -167,7 +176,8 @@ def routed_batch_tables(
     written), then bronze and every target table that received rows."""
 
     @contextmanager
-    def tables_of(batch: DataFrame) -> Iterator[dict[str, DataFrame]]:
+    def tables_of(source_batch: DataFrame) -> Iterator[dict[str, DataFrame]]:
+        batch = distinct_records(source_batch).persist()
         routed = route(batch).persist()
         try:
             present = {row["target"] for row in routed.select("target").distinct().collect()}
@@ -182,6 +192,7 @@ def routed_batch_tables(
             yield tables
         finally:
             routed.unpersist()
+            batch.unpersist()
 
     return tables_of
 
@@ -251,6 +262,25 @@ def replay_checkpoint_name(paths: Sequence[str]) -> str:
     return f"replay-{replay_staging_dir(paths).name}"
 
 
+def kafka_checkpoint_name(config: RadarConfig, cluster_id: str) -> str:
+    """One checkpoint per Kafka cluster (by its id): offsets of one cluster mean nothing on another. Another cluster
+    under the same logical name (a wiped broker) starts a fresh checkpoint, and this is said on stderr."""
+    name = f"kafka-{config.cluster}-{cluster_id}"
+    others = sorted(
+        p.name.removeprefix(f"kafka-{config.cluster}-")
+        for p in config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")
+        if p.name != name
+    )
+    if others and not (config.checkpoint_dir / name).exists():
+        print(
+            f"radar run: cluster {config.cluster!r} is now Kafka cluster {cluster_id} (before: {', '.join(others)}); "
+            "its offsets start again in a fresh checkpoint: records of the old cluster at the same offsets are "
+            "a reset, not duplicates.",
+            file=sys.stderr,
+        )
+    return name
+
+
 def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
     """Rows per table (for the summary users see after a run)."""
     catalog = TableCatalog(config)
@@ -259,9 +289,11 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     """`radar replay`: the ingest queries over dump files, to completion; returns rows per table."""
+    from pipelines.dump import check_dump_files
     from pipelines.session import build_spark_session
     from pipelines.sources import replay_stream
 
+    check_dump_files(paths)  # before Spark: a typo must not cost a session start
     spark = build_spark_session(config)
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
@@ -280,7 +312,7 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
     from pipelines.local.broker import EmbeddedKafka
     from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.session import build_spark_session, on_databricks
-    from pipelines.sources import kafka_stream
+    from pipelines.sources import kafka_cluster_id, kafka_stream
 
     with ExitStack() as stack:
         bootstrap = config.kafka.bootstrap_servers
@@ -290,7 +322,9 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
                 "embedded broker; set RADAR__KAFKA__BOOTSTRAP_SERVERS in the job or bootstrap_servers in the conf."
             )
         if not bootstrap:
-            broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
+            # keep_storage: the broker's records outlive the run, as the checkpoint that points into them does
+            broker = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True)
+            stack.enter_context(broker)
             bootstrap = broker.bootstrap_servers
             create_topics(bootstrap, config.kafka.telemetry_topics)
             if config.kafka.telemetry_topics:  # the embedded broker's coordinator log is telemetry: ship it
@@ -302,9 +336,8 @@ def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dic
         telemetry_topics = list(config.kafka.telemetry_topics)
         source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
         telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap) if telemetry_topics else None
-        ingest = IngestStage(
-            spark, config, source, telemetry_source=telemetry_source, checkpoint_name=f"kafka-{config.cluster}"
-        )
+        checkpoint_name = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
+        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint_name)
         queries = start_stages(stack, [ingest])
         print(f"radar run: ingesting from {bootstrap} into {config.data_dir}; Ctrl-C to stop", file=sys.stderr)
         detections = partial(count_if_exists, spark, config, DETECTIONS)

@@ -2,7 +2,7 @@
 
 Both give `key, value, topic, partition, offset, timestamp, source_error`; `source_error` is set only for a dump
 line that is not a dump record, so the pipeline can quarantine it instead of stopping. Dump lines are read by the
-same parser as `radar decode` (`pipelines.dump.parse_dump_line`).
+same reader as `radar decode` (`pipelines.dump.decode_dump_line`).
 """
 
 from __future__ import annotations
@@ -11,25 +11,33 @@ import glob
 import hashlib
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
-from pipelines.dump import DumpFormatError, parse_dump_line
+from pipelines.dump import DumpFormatError, check_dump_files, decode_dump_line
 from pipelines.session import on_databricks
 
-SOURCE_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "source_error")
+SOURCE_COLUMNS = (
+    *("key", "value", "topic", "partition", "offset", "timestamp"),
+    *("source_error", "source_file", "source_line"),  # set by replay only: a dump line's problem, file, line number
+)
 # Spark's Admin-based Kafka offset reader drops internal topics (its ConsumerStrategy filters `isInternal`), so
 # `__consumer_offsets` reads as empty; the consumer-based offset fetching subscribes by name and reads it.
 DEPRECATED_OFFSET_FETCHING = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 # A replayed dump line as `parse_dump_batches` gives it (the timestamp is typed afterwards, in Spark).
 PARSED_DUMP_DDL = (
-    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp_ms BIGINT, source_error STRING"
+    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp_ms BIGINT, source_error STRING, "
+    "source_file STRING, source_line BIGINT"
 )
+LINES_PER_ARROW_BATCH = 10_000
+BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
 _PARSED_DUMP = pa.schema(
     [
         ("key", pa.binary()),
@@ -39,6 +47,8 @@ _PARSED_DUMP = pa.schema(
         ("offset", pa.int64()),
         ("timestamp_ms", pa.int64()),
         ("source_error", pa.string()),
+        ("source_file", pa.string()),
+        ("source_line", pa.int64()),
     ]
 )
 
@@ -76,6 +86,29 @@ def kafka_source_options(
     return options
 
 
+def kafka_cluster_id(spark: SparkSession, config: RadarConfig, bootstrap_servers: str, timeout_s: float = 30.0) -> str:
+    """The Kafka cluster id (Admin describeCluster): a stream checkpoint holds offsets of one cluster only, so a
+    checkpoint is named by it and another cluster (a wiped or re-created broker at the same address) starts afresh
+    instead of resuming at offsets that do not exist there."""
+    from confluent_kafka.admin import AdminClient
+
+    from emitters.kafka_settings import librdkafka_settings
+
+    lookup = databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
+    settings = dict(librdkafka_settings(bootstrap_servers, config.kafka.security, secret_lookup=lookup))
+    admin = AdminClient({**settings, "log_level": 3})
+    try:
+        cluster_id = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5).cluster_id
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not read the Kafka cluster id from {bootstrap_servers} within {timeout_s:.0f} s ({exc}); "
+            "check kafka.bootstrap_servers and the security settings."
+        ) from None
+    if not cluster_id:
+        raise RuntimeError(f"the Kafka cluster at {bootstrap_servers} reported no cluster id.")
+    return str(cluster_id)
+
+
 def kafka_stream(
     spark: SparkSession, config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None = None
 ) -> DataFrame:
@@ -86,32 +119,50 @@ def kafka_stream(
         spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
     raw = spark.readStream.format("kafka").options(**options).load()
     return raw.select(
-        "key", "value", "topic", "partition", "offset", "timestamp", F.lit(None).cast("string").alias("source_error")
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        F.lit(None).cast("string").alias("source_error"),
+        F.lit(None).cast("string").alias("source_file"),
+        F.lit(None).cast("bigint").alias("source_line"),
     )
 
 
-def parse_dump_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """`mapInArrow` body of the replay: every text line through the one dump parser (`pipelines.dump`); a line that
-    is not a dump record keeps its text as the value and says why in `source_error`."""
+def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
+    """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): every line through
+    the one dump reader (`pipelines.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record
+    keeps its bytes as the value, says why in `source_error`, and every row keeps its file and line number.
+    `files` maps a staging link's name to the path the user gave."""
+    rows: dict[str, list[Any]] = {name: [] for name in _PARSED_DUMP.names}
     for batch in batches:
-        rows: dict[str, list[Any]] = {name: [] for name in _PARSED_DUMP.names}
-        for line in batch.column("value").to_pylist():
-            try:
-                record = parse_dump_line(line, "dump line")
-            except DumpFormatError as exc:
-                parsed: tuple[Any, ...] = (None, line.encode("utf-8"), "", -1, -1, 0, str(exc))
-            else:
-                parsed = (
-                    record.key,
-                    record.value,
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    record.timestamp,
-                    None,
-                )
-            for name, value in zip(_PARSED_DUMP.names, parsed, strict=True):
-                rows[name].append(value)
+        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True):
+            name = files.get(unquote(path.rsplit("/", 1)[-1]), path)
+            for number, raw in enumerate(content.splitlines(), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = decode_dump_line(raw, f"{name}:{number}")
+                except DumpFormatError as exc:
+                    parsed: tuple[Any, ...] = (None, raw, "", -1, -1, 0, str(exc))
+                else:
+                    parsed = (
+                        record.key,
+                        record.value,
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                        record.timestamp,
+                        None,
+                    )
+                for column, value in zip(_PARSED_DUMP.names, (*parsed, name, number), strict=True):
+                    rows[column].append(value)
+                if len(rows["offset"]) >= LINES_PER_ARROW_BATCH:
+                    yield pa.RecordBatch.from_pydict(rows, schema=_PARSED_DUMP)
+                    rows = {column: [] for column in _PARSED_DUMP.names}
+    if rows["offset"]:
         yield pa.RecordBatch.from_pydict(rows, schema=_PARSED_DUMP)
 
 
@@ -140,23 +191,27 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
     """Dump files read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
     if not paths:
         raise ValueError("replay needs at least one dump file (--input DUMP)")
-    missing = [str(p) for p in paths if not Path(p).is_file()]
-    if missing:
-        raise FileNotFoundError(f"dump file(s) not found: {', '.join(missing)}; pass files written by `radar capture`")
+    check_dump_files(paths)
     # A file stream reads folders, and infers partition columns from `key=value` subfolders; read a private
     # folder holding only links to the inputs (deterministic, so a checkpoint resumes on the same source).
+    # Whole files (`binaryFile`), so each line keeps its number and its bytes (a text source numbers nothing and
+    # replaces bytes that are not UTF-8); a file must then fit one row (2 GB).
     staging = replay_staging_dir(paths, staging_root)
-    lines: DataFrame | None = None
-    for link in staging_links(paths, staging):
+    files: DataFrame | None = None
+    links = staging_links(paths, staging)
+    for link in links:
         one = (
-            spark.readStream.format("text")
+            spark.readStream.format("binaryFile")
+            .schema(BINARY_FILE_DDL)
             .option("maxFilesPerTrigger", 1)
             .option("pathGlobFilter", glob.escape(link.name))
             .load(str(staging))
+            .select("path", "content")
         )
-        lines = one if lines is None else lines.unionByName(one)
-    assert lines is not None
-    parsed = lines.where(F.length(F.trim("value")) > 0).mapInArrow(parse_dump_batches, PARSED_DUMP_DDL)
+        files = one if files is None else files.unionByName(one)
+    assert files is not None
+    given = {link.name: str(path) for link, path in zip(links, paths, strict=True)}
+    parsed = files.mapInArrow(partial(parse_dump_files, files=given), PARSED_DUMP_DDL)
     return parsed.select(
         "key",
         "value",
@@ -165,4 +220,6 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
         "offset",
         F.timestamp_millis("timestamp_ms").alias("timestamp"),
         "source_error",
+        "source_file",
+        "source_line",
     )

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
-from pipelines.tables import append_idempotent
+from pipelines.tables import append_new_records
 from transforms.schemas import TABLES, TableSchema
 
 BatchWriter = Callable[[DataFrame, int], None]
@@ -36,7 +36,8 @@ BatchWriter = Callable[[DataFrame, int], None]
 
 TableWrite = Callable[[DataFrame, RadarConfig, TableSchema, str, int], None]
 """How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id); must be idempotent
-for a replayed batch. `pipelines.tables.append_idempotent` is the default."""
+for a replayed batch. `pipelines.tables.append_new_records` (append by transaction id, leaving out records the
+table already holds) is the default."""
 
 BatchTables = Callable[[DataFrame], AbstractContextManager[Mapping[str, DataFrame]]]
 """A stage's split of one micro-batch into rows per table name; a context manager, so the stage can cache what it
@@ -67,8 +68,9 @@ def start_query(
 
 @dataclass(frozen=True)
 class TableWriter:
-    """Writes micro-batches to several tables, each idempotently: appends by default (`append_idempotent`: Delta
-    txnAppId `{app_id}:{table}`, txnVersion = batch id), or any other `TableWrite` (e.g. `tables.upserting`).
+    """Writes micro-batches to several tables, each idempotently: appends by default (`append_new_records`: Delta
+    txnAppId `{app_id}:{table}`, txnVersion = batch id, and no record twice by the table's `record_key`), or any
+    other `TableWrite` (e.g. `tables.upserting`).
 
     `app_id` must name the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for two
     checkpoints writing the same tables would make the second skip its first batches as already written.
@@ -76,7 +78,7 @@ class TableWriter:
 
     config: RadarConfig
     app_id: str
-    write: TableWrite = append_idempotent
+    write: TableWrite = append_new_records
     schemas: Mapping[str, TableSchema] = field(default_factory=lambda: TABLES)
 
     def write_tables(self, tables: Mapping[str, DataFrame], batch_id: int) -> None:

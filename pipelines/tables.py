@@ -100,6 +100,52 @@ def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, ap
         writer.save(str(location))
 
 
+def existing_record_keys(df: DataFrame, config: RadarConfig, table: TableSchema) -> DataFrame | None:
+    """The `record_key` values of `table` among the records of `df`: the table read only over the batch's offset range
+    per (cluster, topic, partition), so Delta's file statistics skip the rest. None when the table is empty."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    spark = df.sparkSession
+    if location is not None and not (location / "_delta_log").is_dir():
+        return None
+    ranges = (
+        df.groupBy("cluster", "src_topic", "src_partition")
+        .agg(F.min("src_offset").alias("low"), F.max("src_offset").alias("high"))
+        .collect()
+    )
+    if not ranges:
+        return None
+    within = None
+    for r in ranges:
+        one = (
+            F.col("cluster").eqNullSafe(r["cluster"])
+            & F.col("src_topic").eqNullSafe(r["src_topic"])
+            & F.col("src_partition").eqNullSafe(r["src_partition"])
+            & F.col("src_offset").between(r["low"], r["high"])
+        )
+        within = one if within is None else within | one
+    rows = spark.read.format("delta").load(str(location)) if location is not None else spark.table(catalog.name(table))
+    # read now, outside the append's transaction: a read of the target inside it would make every concurrent
+    # append to the table (the other query's quarantine rows) a conflict
+    return rows.where(within).select(*table.record_key).distinct().localCheckpoint(eager=True)
+
+
+def append_new_records(df: DataFrame, config: RadarConfig, table: TableSchema, app_id: str, version: int) -> None:
+    """`append_idempotent`, leaving out rows of records the table already holds (by its `record_key`): the same
+    record replayed through another dump file, another set of files or another checkpoint is written once.
+    Tables without a record key are appended as they are."""
+    existing = existing_record_keys(df, config, table) if table.record_key else None
+    if existing is not None:
+        same = [df[key].eqNullSafe(existing[key]) for key in table.record_key]
+        condition = same[0]
+        for one in same[1:]:
+            condition = condition & one
+        df = df.join(existing, condition, "left_anti")
+    append_idempotent(df, config, table, app_id, version)
+
+
 def upsert_by_key(df: DataFrame, config: RadarConfig, table: TableSchema, keys: Sequence[str]) -> None:
     """MERGE a micro-batch into `table` by its key columns: a row whose key exists replaces it, the rest are
     inserted. Idempotent without a transaction id when the keys are deterministic ids (gold tables): a batch

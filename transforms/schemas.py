@@ -21,12 +21,15 @@ class Column:
 
 @dataclass(frozen=True)
 class TableSchema:
-    """A table's name, layer (bronze/silver/gold), columns and partition columns."""
+    """A table's name, layer (bronze/silver/gold), columns, partition columns, and `record_key`: the columns naming
+    the source record a row came from, so a record written once is never written again, whatever file or checkpoint
+    brings it back (`pipelines.tables.append_new_records`); empty for tables that are not per record."""
 
     name: str
     layer: str
     columns: tuple[Column, ...]
     partition_by: tuple[str, ...] = ()
+    record_key: tuple[str, ...] = ()
 
     @property
     def ddl(self) -> str:
@@ -48,8 +51,23 @@ SOURCE_COLUMNS: tuple[Column, ...] = (
 )
 
 
-def _table(name: str, layer: str, columns: tuple[Column, ...], partition_by: tuple[str, ...] = ()) -> TableSchema:
-    return TableSchema(name, layer, SOURCE_COLUMNS + columns, partition_by)
+# A Kafka record is one record whatever file or checkpoint it came through: its natural key. Every table built by
+# `_table` holds rows of source records and is keyed by it. A record's rows are written in one Delta commit, so a
+# table with several rows per record (heartbeat_events: one log line can hold several events) holds all of them or
+# none, and the record key needs no ordinal. Exceptions are declared where the table is: `quarantine` (dump lines
+# that are no record have src_offset -1 and are told apart by file and line), `telemetry_unrecognised` (an
+# aggregate per micro-batch, no record key) and the gold tables (MERGEd by their own deterministic ids).
+RECORD_KEY: tuple[str, ...] = ("cluster", "src_topic", "src_partition", "src_offset")
+
+
+def _table(
+    name: str,
+    layer: str,
+    columns: tuple[Column, ...],
+    partition_by: tuple[str, ...] = (),
+    record_key: tuple[str, ...] = RECORD_KEY,
+) -> TableSchema:
+    return TableSchema(name, layer, SOURCE_COLUMNS + columns, partition_by, record_key)
 
 
 OFFSETS_RAW = _table(
@@ -200,9 +218,14 @@ QUARANTINE_PAYLOAD: tuple[Column, ...] = (
     Column("error_offset", "INT", "byte offset where decoding stopped"),
     Column("key", "BINARY"),
     Column("value", "BINARY"),
+    Column("src_file", "STRING", "the dump file of a replayed line that is not a dump record (stage read_dump)"),
+    Column("src_line", "BIGINT", "its line number in src_file (1-based)"),
 )
 
-QUARANTINE = _table("quarantine", "silver", QUARANTINE_PAYLOAD)
+# A record is refused by one stage; a dump line that is no record (stage read_dump) is one per file and line.
+QUARANTINE = _table(
+    "quarantine", "silver", QUARANTINE_PAYLOAD, record_key=(*RECORD_KEY, "stage", "src_file", "src_line")
+)
 
 
 def quarantine_row(stage: QuarantineStage, kind: str, reason: str | None, **values: Any) -> dict[str, Any]:
@@ -215,6 +238,8 @@ def quarantine_row(stage: QuarantineStage, kind: str, reason: str | None, **valu
     return row
 
 
+# Counts per micro-batch, no record key: records replayed again through another checkpoint (an overlapping set of
+# dump files) are counted again here, while every per-record table keeps them once.
 TELEMETRY_UNRECOGNISED = TableSchema(
     "telemetry_unrecognised",
     "silver",

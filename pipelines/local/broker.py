@@ -40,6 +40,15 @@ def free_loopback_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
+def loopback_port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def random_cluster_id() -> str:
     """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding (as `random-uuid` does).
 
@@ -133,7 +142,9 @@ class EmbeddedKafka:
     """A single-node KRaft Kafka (broker+controller) on loopback, its data and logs under <data_dir>/broker.
 
     The storage is formatted afresh at each start (a random cluster id), so every run starts empty; with
-    `keep_storage=True` a restart keeps the data and both ports (an outage the clients can recover from).
+    `keep_storage=True` a restart keeps the data, the cluster id and both ports (an outage the clients can recover
+    from), also in a new process over the same data dir (`radar run`, Ctrl-C, `radar run`: the stream checkpoint
+    of the first run resumes on the same records); the old ports are taken again when they are still free.
     """
 
     def __init__(
@@ -193,7 +204,9 @@ class EmbeddedKafka:
         started = time.monotonic()
         classpath = broker_classpath(self._jar_settings)
         data = self.home / "data"
-        restart = self.keep_storage and (data / "meta.properties").is_file() and self._controller_port is not None
+        restart = self.keep_storage and (data / "meta.properties").is_file()
+        if restart and self._controller_port is None:  # a new process over kept storage
+            self.port, self._controller_port = self._previous_ports()
         if not restart:
             shutil.rmtree(data, ignore_errors=True)
             self.port = free_loopback_port(self.broker.host)
@@ -213,14 +226,18 @@ class EmbeddedKafka:
             file=sys.stderr,
             flush=True,
         )
-        formatting = None if restart else subprocess.run(
-            self.java_command(
-                classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(), "-c", str(properties_file)
-            ),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        formatting = (
+            None
+            if restart
+            else subprocess.run(
+                self.java_command(
+                    classpath, STORAGE_TOOL_CLASS, "format", "-t", random_cluster_id(), "-c", str(properties_file)
+                ),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
         )
         if formatting is not None and formatting.returncode != 0:
             raise BrokerStartError(
@@ -248,6 +265,34 @@ class EmbeddedKafka:
             flush=True,
         )
         return self
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The Kafka cluster id of the storage (from meta.properties); None before the first start."""
+        meta = self.home / "data" / "meta.properties"
+        if not meta.is_file():
+            return None
+        for line in meta.read_text().splitlines():
+            if line.startswith("cluster.id="):
+                return line.split("=", 1)[1].strip()
+        return None
+
+    def _previous_ports(self) -> tuple[int, int]:
+        """The broker and controller ports of the kept storage's last start when still free, else new ones."""
+        host = self.broker.host
+        previous: dict[str, int] = {}
+        properties = self.home / "server.properties"
+        if properties.is_file():
+            for line in properties.read_text().splitlines():
+                if line.startswith("listeners="):
+                    for listener in line.split("=", 1)[1].split(","):
+                        name, _, address = listener.partition("://")
+                        previous[name] = int(address.rsplit(":", 1)[1])
+        ports = []
+        for name in ("PLAINTEXT", "CONTROLLER"):
+            port = previous.get(name)
+            ports.append(port if port and loopback_port_is_free(host, port) else free_loopback_port(host))
+        return ports[0], ports[1]
 
     def wait_until_ready(self, started: float) -> None:
         """Ready = an AdminClient lists topics; a broker that exits meanwhile is reported with its log."""

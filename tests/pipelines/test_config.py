@@ -58,6 +58,13 @@ def test_env_override_nested_and_typed() -> None:
     assert config.spark.shuffle_partitions == 8
 
 
+@pytest.mark.parametrize(("raw", "topics"), [("a,b", ("a", "b")), ("a, b,", ("a", "b")), ("one", ("one",))])
+def test_env_override_takes_a_comma_separated_list(raw: str, topics: tuple[str, ...]) -> None:
+    """YAML reads `a,b` as one string: a list field splits it (it was rejected as "not a valid tuple")."""
+    config = load_config("conf/local.yml", env={"RADAR__KAFKA__TELEMETRY_TOPICS": raw})
+    assert config.kafka.telemetry_topics == topics
+
+
 def test_env_override_with_a_typo_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"environment overrides: kafka\.bootstrap: unknown key"):
         load_config("conf/local.yml", env={"RADAR__KAFKA__BOOTSTRAP": "x"})

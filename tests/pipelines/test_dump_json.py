@@ -64,7 +64,7 @@ def test_embedded_renders_consumer_protocol() -> None:
 
 def test_missing_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["decode", "--input", "does-not-exist.jsonl"]) == 2
-    assert "no such dump file" in capsys.readouterr().err
+    assert "dump file(s) not found: does-not-exist.jsonl" in capsys.readouterr().err
 
 
 def test_not_a_dump_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,6 +72,32 @@ def test_not_a_dump_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     bad.write_text("this is not json\n")
     assert main(["decode", "--input", str(bad)]) == 2
     assert f"{bad}:1" in capsys.readouterr().err
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_decoding_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binary line aborted decode with "'utf-8' codec can't decode byte 0xa6" and no file name; now every bad line
+    is one "FILE:LINE: reason" on stderr, and the records around it are decoded."""
+    good = dump_line(DumpRecord("radar.telemetry", 0, 7, 0, None, b"x"))
+    dump = tmp_path / "mixed.jsonl"
+    dump.write_bytes(b"\n".join([good.encode(), b"PNG\xa6\x00\x01", b"", b"not json", good.encode()]) + b"\n")
+    assert main(["decode", "--input", str(dump)]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    err = captured.err.splitlines()
+    assert err[0] == f"radar decode: {dump}:2: not UTF-8 text (byte 0xa6 at column 4); is this a radar dump file?"
+    assert err[1].startswith(f"radar decode: {dump}:4: not a JSON object")
+    assert "2 records" in err[2] and "2 bad lines" in err[2]
+
+
+def test_bad_lines_shown_are_bounded_but_all_counted(tmp_path: Path) -> None:
+    dump = tmp_path / "garbage.bin"
+    dump.write_bytes(b"\xa6\n" * 50)
+    errors = io.StringIO()
+    counts = run_decode([str(dump)], out=io.StringIO(), errors=errors, shown_bad_lines=3)
+    assert (counts.records, counts.bad_lines) == (0, 50)
+    assert [line.split(": ")[1] for line in errors.getvalue().splitlines()] == [f"{dump}:{n}" for n in (1, 2, 3)]
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,7 @@ from transforms.schemas import HEARTBEAT_EVENTS, OFFSETS_RAW, QUARANTINE, TELEME
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
-KILLS = 2
+KILLS = int(os.environ.get("RADAR_CRASH_CYCLES", "5"))  # benchmarks/evidence: RADAR_CRASH_CYCLES=20
 STARTUP_TIMEOUT_S = 240.0  # a cold Spark JVM on a busy 2-core machine
 STABILIZED = (
     "[2025-11-22 02:53:24,388] INFO [GroupCoordinator 1]: Stabilized group crash-{n} generation {n} "
@@ -109,9 +109,17 @@ def delta_commits(config: RadarConfig) -> int:
     return len(list((location / "_delta_log").glob("*.json")))  # 0 before the table exists
 
 
+def kafka_checkpoint(config: RadarConfig) -> Path:
+    """`radar run`'s checkpoint: one per Kafka cluster id (`pipelines.ingest.kafka_checkpoint_name`)."""
+    (found,) = config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")
+    return found
+
+
 def batch_in_flight(config: RadarConfig) -> bool:
     """The offsets query had planned a batch it had not committed: the kill landed mid-batch."""
-    query = config.checkpoint_dir / f"kafka-{config.cluster}" / OFFSETS_QUERY
+    if not config.checkpoint_dir.is_dir():
+        return False
+    query = kafka_checkpoint(config) / OFFSETS_QUERY
     planned = {p.name for p in (query / "offsets").glob("[0-9]*")}
     done = {p.name for p in (query / "commits").glob("[0-9]*")}
     return bool(planned - done)
@@ -119,7 +127,7 @@ def batch_in_flight(config: RadarConfig) -> bool:
 
 def checkpoint_ends(config: RadarConfig, query: str, topic: str) -> dict[tuple[str, int], int]:
     """Where a query's last planned batch ends in `topic` (exclusive offsets), from its checkpoint."""
-    offsets = config.checkpoint_dir / f"kafka-{config.cluster}" / query / "offsets"
+    offsets = kafka_checkpoint(config) / query / "offsets"
     last = max(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
     source = json.loads(last.read_text().splitlines()[2])
     return {(topic, int(partition)): int(end) for partition, end in source[topic].items()}
@@ -141,23 +149,38 @@ def test_sigkill_loses_and_duplicates_nothing(
         "RADAR__KAFKA__TELEMETRY_TOPICS": f"[{telemetry_topic}]",
         "RADAR__KAFKA__MAX_OFFSETS_PER_TRIGGER": "300",  # many small batches: more moments to be killed in
     }
-    command = [sys.executable, "-m", "pipelines.cli", "--conf", "conf/local.yml", "--data-dir", str(config.data_dir),
-               "run"]
+    command = [
+        sys.executable,
+        "-m",
+        "pipelines.cli",
+        "--conf",
+        "conf/local.yml",
+        "--data-dir",
+        str(config.data_dir),
+        "run",
+    ]
     moments: list[tuple[float, bool]] = []
     with Traffic(bootstrap, telemetry_topic) as traffic:
         for attempt in range(KILLS):
             log = (tmp_path / f"run-{attempt}.log").open("wb")
-            process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
             ingest_processes.append(process)
             log_path = tmp_path / f"run-{attempt}.log"
             if attempt == 0:  # first: a random moment after a batch reached the tables
-                wait_for(lambda: process.poll() is not None or delta_commits(config) > 1,  # noqa: B023
-                         STARTUP_TIMEOUT_S, f"run {attempt} to write a batch (log: {log_path})")
+                wait_for(
+                    lambda: process.poll() is not None or delta_commits(config) > 1,  # noqa: B023
+                    STARTUP_TIMEOUT_S,
+                    f"run {attempt} to write a batch (log: {log_path})",
+                )
                 delay = random.uniform(0.0, 3.0)
             else:  # then: a random moment once the queries run, typically inside the replayed batch
-                wait_for(lambda: process.poll() is not None or "ingesting from" in log_path.read_text(),  # noqa: B023
-                         STARTUP_TIMEOUT_S, f"run {attempt} to start its queries (log: {log_path})")
+                wait_for(
+                    lambda: process.poll() is not None or "ingesting from" in log_path.read_text(),  # noqa: B023
+                    STARTUP_TIMEOUT_S,
+                    f"run {attempt} to start its queries (log: {log_path})",
+                )
                 delay = random.uniform(2.0, 15.0)
             assert process.poll() is None, log_path.read_text()[-3000:]
             time.sleep(delay)
@@ -166,13 +189,16 @@ def test_sigkill_loses_and_duplicates_nothing(
             log.close()
             moments.append((round(delay, 2), batch_in_flight(config)))
     assert not traffic.errors, traffic.errors
-    print(f"kills (seconds after a batch, batch in flight): {moments}; "
-          f"{traffic.produced} telemetry records, {traffic.commits} commits")
+    print(
+        f"kills (seconds after a batch, batch in flight): {moments}; "
+        f"{traffic.produced} telemetry records, {traffic.commits} commits"
+    )
 
     # restart and catch up: the same checkpoint, to the end of both topics
     written = end_offsets(bootstrap, ["__consumer_offsets", telemetry_topic])
-    run_kafka_ingest_now(spark, config, bootstrap, checkpoint_name=f"kafka-{config.cluster}",
-                         telemetry_topics=(telemetry_topic,))
+    run_kafka_ingest_now(
+        spark, config, bootstrap, checkpoint_name=kafka_checkpoint(config).name, telemetry_topics=(telemetry_topic,)
+    )
     # Records keep arriving in __consumer_offsets (the ingest's own driver group, expiring killed members): the
     # truth is everything up to where the checkpoints end, and they end at or after everything written before.
     reached = checkpoint_ends(config, OFFSETS_QUERY, "__consumer_offsets")

@@ -176,6 +176,11 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
     assert {k: r.kind for k, r in decode_failures.items()} == wanted
     assert all(r.value is not None or r.key is not None for r in decode_failures.values())
     assert Counter(r.stage for r in rows if r.stage == "read_dump")["read_dump"] == unreadable
+    # an unreadable line can be found: its file and line number (it has no Kafka coordinates, src_offset is -1)
+    unreadable_at = {n for n, line in enumerate(dump.read_text().splitlines(), 1) if line in UNREADABLE_LINES}
+    read_dump = [r for r in rows if r.stage == "read_dump"]
+    assert {(r.src_file, r.src_line) for r in read_dump} == {(str(dump), n) for n in unreadable_at}
+    assert all(r.reason.startswith(f"{dump}:{r.src_line}: ") for r in read_dump)
     assert {r.record_type for r in decode_failures.values() if r.kind == "unsupported"} >= {99, 1, 2}
 
     # decoded values are the encoded ones

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.dump import dump_line, read_dump
 from pipelines.ingest import run_replay
 from pipelines.sources import replay_staging_dir, staging_links
+from tests.pipelines.ingest_support import isolated_config, table
+from transforms.schemas import TABLES
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -39,3 +46,51 @@ def test_replay_beside_partition_like_folders(spark: object, radar_config: Radar
     counts = run_replay(radar_config.with_data_dir(work / "radar-data"), [str(dump)])
     expected = {"offsets_raw": 39, "offset_commits": 7, "group_metadata": 5, "group_records": 22, "quarantine": 6}
     assert {name: counts[name] for name in expected} == expected  # 5 bad offsets records + 1 telemetry garbage
+
+
+def test_missing_input_fails_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`radar replay` on a missing file spent 12 s starting Spark before saying so."""
+    from pipelines.cli import main
+
+    missing = tmp_path / "nope.jsonl"
+    started = time.monotonic()
+    assert main(["replay", "--input", str(SAMPLE), "--input", str(missing), "--data-dir", str(tmp_path / "d")]) == 2
+    assert time.monotonic() - started < 3
+    err = capsys.readouterr().err.strip().splitlines()
+    hint = "pass JSON Lines dumps written by `radar capture`."
+    assert err == [f"radar replay: dump file(s) not found: {missing}; {hint}"]
+    assert not (tmp_path / "d").exists()  # nothing was started or written
+
+
+@pytest.mark.spark
+def test_a_record_is_written_once_whatever_files_bring_it(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`--input a` then `--input a --input b` wrote a's rows twice, and a copy of a under another name again: the
+    tables' natural key (cluster, src_topic, src_partition, src_offset) now keeps every record once."""
+    config = isolated_config(radar_config, tmp_path / "data")
+    a = tmp_path / "a" / "a.jsonl"
+    a.parent.mkdir()
+    a.write_bytes(SAMPLE.read_bytes())
+    records = list(read_dump([a]))
+    b = tmp_path / "b" / "b.jsonl"
+    b.parent.mkdir()
+    moved = [replace(r, offset=r.offset + 10_000) for r in records if r.topic == "__consumer_offsets"][:4]
+    b.write_text("".join(dump_line(r) + "\n" for r in moved))
+    copy = tmp_path / "c" / "copy-of-a.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(a.read_bytes())
+
+    first = run_replay(config, [str(a)])
+    assert run_replay(config, [str(a), str(b)])["offsets_raw"] == first["offsets_raw"] + len(moved)
+    last = run_replay(config, [str(copy), str(a)])  # the copy and a in one run: the same records twice at once
+    assert last["offsets_raw"] == first["offsets_raw"] + len(moved)
+    assert last["offset_commits"] + last["group_metadata"] + last["group_records"] == (
+        first["offset_commits"] + first["group_metadata"] + first["group_records"] + len(moved)
+    )
+    for schema in TABLES.values():
+        if schema.record_key:
+            keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]
+            assert not [k for k, n in Counter(keys).items() if n > 1], schema.name
+    assert last["quarantine"] == first["quarantine"]
+    assert last["heartbeat_events"] == first["heartbeat_events"]

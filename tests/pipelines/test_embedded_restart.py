@@ -1,0 +1,52 @@
+"""`radar run`, Ctrl-C, `radar run`: every start made a new, empty embedded broker while the stream checkpoint of
+the old one was reused ("offset was changed from 132 to 5 ... Some data may have been lost"). The broker now keeps
+its storage and cluster id across processes, and a checkpoint belongs to one Kafka cluster id."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import SparkSession
+
+from pipelines.config import RadarConfig
+from pipelines.ingest import kafka_checkpoint_name
+from pipelines.local.broker import EmbeddedKafka
+from pipelines.sources import kafka_cluster_id
+from tests.pipelines.ingest_support import create_topic, end_offsets, isolated_config
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def test_embedded_broker_keeps_records_and_cluster_id_and_a_new_cluster_gets_a_fresh_checkpoint(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = isolated_config(radar_config, tmp_path / "data")
+    with EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True) as broker:
+        first_id = kafka_cluster_id(spark, config, broker.bootstrap_servers)
+        assert first_id == broker.cluster_id
+        create_topic(broker.bootstrap_servers, "kept", 1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for n in range(5):
+            producer.produce("kept", value=b"%d" % n)
+        assert producer.flush(30) == 0
+    first_checkpoint = kafka_checkpoint_name(config, first_id)
+    (config.checkpoint_dir / first_checkpoint).mkdir(parents=True)
+
+    # a new process over the same data dir: same storage, same cluster id, the records still there
+    with EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True) as again:
+        assert kafka_cluster_id(spark, config, again.bootstrap_servers) == first_id
+        assert end_offsets(again.bootstrap_servers, ["kept"]) == {("kept", 0): 5}
+    assert kafka_checkpoint_name(config, first_id) == first_checkpoint
+    assert "fresh checkpoint" not in capsys.readouterr().err
+
+    # the broker's storage wiped under the same data dir: another cluster, another checkpoint, and it is said
+    shutil.rmtree(config.data_dir / "broker" / "data")
+    with EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True) as wiped:
+        second_id = kafka_cluster_id(spark, config, wiped.bootstrap_servers)
+    assert second_id != first_id
+    assert kafka_checkpoint_name(config, second_id) != first_checkpoint
+    err = capsys.readouterr().err
+    assert f"is now Kafka cluster {second_id} (before: {first_id})" in err and "fresh checkpoint" in err
