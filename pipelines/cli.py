@@ -47,16 +47,17 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from pipelines.ingest import run_replay
+    from pipelines.monitor import run_replay
 
-    _print_counts("replay", run_replay(_config(args), args.input))
+    counts, _summary = run_replay(_config(args), args.input)  # the summary is printed by run_replay
+    _print_counts("replay", counts)
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipelines.ingest import run_ingest
+    from pipelines.monitor import run_live
 
-    _print_counts("run", run_ingest(_config(args), stop_after_s=args.stop_after))
+    _print_counts("run", run_live(_config(args), stop_after_s=args.stop_after))
     return 0
 
 
@@ -204,11 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     jars.add_argument("--export", metavar="DIR", help="copy the jars into DIR for machines without Maven access")
     jars.set_defaults(func=_jars)
 
-    run = sub.add_parser("run", help="stream __consumer_offsets and telemetry into Delta (embedded broker by default)")
+    run = sub.add_parser(
+        "run", help="ingest and detect live, with a clock tick every second (embedded broker by default)"
+    )
     run.add_argument("--stop-after", type=float, default=None, metavar="S", help="stop after S seconds")
     run.set_defaults(func=_run)
 
-    replay = sub.add_parser("replay", help="run the ingest over dump files, to completion")
+    replay = sub.add_parser("replay", help="ingest dump files, then detect, to completion; summarise")
     replay.add_argument("--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable)")
     replay.set_defaults(func=_replay)
 
