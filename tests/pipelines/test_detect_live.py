@@ -154,7 +154,7 @@ class Scenarios:
             member.stop()  # SIGTERM: close() = LeaveGroup
             time.sleep(1.0)
 
-    def static_rolling_restart(self, scenario: str) -> list[MemberProcess]:
+    def static_rolling_restart(self, scenario: str) -> None:
         """S1, S2 with group.instance.id and a 10 s session; each restarted within it. They stay up until the
         recording ends (a static member's close sends no LeaveGroup: the broker would expire it later)."""
         topic, group = self.group(scenario)
@@ -171,7 +171,6 @@ class Scenarios:
             new = self.member(scenario, instance, topic, group, "--instance-id", instance, *common)
             new.wait_for("assigned", 30)
             time.sleep(2.0)
-        return [p for k, p in self.running if k.startswith(f"{scenario}/") and p.process.poll() is None]
 
 
 @pytest.fixture(scope="module")
@@ -200,45 +199,43 @@ def recording(
         scenarios.stop_all()
         scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
         scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
-        static = scenarios.static_rolling_restart("healthy-static")
+        # the static members stay up until detection has read everything (their close sends no LeaveGroup)
+        scenarios.static_rolling_restart("healthy-static")
         time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
         result.moments["recording_end"] = now_ms()
         clock.stop()
         shipper.stop()
+        detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
     finally:
         clock.stop()
         shipper.stop()
-    kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (telemetry,)})
-    config = isolated_config(radar_config, tmp_path_factory.mktemp("detect-live-data")).model_copy(
-        update={
-            "kafka": kafka,
-            "detect": radar_config.detect.model_copy(
-                update={"thresholds": {"default_session_timeout_ms": KIP848_SESSION_TIMEOUT_MS}}
-            ),
-        }
-    )
-    offsets = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
-    telemetry_rows = kafka_stream(spark, config, [telemetry], bootstrap)
-    try:
-        ingest = IngestStage(
-            spark, config, offsets, telemetry_source=telemetry_rows, checkpoint_name="live", available_now=True
-        )
-        with ingest:
-            for query in ingest.queries:
-                query.awaitTermination(600)
-            ingest.queries.raise_failures()
-        with DetectStage(spark, config, checkpoint_name="live", available_now=True) as detect:
-            for query in detect.queries:
-                query.awaitTermination(600)
-            detect.queries.raise_failures()
-    finally:
         scenarios.stop_all()
-        for process in static:
-            process.stop()
+    return result
+
+
+def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, bootstrap: str, result: Recording) -> None:
+    """Ingest (Spark's Kafka source, available-now) then detection into gold; fills `result`'s gold rows."""
+    kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (result.telemetry_topic,)})
+    detect = radar_config.detect.model_copy(
+        update={"thresholds": {"default_session_timeout_ms": KIP848_SESSION_TIMEOUT_MS}}
+    )
+    config = isolated_config(radar_config, data_dir).model_copy(update={"kafka": kafka, "detect": detect})
+    offsets = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+    telemetry_rows = kafka_stream(spark, config, [result.telemetry_topic], bootstrap)
+    ingest = IngestStage(
+        spark, config, offsets, telemetry_source=telemetry_rows, checkpoint_name="live", available_now=True
+    )
+    with ingest:
+        for query in ingest.queries:
+            query.awaitTermination(900)
+        ingest.queries.raise_failures()
+    with DetectStage(spark, config, checkpoint_name="live", available_now=True) as detection:
+        for query in detection.queries:
+            query.awaitTermination(900)
+        detection.queries.raise_failures()
     catalog = TableCatalog(config)
     result.detections = [r.asDict() for r in spark.table(catalog.name(DETECTIONS)).collect()]
     result.rebalances = [r.asDict() for r in spark.table(catalog.name(REBALANCES)).collect()]
-    return result
 
 
 def ms(moment: datetime) -> int:
