@@ -114,7 +114,8 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         queries = start_stages(stack, [ingest, detect])
         print(
-            f"radar run: ingesting and detecting from {bootstrap} into {config.data_dir}; Ctrl-C to stop",
+            f"radar run: ingesting from {bootstrap} into {config.data_dir}, detecting, a clock tick every "
+            f"{config.detect.tick_interval_ms} ms; Ctrl-C to stop",
             file=sys.stderr,
         )
         run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s)
