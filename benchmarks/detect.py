@@ -1,10 +1,20 @@
-"""Detection query cost: first-batch latency of the stateful query and rows/s through the per-group processor.
+"""Detection cost: live detection latency on the embedded broker, and rows/s through the per-group processor.
 
-    PYTHONPATH=$PWD python benchmarks/detect.py [--rows 100000] [--groups 200] [--stand-in]
+    PYTHONPATH=$PWD python benchmarks/detect.py --live [--duration-s 150] [--stalls 6]
+    PYTHONPATH=$PWD python benchmarks/detect.py [--rows 100000] [--groups 200]
 
-Synthetic heartbeat_events rows (members of many groups, 10 ms apart in event time) are written to a fresh data
-dir, then the detection query runs once (availableNow). `--stand-in` binds the minimal test tracker instead of
-`transforms.detectors` (to measure the Spark side alone). Prints one JSON object.
+`--live`: `radar run`'s stages in-process (embedded broker, log shipper, clock ticks every second, ingest and
+detection with a 1 s trigger), a healthy fleet (several groups scaling out and restarting cleanly) for the whole
+run, and one member SIGSTOPped past its session timeout `--stalls` times (each an expiry, then a zombie commit).
+Latency per detection = when its row first became queryable in gold (polled every 0.25 s) minus `detected_at`,
+the event time of the record that decided it (the broker's log line / the refused commit), i.e. produce of the
+deciding record -> queryable, shipper lag included. Also: events/s through the detection query, state bytes per
+group (state store memory / keys), and the healthy fleet's detection count (expected 0).
+
+Without `--live`:
+synthetic heartbeat_events rows (members of many groups, 10 ms apart in event time) are written to a fresh data
+dir, then the detection query (the real `transforms.detectors` tracker) runs once (availableNow). Prints one
+JSON object.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import json
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -78,22 +89,190 @@ def run_query(spark: SparkSession, config: RadarConfig, binding: TrackerBinding,
     }
 
 
+LIVE_INCIDENT_KINDS = ("heartbeat_at_risk", "heartbeat_expiration", "zombie_commit")
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 3)
+
+
+def run_live(duration_s: float, stalls: int) -> dict[str, Any]:
+    """The live measurement (see the module docstring)."""
+    import signal
+    import threading
+    from contextlib import ExitStack
+
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from emitters.log_shipper import start_shipper
+    from pipelines.clock import ClockTickEmitter
+    from pipelines.detect import DetectStage
+    from pipelines.ingest import IngestStage
+    from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.topics import create_topics, ensure_offsets_topic
+    from pipelines.sources import kafka_stream
+    from pipelines.streams import start_stages
+    from tests.pipelines.group_member import MemberProcess
+    from tests.pipelines.group_member import create_topics as create_work_topics
+
+    config = load_config().with_data_dir(Path(tempfile.mkdtemp(prefix="radar-bench-detect-live-")))
+    telemetry = config.kafka.telemetry_topics[0]
+    out_dir = config.data_dir / "members"
+    out_dir.mkdir(parents=True)
+    first_seen: dict[str, float] = {}
+    rows_of: dict[str, dict[str, Any]] = {}
+    members: list[MemberProcess] = []
+    with ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
+        bootstrap = broker.bootstrap_servers
+        create_topics(bootstrap, [telemetry])
+        stack.callback(start_shipper(broker.log_file, bootstrap, telemetry).stop)
+        ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
+        spark = build_spark_session(config)
+        source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+        telemetry_source = kafka_stream(spark, config, [telemetry], bootstrap)
+        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name="bench")
+        detect = DetectStage(spark, config, checkpoint_name="bench")
+        stack.enter_context(ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms))
+        queries = start_stages(stack, [ingest, detect])
+        detect_query = detect.queries.all[0]
+        location = str(TableCatalog(config).location(DETECTIONS))
+        started = time.monotonic()
+        while detect_query.lastProgress is None or not (Path(location) / "_delta_log").is_dir():
+            if time.monotonic() - started > 600:
+                raise RuntimeError("the detection query made no progress in 10 minutes")
+            time.sleep(1)
+        warmup_s = time.monotonic() - started
+
+        stop_polling = threading.Event()
+
+        def poll_gold() -> None:
+            while not stop_polling.is_set():
+                now = time.time()
+                try:
+                    rows = spark.read.format("delta").load(location).collect()
+                except (PySparkException, Py4JJavaError):  # a read racing a commit: try again
+                    rows = []
+                for row in rows:
+                    first_seen.setdefault(row["detection_id"], now)
+                    rows_of[row["detection_id"]] = row.asDict()
+                stop_polling.wait(0.25)
+
+        poller = threading.Thread(target=poll_gold, daemon=True)
+        poller.start()
+
+        def member(group: str, topic: str, name: str, *extra: str, protocol: str = "classic") -> MemberProcess:
+            process = MemberProcess(out_dir, f"{group}-{name}-{len(members)}", bootstrap, topic, group, *extra,
+                                    protocol=protocol)  # fmt: skip
+            members.append(process)
+            return process
+
+        try:
+            fleet = {f"fleet-{i}": f"fleet-topic-{i}" for i in range(3)}
+            create_work_topics(bootstrap, {**dict.fromkeys(fleet.values(), 4), "incident-topic": 4})
+            for index, (group, topic) in enumerate(fleet.items()):
+                member(group, topic, "f1", protocol="consumer" if index == 2 else "classic")
+            incident_a = member("incident", "incident-topic", "A", "--agent-topic", telemetry)
+            incident_a.wait_for("assigned", 60)
+            member("incident", "incident-topic", "B").wait_for("assigned", 60)
+            began = time.monotonic()
+            cycle = 0
+            while time.monotonic() - began < duration_s:
+                # the fleet: scale one group out, then close its newest member cleanly (LeaveGroup)
+                group, topic = list(fleet.items())[cycle % len(fleet)]
+                extra = member(group, topic, f"f{cycle + 2}", protocol="consumer" if group == "fleet-2" else "classic")
+                if cycle < stalls:  # the incident: A silent past its 3 s session, resumed, refused
+                    time.sleep(2.0)
+                    incident_a.signal(signal.SIGSTOP)
+                    time.sleep(6.0)
+                    incident_a.signal(signal.SIGCONT)
+                    time.sleep(6.0)
+                else:
+                    time.sleep(14.0)
+                extra.stop()
+                cycle += 1
+            time.sleep(15.0)  # let the last detections through
+        finally:
+            stop_polling.set()
+            poller.join()
+            for process in members:
+                process.stop()
+        progress = [p for p in detect_query.recentProgress]
+        queries.stop()
+
+    latencies: dict[str, list[float]] = {}
+    for detection_id, row in rows_of.items():
+        if row["group_id"] != "incident":
+            continue
+        decided = row["detected_at"].replace(tzinfo=UTC).timestamp()
+        latencies.setdefault(row["kind"], []).append(first_seen[detection_id] - decided)
+    every = [v for values in latencies.values() for v in values]
+    decided_by_records = [v for k, values in latencies.items() if k != "heartbeat_at_risk" for v in values]
+    state = [p.stateOperators[0] for p in progress if p.stateOperators]
+    last_state = state[-1] if state else None
+    rows_in = sum(int(p.numInputRows or 0) for p in progress)
+    busy_ms = sum(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
+    fleet_detections = [r for r in rows_of.values() if str(r["group_id"]).startswith("fleet-")]
+    return {
+        "mode": "live",
+        "duration_s": duration_s,
+        "stall_cycles": stalls,
+        "warmup_s": round(warmup_s, 1),
+        "latency_s": {
+            "all": {"n": len(every), "p50": percentile(every, 0.5), "p95": percentile(every, 0.95)},
+            "decided_by_a_record": {
+                "n": len(decided_by_records),
+                "p50": percentile(decided_by_records, 0.5),
+                "p95": percentile(decided_by_records, 0.95),
+            },
+            "by_kind": {
+                k: {"n": len(v), "p50": percentile(v, 0.5), "p95": percentile(v, 0.95)} for k, v in latencies.items()
+            },
+        },
+        "detect_query": {
+            "batches_in_recent_progress": len(progress),
+            "input_rows": rows_in,
+            "busy_ms": busy_ms,
+            "events_per_s": round(rows_in / (busy_ms / 1000), 1) if busy_ms else None,
+            "batch_ms_p50": percentile([float(p.durationMs.get("triggerExecution", 0)) for p in progress], 0.5),
+        },
+        "state": None
+        if last_state is None
+        else {
+            "keys": last_state.numRowsTotal,
+            "memory_used_bytes": last_state.memoryUsedBytes,
+            "bytes_per_key": round(last_state.memoryUsedBytes / last_state.numRowsTotal, 1)
+            if last_state.numRowsTotal
+            else None,
+            "custom_metrics": dict(last_state.customMetrics or {}),
+        },
+        "healthy_fleet": {
+            "groups": 3,
+            "detections": len(fleet_detections),
+            "kinds": sorted({r["kind"] for r in fleet_detections}),
+        },
+        "incident_detections": sorted({r["kind"] for r in rows_of.values() if r["group_id"] == "incident"}),
+        "data_dir": str(config.data_dir),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--groups", type=int, default=200)
-    parser.add_argument("--stand-in", action="store_true", help="bind the minimal test tracker")
+    parser.add_argument("--live", action="store_true", help="live latency on the embedded broker (see above)")
+    parser.add_argument("--duration-s", type=float, default=150.0)
+    parser.add_argument("--stalls", type=int, default=6)
     args = parser.parse_args()
-    if args.stand_in:
-        from tests.pipelines.detect_tracker_stand_in import (
-            StandInThresholds,
-            StandInTracker,
-            group_event_from_row,
-        )
-
-        binding = TrackerBinding(StandInTracker, group_event_from_row, StandInThresholds)
-    else:
-        binding = default_binding()
+    if args.live:
+        json.dump(run_live(args.duration_s, args.stalls), sys.stdout, indent=2, default=str)
+        print()
+        return 0
+    binding = default_binding()
     config = load_config().with_data_dir(Path(tempfile.mkdtemp(prefix="radar-bench-detect-")))
     spark = build_spark_session(config)
     ensure_tables(spark, config)
@@ -104,7 +283,7 @@ def main() -> int:
     large = run_query(spark, config, binding, "large")  # a fresh checkpoint: reads both appends
     detections = spark.read.format("delta").load(str(TableCatalog(config).location(DETECTIONS))).count()
     result = {
-        "tracker": "stand-in" if args.stand_in else "transforms.detectors",
+        "tracker": "transforms.detectors",
         "rows": args.rows,
         "groups": args.groups,
         "first_query_100_rows": small,

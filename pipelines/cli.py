@@ -56,11 +56,12 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from pipelines.ingest import run_replay
+    from pipelines.monitor import run_replay
 
     config = _config(args)
     print(f"radar replay: data dir {config.data_dir}", file=sys.stderr)
-    _print_counts("replay", run_replay(config, args.input))
+    counts, _summary = run_replay(config, args.input)  # the summary is printed by run_replay
+    _print_counts("replay", counts)
     return 0
 
 
@@ -73,12 +74,12 @@ def _probe(config: RadarConfig, bootstrap: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipelines.ingest import run_ingest
+    from pipelines.monitor import run_live
 
     config = _config(args)
     if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
         _probe(config, config.kafka.bootstrap_servers)
-    _print_counts("run", run_ingest(config, stop_after_s=args.stop_after))
+    _print_counts("run", run_live(config, stop_after_s=args.stop_after))
     return 0
 
 
@@ -280,11 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
     jars.add_argument("--export", metavar="DIR", help="copy the jars into DIR for machines without Maven access")
     jars.set_defaults(func=_jars)
 
-    run = sub.add_parser("run", help="stream __consumer_offsets and telemetry into Delta (embedded broker by default)")
+    run = sub.add_parser(
+        "run", help="ingest and detect live, with a clock tick every second (embedded broker by default)"
+    )
     run.add_argument("--stop-after", type=float, default=None, metavar="S", help="stop after S seconds")
     run.set_defaults(func=_run)
 
-    replay = sub.add_parser("replay", help="run the ingest over dump files, to completion")
+    replay = sub.add_parser("replay", help="ingest dump files, then detect, to completion; summarise")
     replay.add_argument("--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable)")
     replay.set_defaults(func=_replay)
 

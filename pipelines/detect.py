@@ -8,6 +8,14 @@ a replay of the same dump moves time the same way. Each (cluster, group_id) key 
 RocksDB; the tracker decides only on events at or below the watermark, in its own event order, so the output
 depends on the events and the final watermark, not on how micro-batches cut them. Gold rows are MERGEd by their
 deterministic ids, never appended, and an older version of a row never replaces a newer one.
+
+The watermark's end in a replay: the watermark trails the newest event by `detect.lateness_ms`, so at the end of a
+dump the events of its last `lateness_ms` would stay buffered (and the deadlines due in that window unevaluated).
+Before the replay's detection runs, `seal_replay_time` appends one clock tick (emitter `REPLAY_END_EMITTER`) at
+the dump's newest event time + `lateness_ms` to `clock_ticks`: the final watermark then equals the newest event
+time, so the replay decides on every event of the dump, exactly as the live stream did once its clock passed
+them. The tick is derived from the data alone (deterministic, written once per event time), and a live run's own
+ticks move time past it anyway.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import (
     CLOCK_TICKS,
@@ -385,6 +394,40 @@ def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerB
     )
 
 
+class DetectStage(Stage):
+    """The detection query as a stage of a run: silver Delta streams -> trackers -> gold MERGE."""
+
+    name = "detect"
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: RadarConfig,
+        *,
+        checkpoint_name: str = "detect",
+        available_now: bool = False,
+        binding: TrackerBinding | None = None,
+    ) -> None:
+        super().__init__()
+        self.spark, self.config, self.checkpoint_name = spark, config, checkpoint_name
+        self.trigger = Trigger(available_now, config.detect.trigger_interval)
+        self.binding = binding
+
+    def start_queries(self) -> RunningQueries:
+        ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
+        tracked = tracked_groups(
+            detector_input(self.spark, self.config), self.config, self.binding or default_binding()
+        )
+        query = start_query(
+            tracked,
+            f"{DETECT_QUERY}-{self.checkpoint_name}",
+            self.config.checkpoint_dir / self.checkpoint_name / DETECT_QUERY,
+            gold_batch_writer(self.config),
+            self.trigger,
+        )
+        return RunningQueries((query,))
+
+
 def start_detect(
     spark: SparkSession,
     config: RadarConfig,
@@ -393,17 +436,56 @@ def start_detect(
     available_now: bool = False,
     binding: TrackerBinding | None = None,
 ) -> StreamingQuery:
-    """Start the detection query (silver Delta streams -> trackers -> gold MERGE); returns the running query."""
-    ensure_tables(spark, config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
-    tracked = tracked_groups(detector_input(spark, config), config, binding or default_binding())
-    stream = (
-        tracked.writeStream.queryName(f"{DETECT_QUERY}-{checkpoint_name}")
-        .foreachBatch(gold_batch_writer(config))
-        .option("checkpointLocation", str(config.checkpoint_dir / checkpoint_name / DETECT_QUERY))
+    """Start the detection query alone (outside a run's stages); returns the running query."""
+    stage = DetectStage(spark, config, checkpoint_name=checkpoint_name, available_now=available_now, binding=binding)
+    (query,) = stage.start().all
+    return query
+
+
+# --- the end of a replay's time ----------------------------------------------------------------------------------
+
+REPLAY_END_EMITTER = "radar-replay@end-of-dump"
+"""`clock_ticks.emitter` of the tick `seal_replay_time` writes (see the module docstring)."""
+
+
+def newest_event_ms(spark: SparkSession, config: RadarConfig) -> int | None:
+    """The newest event time over every detector source (earlier end-of-dump ticks excluded), epoch ms."""
+    newest: int | None = None
+    for name, time_column in DETECTOR_SOURCES.items():
+        rows = _read_source(spark, config, SOURCE_TABLES[name], streaming=False)
+        if name == CLOCK_TICKS.name:
+            rows = rows.where(F.col("emitter").isNull() | (F.col("emitter") != F.lit(REPLAY_END_EMITTER)))
+        found = rows.select(F.max(F.unix_millis(time_column)).alias("newest")).first()
+        if found is not None and found["newest"] is not None:
+            newest = max(int(found["newest"]), newest or int(found["newest"]))
+    return newest
+
+
+def seal_replay_time(spark: SparkSession, config: RadarConfig) -> int | None:
+    """Append the end-of-dump tick (newest event + lateness) unless it is there already; returns its time (ms)."""
+    newest = newest_event_ms(spark, config)
+    if newest is None:
+        return None
+    seal_ms = newest + config.detect.lateness_ms
+    ensure_tables(spark, config, [CLOCK_TICKS])
+    ticks = _read_source(spark, config, CLOCK_TICKS, streaming=False)
+    sealed = ticks.where((F.col("emitter") == F.lit(REPLAY_END_EMITTER)) & (F.unix_millis("tick_time") >= seal_ms))
+    if not sealed.isEmpty():
+        return seal_ms
+    stamp = F.timestamp_millis(F.lit(seal_ms))
+    given: dict[str, SparkColumn] = {
+        "cluster": F.lit(config.cluster),
+        "src_timestamp": stamp,
+        "tick_time": stamp,
+        "emitter": F.lit(REPLAY_END_EMITTER),
+    }
+    row = spark.range(1).select(
+        *(given.get(c.name, F.lit(None)).cast(c.ddl).alias(c.name) for c in CLOCK_TICKS.columns)
     )
-    stream = (
-        stream.trigger(availableNow=True)
-        if available_now
-        else stream.trigger(processingTime=config.detect.trigger_interval)
-    )
-    return stream.start()
+    catalog = TableCatalog(config)
+    location = catalog.location(CLOCK_TICKS)
+    if location is None:
+        row.write.format("delta").mode("append").saveAsTable(catalog.name(CLOCK_TICKS))
+    else:
+        row.write.format("delta").mode("append").save(str(location))
+    return seal_ms

@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from pipelines.config import ConfigError, RadarConfig
+from pipelines.config import RadarConfig
 from pipelines.streams import (
     BatchTables,
     BatchWriter,
@@ -29,15 +29,12 @@ from pipelines.streams import (
     Stage,
     TableWriter,
     Trigger,
-    run_until_stopped,
     start_query,
-    start_stages,
 )
-from pipelines.tables import TableCatalog, count_if_exists, ensure_tables
+from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
     DECODED_OFFSETS_BATCH,
-    DETECTIONS,
     OFFSET_COMMITS,
     OFFSETS_RAW,
     PARSED_TELEMETRY_BATCH,
@@ -287,60 +284,23 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
     return {name: spark.table(catalog.name(table)).count() for name, table in TABLES.items()}
 
 
-def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
-    """`radar replay`: the ingest queries over dump files, to completion; returns rows per table."""
-    from pipelines.dump import check_dump_files
-    from pipelines.session import build_spark_session
+def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
+    """The ingest stage over dump files, to completion (one checkpoint per set of files)."""
     from pipelines.sources import replay_stream
 
-    check_dump_files(paths)  # before Spark: a typo must not cost a session start
-    spark = build_spark_session(config)
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
     with stage:
         stage.queries.await_with_progress("radar replay")
+
+
+def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
+    """Ingest only (no detection) over dump files, to completion; returns rows per table. `radar replay` is
+    `pipelines.monitor.run_replay`, which adds detection."""
+    from pipelines.dump import check_dump_files
+    from pipelines.session import build_spark_session
+
+    check_dump_files(paths)  # before Spark: a typo must not cost a session start
+    spark = build_spark_session(config)
+    ingest_dumps(spark, config, paths)
     return table_counts(spark, config)
-
-
-def run_ingest(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:
-    """`radar run`: against the configured cluster, or the embedded broker when no bootstrap is configured.
-
-    Runs until interrupted (Ctrl-C / SIGTERM: the current micro-batch completes, queries and broker stop).
-    """
-    from contextlib import ExitStack
-
-    from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.topics import create_topics, ensure_offsets_topic
-    from pipelines.session import build_spark_session, on_databricks
-    from pipelines.sources import kafka_cluster_id, kafka_stream
-
-    with ExitStack() as stack:
-        bootstrap = config.kafka.bootstrap_servers
-        if not bootstrap and on_databricks():
-            raise ConfigError(
-                "kafka.bootstrap_servers is empty: on Databricks radar reads your cluster, it does not start an "
-                "embedded broker; set RADAR__KAFKA__BOOTSTRAP_SERVERS in the job or bootstrap_servers in the conf."
-            )
-        if not bootstrap:
-            # keep_storage: the broker's records outlive the run, as the checkpoint that points into them does
-            broker = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True)
-            stack.enter_context(broker)
-            bootstrap = broker.bootstrap_servers
-            create_topics(bootstrap, config.kafka.telemetry_topics)
-            if config.kafka.telemetry_topics:  # the embedded broker's coordinator log is telemetry: ship it
-                from emitters.log_shipper import start_shipper
-
-                stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
-            ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
-        spark = build_spark_session(config)
-        telemetry_topics = list(config.kafka.telemetry_topics)
-        source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
-        telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap) if telemetry_topics else None
-        checkpoint_name = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
-        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint_name)
-        queries = start_stages(stack, [ingest])
-        print(f"radar run: ingesting from {bootstrap} into {config.data_dir}; Ctrl-C to stop", file=sys.stderr)
-        detections = partial(count_if_exists, spark, config, DETECTIONS)
-        verbose = config.spark.log_level != "ERROR"
-        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s, detections=detections, verbose=verbose)
-        return table_counts(spark, config)

@@ -5,7 +5,7 @@ polls, and every `--commit-every-s` synchronously commits offset 0 on every part
 batch-processing application it keeps holding partitions it *lost* (on_lost) until a commit fails, so a resumed
 zombie commits with its old generation; `--stall-after-s/--stall-s` stops polling for a while
 (a `max.poll.interval.ms` overrun), `--stalls N` times (each after a new assignment); it exits after `--run-s`
-(closing cleanly = LeaveGroup) or on SIGTERM.
+(closing cleanly = LeaveGroup, unless `--instance-id` makes it static) or on SIGTERM.
 Prints one JSON line per assignment change and commit outcome.
 """
 
@@ -41,6 +41,7 @@ def main() -> int:
     parser.add_argument("--stall-s", type=float, default=0.0)
     parser.add_argument("--stalls", type=int, default=1, help="stall again after each new assignment, N times")
     parser.add_argument("--run-s", type=float, default=120.0)
+    parser.add_argument("--instance-id", default=None, help="group.instance.id (static membership)")
     args = parser.parse_args()
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
@@ -55,6 +56,8 @@ def main() -> int:
     }
     if args.protocol == "classic":
         conf.update({"session.timeout.ms": args.session_timeout_ms, "heartbeat.interval.ms": 500})
+    if args.instance_id:
+        conf["group.instance.id"] = args.instance_id
     if args.agent_topic:
         from emitters.agent import RadarConsumer
 

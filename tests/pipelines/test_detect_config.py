@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.config import ConfigError, load_config
 from pipelines.detect import thresholds_from_config
-from tests.pipelines.detect_tracker_stand_in import StandInThresholds
+from transforms.detectors.thresholds import DetectorThresholds
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,19 +24,21 @@ def test_every_conf_file_has_a_valid_detect_section(env: str) -> None:
 def test_environment_overrides_reach_the_thresholds() -> None:
     config = load_config(
         REPO / "conf" / "local.yml",
-        env={"RADAR__DETECT__LATENESS_MS": "500", "RADAR__DETECT__THRESHOLDS": "{member_silence_ms: 4000}"},
+        env={"RADAR__DETECT__LATENESS_MS": "500", "RADAR__DETECT__THRESHOLDS": "{heartbeat_at_risk_fraction: 0.5}"},
     )
     assert config.detect.lateness_ms == 500
-    thresholds = thresholds_from_config(config.detect.thresholds, StandInThresholds)
-    assert thresholds == StandInThresholds(member_silence_ms=4000)
-    assert thresholds_from_config({}, StandInThresholds) == StandInThresholds()  # defaults = the dataclass's
+    thresholds = thresholds_from_config(config.detect.thresholds, DetectorThresholds)
+    assert thresholds == DetectorThresholds(heartbeat_at_risk_fraction=0.5)
+    assert thresholds_from_config({}, DetectorThresholds) == DetectorThresholds()  # defaults = the dataclass's
 
 
 def test_unknown_or_mistyped_thresholds_are_sentences() -> None:
-    with pytest.raises(ConfigError, match=r"unknown threshold\(s\) member_silence; known: group_idle_ttl_ms"):
-        thresholds_from_config({"member_silence": 1}, StandInThresholds)
-    with pytest.raises(ConfigError, match=r"detect.thresholds.member_silence_ms: expected int, got 'soon'"):
-        thresholds_from_config({"member_silence_ms": "soon"}, StandInThresholds)
+    with pytest.raises(
+        ConfigError, match=r"unknown threshold\(s\) member_silence; known: default_rebalance_timeout_ms"
+    ):
+        thresholds_from_config({"member_silence": 1}, DetectorThresholds)
+    with pytest.raises(ConfigError, match=r"detect.thresholds.incident_quiet_ms: expected int, got 'soon'"):
+        thresholds_from_config({"incident_quiet_ms": "soon"}, DetectorThresholds)
 
 
 def test_negative_lateness_is_refused() -> None:

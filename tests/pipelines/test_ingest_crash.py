@@ -36,7 +36,14 @@ from tests.pipelines.ingest_support import (
     table,
     wait_for,
 )
-from transforms.schemas import HEARTBEAT_EVENTS, OFFSETS_RAW, QUARANTINE, TELEMETRY_RAW, TELEMETRY_UNRECOGNISED
+from transforms.schemas import (
+    CLOCK_TICKS,
+    HEARTBEAT_EVENTS,
+    OFFSETS_RAW,
+    QUARANTINE,
+    TELEMETRY_RAW,
+    TELEMETRY_UNRECOGNISED,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
@@ -207,7 +214,10 @@ def test_sigkill_loses_and_duplicates_nothing(
     truth = kafka_coordinates(bootstrap, ["__consumer_offsets", telemetry_topic], until=reached)
     offsets_truth = {c for c in truth if c[0] == "__consumer_offsets"}
     telemetry_truth = {c for c in truth if c[0] == telemetry_topic}
-    assert len(telemetry_truth) == traffic.produced and len(offsets_truth) >= traffic.commits
+    # `radar run` also writes its clock ticks (radar.clock/1) to the first telemetry topic: they land in clock_ticks
+    ticks = coordinates(table(spark, config, CLOCK_TICKS).where(F.col("src_topic") == telemetry_topic))
+    assert duplicates(ticks) == [] and set(ticks) <= telemetry_truth
+    assert len(telemetry_truth) == traffic.produced + len(ticks) and len(offsets_truth) >= traffic.commits
 
     bronze = coordinates(table(spark, config, OFFSETS_RAW)) + coordinates(table(spark, config, TELEMETRY_RAW))
     assert duplicates(bronze) == []
@@ -222,6 +232,6 @@ def test_sigkill_loses_and_duplicates_nothing(
     counted = table(spark, config, TELEMETRY_UNRECOGNISED).where(F.col("src_topic") == telemetry_topic)
     unrecognised = counted.agg(F.sum("records")).first()[0] or 0
     assert duplicates(events + garbage) == []
-    assert len(events) + len(garbage) + unrecognised == len(telemetry_truth)
+    assert len(events) + len(garbage) + unrecognised + len(ticks) == len(telemetry_truth)
     assert set(events) | set(garbage) <= telemetry_truth
     assert len(events) == sum(1 for n in range(traffic.produced) if n % 3)

@@ -1,0 +1,128 @@
+"""The commands' compositions: `radar run` (ingest + detection + the clock, live) and `radar replay` (ingest,
+then detection, each to completion, then a summary of the detections).
+
+Kept apart from `pipelines.ingest` and `pipelines.detect`, which each own one stage: this module only decides
+which stages a command runs, in which order, and what it prints at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import partial
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from pipelines.config import ConfigError, RadarConfig
+from pipelines.detect import DetectStage, seal_replay_time
+from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
+from pipelines.streams import run_until_stopped, start_stages
+from pipelines.tables import TableCatalog, count_if_exists
+from transforms.schemas import DETECTIONS
+
+SUMMARY_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class DetectionSummary:
+    """What a run found: detections per (kind, severity), and the newest few one-sentence summaries."""
+
+    by_kind_and_severity: dict[tuple[str, str], int]
+    examples: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind_and_severity.values())
+
+    def lines(self) -> list[str]:
+        if not self.total:
+            return ["no detections"]
+        counts = ", ".join(
+            f"{kind} ({severity}): {n}" for (kind, severity), n in sorted(self.by_kind_and_severity.items())
+        )
+        return [f"{self.total} detection(s): {counts}", *(f"  - {example}" for example in self.examples)]
+
+
+def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionSummary:
+    """The gold detections of `config.cluster`, counted by kind and severity, with the first few summaries."""
+    rows = spark.table(TableCatalog(config).name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))
+    counts = {(r["kind"], r["severity"]): int(r["count"]) for r in rows.groupBy("kind", "severity").count().collect()}
+    first = rows.orderBy("detected_at", "detection_id").select("summary").limit(SUMMARY_EXAMPLES).collect()
+    return DetectionSummary(counts, tuple(str(r["summary"]) for r in first))
+
+
+def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:
+    """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
+    detection to completion, and print the detections found; returns (rows per table, the summary)."""
+    from pipelines.dump import check_dump_files
+    from pipelines.session import build_spark_session
+
+    check_dump_files(paths)  # before Spark: a typo must not cost a session start
+    spark = build_spark_session(config)
+    ingest_dumps(spark, config, paths)
+    seal_replay_time(spark, config)
+    with DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True) as detect:
+        detect.queries.await_with_progress("radar replay")
+    summary = summarise_detections(spark, config)
+    for line in summary.lines():
+        print(f"radar replay: {line}", file=sys.stderr)
+    return table_counts(spark, config), summary
+
+
+def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:
+    """`radar run`: ingest + detection + the clock-tick emitter against the configured cluster, or the embedded
+    broker when no bootstrap is configured; until Ctrl-C / SIGTERM / `stop_after_s` (the current micro-batches
+    complete, then the clock, the queries and the broker stop). Returns rows per table."""
+    from pipelines.clock import ClockTickEmitter
+    from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.topics import create_topics, ensure_offsets_topic
+    from pipelines.session import build_spark_session, on_databricks
+    from pipelines.sources import kafka_cluster_id, kafka_stream
+
+    with ExitStack() as stack:
+        bootstrap = config.kafka.bootstrap_servers
+        if not bootstrap and on_databricks():
+            raise ConfigError(
+                "kafka.bootstrap_servers is empty: on Databricks radar reads your cluster, it does not start an "
+                "embedded broker; set RADAR__KAFKA__BOOTSTRAP_SERVERS in the job or bootstrap_servers in the conf."
+            )
+        if not config.kafka.telemetry_topics:
+            raise ConfigError(
+                "kafka.telemetry_topics is empty: radar run writes its clock ticks to the first telemetry topic "
+                "(detections of silent groups depend on them); name at least one topic."
+            )
+        if not bootstrap:
+            # keep_storage: the broker's records outlive the run, as the checkpoint that points into them does
+            broker = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True)
+            stack.enter_context(broker)
+            bootstrap = broker.bootstrap_servers
+            create_topics(bootstrap, config.kafka.telemetry_topics)
+            from emitters.log_shipper import start_shipper  # the embedded coordinator's log is telemetry
+
+            stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
+            ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
+        spark = build_spark_session(config)
+        telemetry_topics = list(config.kafka.telemetry_topics)
+        source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+        telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap)
+        checkpoint = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
+        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint)
+        detect = DetectStage(spark, config, checkpoint_name=checkpoint)
+        clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
+        stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
+        queries = start_stages(stack, [ingest, detect])
+        print(
+            f"radar run: ingesting from {bootstrap} into {config.data_dir}, detecting, a clock tick every "
+            f"{config.detect.tick_interval_ms} ms; Ctrl-C to stop",
+            file=sys.stderr,
+        )
+        detections = partial(count_if_exists, spark, config, DETECTIONS)
+        verbose = config.spark.log_level != "ERROR"
+        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s, detections=detections, verbose=verbose)
+        summary = summarise_detections(spark, config)
+        for line in summary.lines():
+            print(f"radar run: {line}", file=sys.stderr)
+        return table_counts(spark, config)

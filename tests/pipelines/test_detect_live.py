@@ -1,0 +1,289 @@
+"""Live evidence of the detectors on the embedded broker: real confluent-kafka members (classic and
+`group.protocol=consumer`) stall, get evicted, commit as zombies, overrun max.poll.interval.ms, crash-loop, scale
+out, shut down cleanly and restart statically, while the broker log is shipped, the agent reports and a clock
+ticks every second on the telemetry topic. Then Spark's Kafka source reads `__consumer_offsets` and the telemetry
+topic through the ingest into silver, and the detection query (the real `transforms.detectors` tracker) writes
+gold; each group must show exactly its incident, and the healthy groups nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.clock import ClockTickEmitter
+from pipelines.config import RadarConfig
+from pipelines.detect import DetectStage
+from pipelines.ingest import IngestStage
+from pipelines.sources import kafka_stream
+from pipelines.tables import TableCatalog
+from tests.pipelines.group_member import MemberProcess, create_topics
+from tests.pipelines.ingest_support import isolated_config
+from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+
+KIP848_SESSION_TIMEOUT_MS = 6000  # conf/local.yml broker.group_consumer_session_timeout_ms
+
+
+@dataclass
+class Recording:
+    """What the scenarios did (groups, member ids, wall-clock moments), and the gold rows detection wrote."""
+
+    telemetry_topic: str
+    groups: dict[str, str] = field(default_factory=dict)  # scenario -> group id
+    members: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # "scenario/name" -> printed lines
+    moments: dict[str, int] = field(default_factory=dict)  # name -> epoch ms
+    detections: list[dict[str, Any]] = field(default_factory=list)
+    rebalances: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, scenario: str) -> list[dict[str, Any]]:
+        group = self.groups[scenario]
+        return [d for d in self.detections if d["group_id"] == group]
+
+    def kinds(self, scenario: str) -> set[str]:
+        return {d["kind"] for d in self.of(scenario)}
+
+    def member_ids(self, key: str) -> list[str]:
+        return [line["member"] for line in self.members[key] if line.get("member")]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Scenarios:
+    """Runs the member subprocesses of every scenario against one broker, each in its own group and topic."""
+
+    def __init__(self, bootstrap: str, telemetry: str, out_dir: Path, recording: Recording) -> None:
+        self.bootstrap, self.telemetry, self.out_dir, self.recording = bootstrap, telemetry, out_dir, recording
+        self.running: list[tuple[str, MemberProcess]] = []
+
+    def group(self, scenario: str) -> tuple[str, str]:
+        tag = f"{scenario}-{time.time_ns()}"
+        topic, group = f"work-{tag}", f"group-{tag}"
+        create_topics(self.bootstrap, {topic: 4})
+        self.recording.groups[scenario] = group
+        return topic, group
+
+    def member(
+        self, scenario: str, name: str, topic: str, group: str, *extra: str, protocol: str = "classic"
+    ) -> MemberProcess:
+        started = MemberProcess(
+            self.out_dir,
+            f"{scenario}-{name}-{len(self.running)}",
+            self.bootstrap,
+            topic,
+            group,
+            *extra,
+            protocol=protocol,
+        )
+        self.running.append((f"{scenario}/{name}", started))
+        return started
+
+    def stop_all(self) -> None:
+        for key, process in self.running:
+            process.stop()
+            self.recording.members.setdefault(key, []).extend(process.lines())
+        self.running = []
+
+    # --- incidents ---------------------------------------------------------------------------------------------
+
+    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float) -> None:
+        """A (agent) and B; A SIGSTOPped past its session timeout, then resumed: its commits are refused."""
+        topic, group = self.group(scenario)
+        a = self.member(scenario, "A", topic, group, "--agent-topic", self.telemetry, protocol=protocol)
+        a.wait_for("assigned")
+        b = self.member(scenario, "B", topic, group, protocol=protocol)
+        b.wait_for("assigned")
+        time.sleep(2.0)
+        self.recording.moments[f"{scenario}/stopped"] = now_ms()
+        a.signal(signal.SIGSTOP)
+        time.sleep(stall_s)
+        a.signal(signal.SIGCONT)
+        a.wait_for("commit_error", 30)
+        time.sleep(1.0)
+
+    def poll_overruns(self, scenario: str) -> None:
+        """B steady; C (agent) stalls 5 s against a 3 s max.poll.interval.ms after each of its first two
+        assignments."""
+        topic, group = self.group(scenario)
+        b = self.member(scenario, "B", topic, group)
+        b.wait_for("assigned")
+        c = self.member(
+            scenario, "C", topic, group, "--agent-topic", self.telemetry, "--max-poll-interval-ms", "3000",
+            "--stall-after-s", "2", "--stall-s", "5", "--stalls", "2",
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum("stalling" in line for line in c.lines()) < 2:
+            time.sleep(0.5)
+        assert sum("stalling" in line for line in c.lines()) == 2, c.out.read_text()[-2000:]
+        time.sleep(8.0)  # the second overrun, the rejoin, one statistics interval
+
+    def crash_loop(self, scenario: str, cycles: int = 3) -> None:
+        """E steady; D joins and is SIGKILLed, `cycles` times, each time expired before it comes back."""
+        topic, group = self.group(scenario)
+        e = self.member(scenario, "E", topic, group)
+        e.wait_for("assigned")
+        for _ in range(cycles):
+            d = self.member(scenario, "D", topic, group, "--client-id", "crashing-worker")
+            d.wait_for("assigned", 30)
+            time.sleep(1.5)
+            d.signal(signal.SIGKILL)
+            time.sleep(5.0)  # its 3 s session expires, E takes everything back
+
+    # --- healthy -----------------------------------------------------------------------------------------------
+
+    def scale_out_and_clean_shutdown(self, scenario: str, protocol: str) -> None:
+        topic, group = self.group(scenario)
+        members = []
+        for name in ("H1", "H2", "H3"):
+            members.append(
+                self.member(scenario, name, topic, group, "--agent-topic", self.telemetry, protocol=protocol)
+            )
+            members[-1].wait_for("assigned", 30)
+            time.sleep(2.0)
+        time.sleep(3.0)
+        for member in reversed(members):
+            member.stop()  # SIGTERM: close() = LeaveGroup
+            time.sleep(1.0)
+
+    def static_rolling_restart(self, scenario: str) -> None:
+        """S1, S2 with group.instance.id and a 10 s session; each restarted within it. They stay up until the
+        recording ends (a static member's close sends no LeaveGroup: the broker would expire it later)."""
+        topic, group = self.group(scenario)
+        common = ("--session-timeout-ms", "10000", "--agent-topic", self.telemetry)
+        s1 = self.member(scenario, "S1", topic, group, "--instance-id", "static-1", *common)
+        s1.wait_for("assigned")
+        s2 = self.member(scenario, "S2", topic, group, "--instance-id", "static-2", *common)
+        s2.wait_for("assigned")
+        time.sleep(3.0)
+        for instance in ("static-1", "static-2"):
+            old = next(p for k, p in self.running if k.startswith(f"{scenario}/") and instance in p.process.args)
+            old.stop()
+            time.sleep(1.0)
+            new = self.member(scenario, instance, topic, group, "--instance-id", instance, *common)
+            new.wait_for("assigned", 30)
+            time.sleep(2.0)
+
+
+@pytest.fixture(scope="module")
+def recording(
+    kafka_broker: Any, spark: Any, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
+) -> Recording:
+    from emitters.log_shipper import start_shipper
+
+    bootstrap = kafka_broker.bootstrap_servers
+    telemetry = f"telemetry-detect-{time.time_ns()}"
+    create_topics(bootstrap, {telemetry: 1})
+    result = Recording(telemetry)
+    out_dir = tmp_path_factory.mktemp("detect-live")
+    scenarios = Scenarios(bootstrap, telemetry, out_dir, result)
+    shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
+    clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
+    clock.start()
+    try:
+        scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+        scenarios.stop_all()
+        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+        scenarios.stop_all()
+        scenarios.poll_overruns("poll-overrun")
+        scenarios.stop_all()
+        scenarios.crash_loop("crash-loop")
+        scenarios.stop_all()
+        scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
+        scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
+        # the static members stay up until detection has read everything (their close sends no LeaveGroup)
+        scenarios.static_rolling_restart("healthy-static")
+        time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
+        result.moments["recording_end"] = now_ms()
+        clock.stop()
+        shipper.stop()
+        detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
+    finally:
+        clock.stop()
+        shipper.stop()
+        scenarios.stop_all()
+    return result
+
+
+def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, bootstrap: str, result: Recording) -> None:
+    """Ingest (Spark's Kafka source, available-now) then detection into gold; fills `result`'s gold rows."""
+    kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (result.telemetry_topic,)})
+    detect = radar_config.detect.model_copy(
+        update={"thresholds": {"default_session_timeout_ms": KIP848_SESSION_TIMEOUT_MS}}
+    )
+    config = isolated_config(radar_config, data_dir).model_copy(update={"kafka": kafka, "detect": detect})
+    offsets = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+    telemetry_rows = kafka_stream(spark, config, [result.telemetry_topic], bootstrap)
+    ingest = IngestStage(
+        spark, config, offsets, telemetry_source=telemetry_rows, checkpoint_name="live", available_now=True
+    )
+    with ingest:
+        for query in ingest.queries:
+            query.awaitTermination(900)
+        ingest.queries.raise_failures()
+    with DetectStage(spark, config, checkpoint_name="live", available_now=True) as detection:
+        for query in detection.queries:
+            query.awaitTermination(900)
+        detection.queries.raise_failures()
+    catalog = TableCatalog(config)
+    result.detections = [r.asDict() for r in spark.table(catalog.name(DETECTIONS)).collect()]
+    result.rebalances = [r.asDict() for r in spark.table(catalog.name(REBALANCES)).collect()]
+
+
+def ms(moment: datetime) -> int:
+    """A TIMESTAMP read back from Delta (naive UTC in the tests' session) as epoch ms."""
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "session_ms"), [("classic-zombie", 3000), ("kip848-zombie", KIP848_SESSION_TIMEOUT_MS)]
+)
+def test_stalled_member_expires_then_commits_as_a_zombie(recording: Recording, scenario: str, session_ms: int) -> None:
+    a_first = recording.member_ids(f"{scenario}/A")[0]
+    found = recording.of(scenario)
+    expiries = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)]
+    assert [d["member_id"] for d in expiries] == [a_first], found
+    stopped = recording.moments[f"{scenario}/stopped"]
+    assert ms(expiries[0]["detected_at"]) <= stopped + session_ms + 5000
+    zombies = [d for d in found if d["kind"] == str(DetectionKind.ZOMBIE_COMMIT)]
+    assert zombies, found
+    assert all(ms(z["detected_at"]) >= ms(expiries[0]["detected_at"]) for z in zombies)
+    # the agent reports a heartbeat every second while A is up: the early warning comes before the expiry
+    risks = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_AT_RISK)]
+    assert [d["member_id"] for d in risks] == [a_first], found
+    assert ms(risks[0]["detected_at"]) < ms(expiries[0]["detected_at"])
+    assert recording.kinds(scenario) <= {
+        str(DetectionKind.HEARTBEAT_AT_RISK),
+        str(DetectionKind.HEARTBEAT_EXPIRATION),
+        str(DetectionKind.ZOMBIE_COMMIT),
+    }, found
+
+
+def test_repeated_poll_overruns_are_rebalances_caused_by_poll_timeout(recording: Recording) -> None:
+    group = recording.groups["poll-overrun"]
+    causes = [r["cause"] for r in recording.rebalances if r["group_id"] == group and r["stabilized_at"] is not None]
+    assert causes.count("poll_timeout") >= 2, causes
+    expiries = [d for d in recording.of("poll-overrun") if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)]
+    assert expiries == []  # the overrunning member kept heartbeating: not a session expiry
+
+
+def test_crash_loop_is_membership_flapping(recording: Recording) -> None:
+    found = recording.of("crash-loop")
+    assert str(DetectionKind.MEMBERSHIP_FLAPPING) in recording.kinds("crash-loop"), found
+    (flapping,) = [d for d in found if d["kind"] == str(DetectionKind.MEMBERSHIP_FLAPPING)]
+    assert "crashing-worker" in flapping["summary"]
+
+
+@pytest.mark.parametrize("scenario", ["healthy-classic", "healthy-kip848", "healthy-static"])
+def test_healthy_groups_raise_nothing(recording: Recording, scenario: str) -> None:
+    group = recording.groups[scenario]
+    assert [r for r in recording.rebalances if r["group_id"] == group], "the group was followed"
+    assert recording.of(scenario) == []
