@@ -206,6 +206,7 @@ def test_sql_mistakes_give_the_error_class_and_a_hint(
     capsys.readouterr()
     code = main(["sql", query, "--data-dir", str(replayed_data_dir), "--conf", str(CONF)])
     err = capsys.readouterr().err
+    print(err)  # what a user sees (pytest -s)
     assert code == 2
     assert err.startswith(f"radar sql: [{condition}")
     assert hint in err
