@@ -10,7 +10,6 @@ triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -21,7 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from pipelines.config import RadarConfig
+from pipelines.config import ConfigError, RadarConfig
 from pipelines.streams import (
     BatchTables,
     BatchWriter,
@@ -260,8 +259,12 @@ def replay_checkpoint_name(paths: Sequence[str]) -> str:
 
 
 def kafka_checkpoint_name(config: RadarConfig, cluster_id: str) -> str:
-    """One checkpoint per Kafka cluster (by its id): offsets of one cluster mean nothing on another. Another cluster
-    under the same logical name (a wiped broker) starts a fresh checkpoint, and this is said on stderr."""
+    """One checkpoint per Kafka cluster (by its id): offsets of one cluster mean nothing on another.
+
+    Another Kafka cluster under the same logical name (a wiped or rebuilt broker) is refused: its offsets start
+    again, and the tables' record key (cluster, src_topic, src_partition, src_offset) would take its new records
+    for ones already written. The user names it as a new logical cluster instead.
+    """
     name = f"kafka-{config.cluster}-{cluster_id}"
     others = sorted(
         p.name.removeprefix(f"kafka-{config.cluster}-")
@@ -269,11 +272,10 @@ def kafka_checkpoint_name(config: RadarConfig, cluster_id: str) -> str:
         if p.name != name
     )
     if others and not (config.checkpoint_dir / name).exists():
-        print(
-            f"radar run: cluster {config.cluster!r} is now Kafka cluster {cluster_id} (before: {', '.join(others)}); "
-            "its offsets start again in a fresh checkpoint: records of the old cluster at the same offsets are "
-            "a reset, not duplicates.",
-            file=sys.stderr,
+        raise ConfigError(
+            f"cluster {config.cluster!r} is now Kafka cluster {cluster_id} (before: {', '.join(others)}): a wiped or "
+            "rebuilt cluster starts its offsets again, and its records would be taken for ones already in the "
+            f"tables. Give it a new name (`cluster:` in the conf, or RADAR__CLUSTER=...), or use a new --data-dir."
         )
     return name
 
