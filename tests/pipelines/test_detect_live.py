@@ -252,14 +252,25 @@ def ms(moment: datetime) -> int:
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
+def protocol_ids(expiries: list[dict[str, Any]], member: str) -> bool:
+    """KIP-848 member ids are broker-made (no client-id prefix): there A keeps one id, so only it may expire."""
+    return [d["member_id"] for d in expiries] == [member]
+
+
 @pytest.mark.parametrize(
     ("scenario", "session_ms"), [("classic-zombie", 3000), ("kip848-zombie", KIP848_SESSION_TIMEOUT_MS)]
 )
 def test_stalled_member_expires_then_commits_as_a_zombie(recording: Recording, scenario: str, session_ms: int) -> None:
     a_first = recording.member_ids(f"{scenario}/A")[0]
     found = recording.of(scenario)
-    expiries = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)]
-    assert [d["member_id"] for d in expiries] == [a_first], found
+    expiries = sorted(
+        (d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)), key=lambda d: d["detected_at"]
+    )
+    assert expiries and expiries[0]["member_id"] == a_first, found
+    # Seen live (librdkafka, classic): the resumed zombie rejoins under a new member id, its failed commit resets
+    # the id again, and the broker expires the abandoned one a session later: a real expiry, of A's process only.
+    assert [d["member_id"] for d in expiries].count(a_first) == 1
+    assert all(d["member_id"].startswith(f"{scenario}-A-") for d in expiries) or protocol_ids(expiries, a_first)
     stopped = recording.moments[f"{scenario}/stopped"]
     assert ms(expiries[0]["detected_at"]) <= stopped + session_ms + 5000
     zombies = [d for d in found if d["kind"] == str(DetectionKind.ZOMBIE_COMMIT)]
