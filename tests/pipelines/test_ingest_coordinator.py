@@ -248,7 +248,12 @@ def test_silver_holds_what_the_coordinator_did(
     assert records[-1].member_count == 0 and records[-1].generation > max(observed)  # empty after all left
 
     # group_records: the KIP-848 group's records, keyed by the members the clients were
-    group_rows = table(spark, config, GROUP_RECORDS).where(F.col("group_id") == consumer_group).collect()
+    group_rows = (
+        table(spark, config, GROUP_RECORDS)
+        .where(F.col("group_id") == consumer_group)
+        .orderBy("src_partition", "src_offset")  # the log's order: a table's rows come back in no given order
+        .collect()
+    )
     member_ids = {m.member_id for m in kip848}
     by_type: dict[str, list] = {}
     for row in group_rows:
