@@ -132,7 +132,11 @@ def radar_run(tmp_path: Path) -> Iterator[RadarRun]:
     run.kill()
 
 
-CTRL_C_NOISE = "known, issue #9 open: with the detection stage and the clock composed into radar run, a Ctrl-C now ends with Spark's StackOverflowError in the Kafka source's stream thread and a Py4J error from a foreachBatch cut off mid-call (seen 2026-11-23)"
+CTRL_C_NOISE = (
+    "known, issue #9 open: with the detection stage and the clock composed into radar run, a Ctrl-C now ends "
+    "with Spark's StackOverflowError in the Kafka source's stream thread and a Py4J error from a foreachBatch "
+    "cut off mid-call (seen 2026-11-23)"
+)
 
 
 def after_start(lines: list[str]) -> list[str]:
