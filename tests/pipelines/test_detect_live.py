@@ -288,7 +288,7 @@ def test_stalled_member_expires_then_commits_as_a_zombie(recording: Recording, s
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # timing decides which comes first on a given run; the gap is real either way
     reason="detector gap seen live (issue #8): librdkafka's LeaveGroup after a max.poll.interval.ms overrun carries "
     "no reason ('not provided'), and the agent reports the overrun only when the application polls again, ~1.5 s "
     "after the leave and after the rebalance stabilised; the rebalance cause stays member_left (it should be "
