@@ -20,8 +20,12 @@ from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, QUARANTINE, TABLES
 
 
 def _quarantine_rows(spark, config: RadarConfig, n: int):  # type: ignore[no-untyped-def]
+    given = {"cluster": config.cluster, "src_topic": "t", "src_partition": 0, "stage": "read_dump", "kind": "malformed"}
     rows = [
-        (config.cluster, "t", 0, i, None, "read_dump", "malformed", f"bad {i}", None, None, None, None, b"x")
+        tuple(
+            {**given, "src_offset": i, "reason": f"bad {i}", "value": b"x"}.get(name)
+            for name in QUARANTINE.column_names
+        )
         for i in range(n)
     ]
     return spark.createDataFrame(rows, QUARANTINE.ddl)
