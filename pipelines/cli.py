@@ -56,9 +56,11 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from pipelines.dump import check_dump_files
     from pipelines.monitor import run_replay
 
     config = _config(args)
+    check_dump_files(args.input)  # a typo is said before anything else, and before Spark starts
     print(f"radar replay: data dir {config.data_dir}", file=sys.stderr)
     counts, _summary = run_replay(config, args.input)  # the summary is printed by run_replay
     _print_counts("replay", counts)
