@@ -13,6 +13,7 @@ from types import TracebackType
 
 from confluent_kafka import Producer
 
+from emitters.cluster_probe import client_logger
 from transforms.telemetry.clock import clock_tick_record
 
 
@@ -35,9 +36,10 @@ class ClockTickEmitter:
         self._topic = topic
         self._interval_s = interval_ms / 1000
         self.emitter = emitter or default_emitter_name()
-        self._producer = Producer(
-            {"bootstrap.servers": bootstrap_servers, "linger.ms": 0, "acks": "1", **(producer_config or {})}
-        )
+        # librdkafka's lines go to radar's client logger (silent unless --verbose): when `radar run` stops, the
+        # embedded broker goes before this producer is destroyed, and its reconnect attempts are not news.
+        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": 0, "acks": "1", "logger": client_logger()}
+        self._producer = Producer({**settings, **(producer_config or {})})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="radar-clock", daemon=True)
         self.ticks = 0

@@ -107,6 +107,42 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
         )
 
 
+def launch_jvm_outside_terminal_group(config: RadarConfig, session_conf: dict[str, str]) -> None:
+    """Start Spark's JVM in a session of its own, so a terminal's Ctrl-C reaches only `radar`, which then stops
+    the queries within a bound. PySpark makes the JVM ignore SIGINT, but the Python workers the JVM forks (the
+    transformWithState and mapInArrow workers) restore Python's handler: a Ctrl-C sent to the terminal's process
+    group killed them mid-task, and the queries failed with Py4J errors and Java stack overflows instead of
+    stopping. The JVM still exits with this process: it ends when its stdin pipe from PySpark closes."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM already runs in this process (a stopped session's)
+        return
+    conf = SparkConf().setMaster(config.spark.master).setAppName(config.spark.app_name)
+    conf.setAll(list(session_conf.items()))
+    SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+
+
+def kill_local_jvm() -> None:
+    """Kill this process's Spark JVM and the Python workers it forked, at once and without a word: a second
+    Ctrl-C quits now, and a JVM left to notice its parent's exit logs every query it loses as an error. Does
+    nothing without a local JVM (Databricks' driver is not ours)."""
+    import signal
+
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None or process.poll() is not None:
+        return
+    try:
+        if os.getpgid(process.pid) == process.pid:  # started by `launch_jvm_outside_terminal_group`
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            os.kill(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def build_spark_session(config: RadarConfig) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats."""
     quiet_python_logging(config.spark.log_level != "ERROR")
@@ -127,8 +163,10 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    session_conf = local_session_conf(config, jars)
+    launch_jvm_outside_terminal_group(config, session_conf)
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
-    for key, value in local_session_conf(config, jars).items():
+    for key, value in session_conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(config.spark.log_level)

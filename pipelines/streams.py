@@ -57,11 +57,49 @@ class Trigger:
         return stream.trigger(processingTime=self.processing_time)
 
 
+JAVA_FRAME_PREFIXES = ("\tat ", "\t... ")
+MAX_JAVA_ERROR_LINES = 12
+
+
+def compact_java_error(error: Exception) -> str:
+    """A Java failure raised through Py4J, without its stack frames: the exception and cause lines, each cut short.
+
+    Why: Spark decides whether a failed `foreachBatch` was only interrupted by `query.stop()` with a regex,
+    `Py4JJavaError: An error occurred while calling((.|\\r\\n|\\r|\\n)*)(InterruptedException|...)`, over the Python
+    traceback; on a full Java stack that recursion overflows the stream thread's stack (a StackOverflowError of
+    thousands of lines on Ctrl-C). Kept short, the same text is recognised as an interruption, and a real failure
+    still names its exception and causes.
+    """
+    lines = [
+        line[:300] for line in str(error).splitlines() if line.strip() and not line.startswith(JAVA_FRAME_PREFIXES)
+    ]
+    causes = [line for line in lines[1:] if line.startswith("Caused by: ")]  # where an interruption shows
+    others = [line for line in lines[1:] if not line.startswith("Caused by: ")]
+    return "\n".join((lines[:1] + causes + others)[:MAX_JAVA_ERROR_LINES])
+
+
+class JavaBatchFailure(RuntimeError):
+    """A micro-batch's Java-side failure, compacted by `compact_java_error` (see there for why)."""
+
+
+def raising_compact_java_errors(writer: BatchWriter) -> BatchWriter:
+    """`writer`, whose Java failures reach Spark compacted (`compact_java_error`)."""
+    from py4j.protocol import Py4JJavaError
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        try:
+            writer(batch, batch_id)
+        except Py4JJavaError as error:
+            raise JavaBatchFailure(f"py4j.protocol.Py4JJavaError: {compact_java_error(error)}") from None
+
+    return write_batch
+
+
 def start_query(
     rows: DataFrame, query_name: str, checkpoint: Path, writer: BatchWriter, trigger: Trigger
 ) -> StreamingQuery:
     """Start one named `foreachBatch` query; its checkpoint makes a restart resume where it stopped."""
-    stream = rows.writeStream.queryName(query_name).foreachBatch(writer)
+    stream = rows.writeStream.queryName(query_name).foreachBatch(raising_compact_java_errors(writer))
     stream = stream.option("checkpointLocation", str(checkpoint))
     return trigger.apply(stream).start()
 
@@ -248,6 +286,9 @@ def run_until_stopped(
             print(f"\n{label}: stopping; Ctrl-C again to quit at once", file=sys.stderr, flush=True)
         else:
             print(f"{label}: quit; the next start redoes the unfinished micro-batch", file=sys.stderr, flush=True)
+            from pipelines.session import kill_local_jvm
+
+            kill_local_jvm()
             os._exit(130)
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -132,13 +132,6 @@ def radar_run(tmp_path: Path) -> Iterator[RadarRun]:
     run.kill()
 
 
-CTRL_C_NOISE = (
-    "known, issue #9 open: with the detection stage and the clock composed into radar run, a Ctrl-C now ends "
-    "with Spark's StackOverflowError in the Kafka source's stream thread and a Py4J error from a foreachBatch "
-    "cut off mid-call (seen 2026-11-23)"
-)
-
-
 def after_start(lines: list[str]) -> list[str]:
     """The lines printed after `radar run` said it runs (start-up lines are the jars' and broker's)."""
     start = next(i for i, line in enumerate(lines) if "ingesting from" in line)
@@ -148,7 +141,6 @@ def after_start(lines: list[str]) -> list[str]:
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.xfail(reason=CTRL_C_NOISE, strict=False)
 def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> None:
     radar_run.wait_for("ingesting from", timeout_s=400)
     radar_run.wait_for("radar-offsets", timeout_s=240)  # the first status line
@@ -174,7 +166,6 @@ def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> No
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.xfail(reason=CTRL_C_NOISE, strict=False)
 def test_second_ctrl_c_quits_at_once(radar_run: RadarRun) -> None:
     radar_run.wait_for("ingesting from", timeout_s=400)
     radar_run.ctrl_c()
