@@ -80,6 +80,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     from pipelines.local.broker import EmbeddedKafka
     from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.session import build_spark_session, on_databricks
+    from pipelines.source_gaps import SourceGapRecorder
     from pipelines.sources import kafka_cluster_id, kafka_stream
 
     with ExitStack() as stack:
@@ -113,6 +114,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         detect = DetectStage(spark, config, checkpoint_name=checkpoint)
         clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
+        stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
         queries = start_stages(stack, [ingest, detect])
         print(
             f"radar run: ingesting from {bootstrap} into {config.data_dir}, detecting, a clock tick every "

@@ -380,6 +380,27 @@ GROUP_HEALTH = TableSchema(
     ),
 )
 
+SOURCE_GAPS = TableSchema(
+    "source_gaps",
+    "silver",
+    (
+        Column("cluster", "STRING", "logical cluster name from config"),
+        Column("query", "STRING", "the streaming query that read the partition"),
+        Column("src_topic", "STRING", "Kafka topic"),
+        Column("src_partition", "INT", "Kafka partition"),
+        Column("kind", "STRING", "what happened (SourceGapKind)"),
+        Column("from_offset", "BIGINT", "where the query stood: the offset it was to read next"),
+        Column("to_offset", "BIGINT", "where the source said it stands now (null: the partition is gone)"),
+        Column("batch_id", "BIGINT", "the micro-batch that met it"),
+        Column("detected_at", "TIMESTAMP", "when the query reported it"),
+        Column("message", "STRING", "what it means and what to do"),
+    ),
+    record_key=("cluster", "query", "src_topic", "src_partition", "kind", "from_offset", "to_offset"),
+)
+"""Where a source's offsets moved backwards or a partition vanished under a running query (a topic deleted and
+recreated, an unclean leader election truncating a log): Spark reads on (failOnDataLoss is off, so one bad topic
+cannot stop the monitor), and this table keeps each event countable and queryable instead of a log line."""
+
 GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
 
 TABLES: dict[str, TableSchema] = {
@@ -394,6 +415,7 @@ TABLES: dict[str, TableSchema] = {
         TELEMETRY_UNRECOGNISED,
         QUARANTINE,
         CLOCK_TICKS,
+        SOURCE_GAPS,
         *GOLD_TABLES.values(),
     )
 }
@@ -529,6 +551,13 @@ class QuarantineStage(StrEnum):
     READ_DUMP = "read_dump"
     DECODE_OFFSETS = "decode_offsets"
     PARSE_TELEMETRY = "parse_telemetry"
+
+
+class SourceGapKind(StrEnum):
+    """`source_gaps.kind` values."""
+
+    OFFSETS_MOVED_BACK = "offsets_moved_back"  # the partition's end is now before where the query stood
+    PARTITION_GONE = "partition_gone"  # the partition is no longer in the source's offsets
 
 
 class RebalanceCause(StrEnum):
