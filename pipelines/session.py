@@ -8,13 +8,14 @@ after creation and fails loudly when a configured format does not resolve.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.console import quiet_python_logging, write_log4j2_properties
+from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import spark_connector_jars
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -107,6 +108,22 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
         )
 
 
+def launch_filtered_gateway(conf: dict[str, str]) -> JvmStderrFilter | None:
+    """Start the driver JVM (as the session would) with its stderr through `JvmStderrFilter`, so the
+    transformWithState worker's start-up prints stay off the console; None when a JVM already runs here."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE})
+    SparkContext._ensure_initialized(gateway=gateway)
+    return JvmStderrFilter(gateway.proc.stderr, os.dup(2)).start()  # where the JVM's stderr would go
+
+
 def build_spark_session(config: RadarConfig) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats."""
     quiet_python_logging(config.spark.log_level != "ERROR")
@@ -128,8 +145,12 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
-    for key, value in local_session_conf(config, jars).items():
+    session_conf = local_session_conf(config, jars)
+    for key, value in session_conf.items():
         builder = builder.config(key, value)
+    launch_filtered_gateway(
+        {"spark.master": config.spark.master, "spark.app.name": config.spark.app_name, **session_conf}
+    )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(config.spark.log_level)
     try:
