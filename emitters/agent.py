@@ -30,9 +30,10 @@ While the application is not polling (a slow processing loop), librdkafka serves
 background thread keeps heartbeating until max.poll.interval.ms runs out (as Java's heartbeat thread does since
 0.10.1): a small daemon thread of the agent then reports `heartbeat` with details `liveness=background` and
 `poll_age_ms`, every statistics interval, for the membership of the last assignment, so a stalled poll never
-looks like missing heartbeats. It stops once the poll age passes max.poll.interval.ms (librdkafka has left the
-group by then), after the assignment was lost, and after a pause of its own (a SIGSTOPped process really stops
-heartbeating; the next statistics tell what happened), until the application polls again.
+looks like missing heartbeats. It stops once the poll age passes max.poll.interval.ms plus the second librdkafka
+may take to notice (it has left the group by then; a report racing its LeaveGroup names a member the detectors
+already saw leave, and is ignored), after the assignment was lost, and after a pause of its own (a SIGSTOPped
+process really stops heartbeating; the next statistics tell what happened), until the application polls again.
 
 poll() and consume() stay librdkafka's C calls with one check on top: an error message they return (librdkafka
 hands `max.poll.interval.ms exceeded` to the application there, after the overrun, when the statistics may
@@ -80,6 +81,8 @@ TELEMETRY_PREFIX = "radar.telemetry."
 DEFAULT_STATS_INTERVAL_MS = 5000
 DEFAULT_FLUSH_TIMEOUT_S = 2.0
 DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
+MAX_POLL_NOTICED_S = 1.0
+"""librdkafka checks for a max.poll.interval.ms overrun on a timer: it may heartbeat up to this long past it."""
 LIVENESS = "background"
 """`details.liveness` of a heartbeat reported while the application is not polling (see the module docstring)."""
 # The agent's producer: small batches soon (linger), a modest bound (a consumer process is not a log shipper).
@@ -540,7 +543,7 @@ class PollStallLiveness:
                 report = (
                     identity is not None
                     and not self._paused
-                    and 1.5 * self._interval_s < poll_age < self._max_poll_interval_s
+                    and 1.5 * self._interval_s < poll_age < self._max_poll_interval_s + MAX_POLL_NOTICED_S
                 )
             if report:
                 self._consumer._emit(
