@@ -29,7 +29,7 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
 While the application is not polling (a slow processing loop), librdkafka serves no statistics, yet its
 background thread keeps heartbeating until max.poll.interval.ms runs out (as Java's heartbeat thread does since
 0.10.1): a small daemon thread of the agent then reports `heartbeat` with details `liveness=background` and
-`poll_age_ms`, every statistics interval, for the membership of the last assignment, so a stalled poll never
+`poll_age_ms`, once per statistics interval, for the membership of the last assignment, so a stalled poll never
 looks like missing heartbeats. It stops once the poll age passes max.poll.interval.ms plus the second librdkafka
 may take to notice (it has left the group by then; a report racing its LeaveGroup names a member the detectors
 already saw leave, and is ignored), after the assignment was lost, and after a pause of its own (a SIGSTOPped
@@ -531,8 +531,13 @@ class PollStallLiveness:
             thread.join(self._interval_s + 1.0)
 
     def _run(self) -> None:
+        """Ticks every quarter statistics interval; reports once a quarter interval passed without a poll, then
+        once per interval: the first report comes at most half an interval into a stall, so the gap after the last
+        statistics (served inside poll, one per interval) stays within 1.5 intervals, as while polling."""
+        tick_s = self._interval_s / 4
         last_tick = time.monotonic()
-        while not self._stopped.wait(self._interval_s):
+        last_report = float("-inf")
+        while not self._stopped.wait(tick_s):
             now = time.monotonic()
             with self._lock:
                 if now - last_tick > 2 * self._interval_s + 1.0:
@@ -543,9 +548,12 @@ class PollStallLiveness:
                 report = (
                     identity is not None
                     and not self._paused
-                    and 1.5 * self._interval_s < poll_age < self._max_poll_interval_s + MAX_POLL_NOTICED_S
+                    and tick_s <= poll_age < self._max_poll_interval_s + MAX_POLL_NOTICED_S
+                    and now - max(last_report, self._last_poll) >= tick_s
+                    and now - last_report >= self._interval_s
                 )
             if report:
+                last_report = now
                 self._consumer._emit(
                     Kind.HEARTBEAT, identity, details={"liveness": LIVENESS, "poll_age_ms": str(int(poll_age * 1000))}
                 )

@@ -231,7 +231,7 @@ def test_a_stalled_poll_reports_the_background_heartbeats_until_the_overrun(over
     ]
     assert {e["member_id"] for e in background} == set(stalled_as), background
     ages = [int(e["details"]["poll_age_ms"]) for e in background]
-    assert all(1500 < age < 4000 for age in ages), ages
+    assert all(250 <= age < 4000 for age in ages), ages  # 1 s statistics: from a quarter second on
 
 
 def test_zombie_commit_keeps_its_offsets_and_who_it_last_was(overruns: OverrunRun) -> None:
