@@ -26,6 +26,15 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
   names the member that overran: the member id and generation/epoch of its last assignment, not what librdkafka
   holds by then (after the overrun it may already carry the rejoin's new member id with the old generation).
 
+While the application is not polling (a slow processing loop), librdkafka serves no statistics, yet its
+background thread keeps heartbeating until max.poll.interval.ms runs out (as Java's heartbeat thread does since
+0.10.1): a small daemon thread of the agent then reports `heartbeat` with details `liveness=background` and
+`poll_age_ms`, once per statistics interval, for the membership of the last assignment, so a stalled poll never
+looks like missing heartbeats. It stops once the poll age passes max.poll.interval.ms plus the second librdkafka
+may take to notice (it has left the group by then; a report racing its LeaveGroup names a member the detectors
+already saw leave, and is ignored), after the assignment was lost, and after a pause of its own (a SIGSTOPped
+process really stops heartbeating; the next statistics tell what happened), until the application polls again.
+
 poll() and consume() stay librdkafka's C calls with one check on top: an error message they return (librdkafka
 hands `max.poll.interval.ms exceeded` to the application there, after the overrun, when the statistics may
 already show the rejoin) is reported; a poll timeout is reported once per membership, from whichever source first.
@@ -50,6 +59,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -70,6 +80,11 @@ DEFAULT_TOPIC = DEFAULT_TELEMETRY_TOPIC
 TELEMETRY_PREFIX = "radar.telemetry."
 DEFAULT_STATS_INTERVAL_MS = 5000
 DEFAULT_FLUSH_TIMEOUT_S = 2.0
+DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
+MAX_POLL_NOTICED_S = 1.0
+"""librdkafka checks for a max.poll.interval.ms overrun on a timer: it may heartbeat up to this long past it."""
+LIVENESS = "background"
+"""`details.liveness` of a heartbeat reported while the application is not polling (see the module docstring)."""
 # The agent's producer: small batches soon (linger), a modest bound (a consumer process is not a log shipper).
 AGENT_PRODUCER_DEFAULTS: dict[str, Any] = {"linger.ms": 100}
 _GROUP_METADATA_MAGIC = b"CGMDv2:"
@@ -196,6 +211,11 @@ class RadarConsumer(Consumer):
         conf["error_cb"] = self._on_error
         conf.setdefault("statistics.interval.ms", DEFAULT_STATS_INTERVAL_MS)
         super().__init__(conf)
+        self._liveness = PollStallLiveness(
+            self,
+            interval_s=max(int(conf["statistics.interval.ms"]), 100) / 1000,
+            max_poll_interval_s=int(conf.get("max.poll.interval.ms", DEFAULT_MAX_POLL_INTERVAL_MS)) / 1000,
+        )
 
     # --- identity and emission ---------------------------------------------------------------------------------
 
@@ -276,6 +296,7 @@ class RadarConsumer(Consumer):
         def assigned(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()  # the generation/epoch just joined
             self._remember_membership(identity, assigned=True)
+            self._liveness.member(identity if identity.member_id else None)
             self._assigned_since_stats = True
             if on_assign is not None:
                 on_assign(self, partitions)
@@ -289,6 +310,7 @@ class RadarConsumer(Consumer):
 
         def lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()
+            self._liveness.member(None)
             if on_lost is not None:
                 on_lost(self, partitions)
             elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
@@ -435,14 +457,16 @@ class RadarConsumer(Consumer):
 
     def poll(self, timeout: float | None = None) -> Any:
         """librdkafka's poll; an error message it returns (e.g. max.poll.interval.ms exceeded) is reported."""
-        message = _CONSUMER_POLL(self, -1 if timeout is None else timeout)
+        with self._liveness.polling():
+            message = _CONSUMER_POLL(self, -1 if timeout is None else timeout)
         if message is not None and message.error() is not None:
             self._on_message_error(message.error())
         return message
 
     def consume(self, num_messages: int = 1, timeout: float | None = None) -> Any:
         """librdkafka's consume; error messages among the batch are reported."""
-        messages = _CONSUMER_CONSUME(self, num_messages, -1 if timeout is None else timeout)
+        with self._liveness.polling():
+            messages = _CONSUMER_CONSUME(self, num_messages, -1 if timeout is None else timeout)
         for message in messages:
             if message.error() is not None:
                 self._on_message_error(message.error())
@@ -457,10 +481,95 @@ class RadarConsumer(Consumer):
 
     def close(self, *args: Any, **kwargs: Any) -> Any:
         """Close the consumer (its final revoke/leave is reported), then flush telemetry up to its timeout."""
+        self._liveness.stop()
         try:
             return super().close(*args, **kwargs)
         finally:
             self.agent.close()
+
+
+class PollStallLiveness:
+    """The daemon thread that reports heartbeats while the application is not polling (module docstring)."""
+
+    def __init__(self, consumer: RadarConsumer, *, interval_s: float, max_poll_interval_s: float) -> None:
+        self._consumer = consumer
+        self._interval_s = interval_s
+        self._max_poll_interval_s = max_poll_interval_s
+        self._lock = threading.Lock()
+        self._identity: GroupIdentity | None = None
+        self._in_poll = 0
+        self._last_poll = time.monotonic()
+        self._paused = False  # the thread itself did not run for a while (process stopped): claim nothing
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def member(self, identity: GroupIdentity | None) -> None:
+        """The membership to report for (an assignment's), or None once the assignment is lost."""
+        with self._lock:
+            self._identity = identity
+            if identity is not None and self._thread is None and not self._stopped.is_set():
+                self._thread = threading.Thread(target=self._run, name="radar-agent-liveness", daemon=True)
+                self._thread.start()
+
+    def polling(self) -> _Polling:
+        return _Polling(self)
+
+    def enter(self) -> None:
+        with self._lock:
+            self._in_poll += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._in_poll -= 1
+            self._last_poll = time.monotonic()
+            self._paused = False
+
+    def stop(self) -> None:
+        self._stopped.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self._interval_s + 1.0)
+
+    def _run(self) -> None:
+        """Ticks every quarter statistics interval; reports once a quarter interval passed without a poll, then
+        once per interval: the first report comes at most half an interval into a stall, so the gap after the last
+        statistics (served inside poll, one per interval) stays within 1.5 intervals, as while polling."""
+        tick_s = self._interval_s / 4
+        last_tick = time.monotonic()
+        last_report = float("-inf")
+        while not self._stopped.wait(tick_s):
+            now = time.monotonic()
+            with self._lock:
+                if now - last_tick > 2 * self._interval_s + 1.0:
+                    self._paused = True
+                last_tick = now
+                poll_age = 0.0 if self._in_poll else now - self._last_poll
+                identity = self._identity
+                report = (
+                    identity is not None
+                    and not self._paused
+                    and tick_s <= poll_age < self._max_poll_interval_s + MAX_POLL_NOTICED_S
+                    and now - max(last_report, self._last_poll) >= tick_s
+                    and now - last_report >= self._interval_s
+                )
+            if report:
+                last_report = now
+                self._consumer._emit(
+                    Kind.HEARTBEAT, identity, details={"liveness": LIVENESS, "poll_age_ms": str(int(poll_age * 1000))}
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class _Polling:
+    """The span of one poll()/consume() call (statistics are served inside it)."""
+
+    liveness: PollStallLiveness
+
+    def __enter__(self) -> None:
+        self.liveness.enter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.liveness.leave()
 
 
 def instrument(consumer_config: Mapping[str, Any], telemetry_config: Mapping[str, Any] | None = None) -> RadarConsumer:

@@ -232,7 +232,9 @@ class GroupTrackerProcessor(StatefulProcessor):
         convert = self._binding.event_from_row
         events = []
         for row in rows:
-            values = row.asDict(recursive=True)
+            # top level only: a recursive asDict converted every nested Row of every row (most of the processor's
+            # time on heartbeat rows); group_events converts the few nested ones (members, partitions) it reads
+            values = row.asDict()
             for name in _TIMESTAMP_INPUTS:
                 values[name] = _epoch_ms(values[name])
             event = convert(values)

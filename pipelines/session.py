@@ -8,13 +8,14 @@ after creation and fails loudly when a configured format does not resolve.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.console import quiet_python_logging, write_log4j2_properties
+from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import spark_connector_jars
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -107,20 +108,26 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
         )
 
 
-def launch_jvm_outside_terminal_group(config: RadarConfig, session_conf: dict[str, str]) -> None:
-    """Start Spark's JVM in a session of its own, so a terminal's Ctrl-C reaches only `radar`, which then stops
-    the queries within a bound. PySpark makes the JVM ignore SIGINT, but the Python workers the JVM forks (the
-    transformWithState and mapInArrow workers) restore Python's handler: a Ctrl-C sent to the terminal's process
-    group killed them mid-task, and the queries failed with Py4J errors and Java stack overflows instead of
-    stopping. The JVM still exits with this process: it ends when its stdin pipe from PySpark closes."""
+def launch_local_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmStderrFilter | None:
+    """Start the driver JVM as the session would, but (1) in a session of its own, so a terminal's Ctrl-C reaches
+    only `radar`, which then stops the queries within a bound, and (2) with its stderr through `JvmStderrFilter`,
+    so the transformWithState worker's start-up prints stay off the console. None when a JVM already runs here.
+
+    Why (1): PySpark makes the JVM ignore SIGINT, but the Python workers the JVM forks (transformWithState,
+    mapInArrow) restore Python's handler: a Ctrl-C sent to the terminal's process group killed them mid-task, and
+    the queries failed with Py4J errors and Java stack overflows instead of stopping. The JVM still exits with
+    this process: it ends when its stdin pipe from PySpark closes (and `kill_local_jvm` ends it at once)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None:  # a JVM already runs in this process (a stopped session's)
-        return
-    conf = SparkConf().setMaster(config.spark.master).setAppName(config.spark.app_name)
-    conf.setAll(list(session_conf.items()))
-    SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"start_new_session": True}))
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    spark_conf = SparkConf(loadDefaults=False).setMaster(config.spark.master).setAppName(config.spark.app_name)
+    for key, value in session_conf.items():
+        spark_conf.set(key, value)
+    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": True})
+    SparkContext._ensure_initialized(gateway=gateway)
+    return JvmStderrFilter(gateway.proc.stderr, os.dup(2)).start()  # where the JVM's stderr would go
 
 
 def kill_local_jvm() -> None:
@@ -135,7 +142,7 @@ def kill_local_jvm() -> None:
     if process is None or process.poll() is not None:
         return
     try:
-        if os.getpgid(process.pid) == process.pid:  # started by `launch_jvm_outside_terminal_group`
+        if os.getpgid(process.pid) == process.pid:  # started by `launch_local_jvm`
             os.killpg(process.pid, signal.SIGKILL)
         else:
             os.kill(process.pid, signal.SIGKILL)
@@ -164,7 +171,7 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session_conf = local_session_conf(config, jars)
-    launch_jvm_outside_terminal_group(config, session_conf)
+    launch_local_jvm(config, session_conf)
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in session_conf.items():
         builder = builder.config(key, value)

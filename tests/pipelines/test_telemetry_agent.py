@@ -221,6 +221,19 @@ def test_every_overrun_names_the_member_that_overran(overruns: OverrunRun) -> No
     assert {(e["member_id"], e["generation"]) for _, e in indexed} <= pairs
 
 
+def test_a_stalled_poll_reports_the_background_heartbeats_until_the_overrun(overruns: OverrunRun) -> None:
+    """While the application stalls (no poll: no statistics), librdkafka's background thread keeps heartbeating
+    until max.poll.interval.ms (3 s here) runs out: the agent says so (`liveness=background`) for the member that
+    stalled, with the poll's age, and claims nothing a second past the overrun (librdkafka has left by then)."""
+    stalled_as = [line["stalling_member"] for line in overruns.lines if "stalling" in line]
+    background = [
+        e for e in overruns.events if e["event"] == "heartbeat" and e["details"].get("liveness") == "background"
+    ]
+    assert {e["member_id"] for e in background} == set(stalled_as), background
+    ages = [int(e["details"]["poll_age_ms"]) for e in background]
+    assert all(250 <= age < 4000 for age in ages), ages  # 1 s statistics: from a quarter second on
+
+
 def test_zombie_commit_keeps_its_offsets_and_who_it_last_was(overruns: OverrunRun) -> None:
     """(b) a synchronous commit that raised carries the partitions and offsets it tried to commit; (c) commit
     events name the member id and generation last held while assigned, whatever librdkafka holds by then."""

@@ -56,6 +56,10 @@ MEMBERSHIP_BATCH_MS = 2_000
 """KIP-848 member records written this close before an epoch bump belong to it."""
 SIGNAL_LEAD_MS = 120_000
 """Poll timeouts, enforced-rebalance requests and fencing reports up to this long before a rebalance explain it."""
+POLL_TIMEOUT_LATE_MS = 60_000
+"""A poll timeout reported this long after its member left still explains the rebalance that removed it:
+librdkafka's LeaveGroup after a max.poll.interval.ms overrun carries no reason, and the agent can only report the
+overrun when the application polls again, after the rebalance may already have stabilised."""
 FENCED_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"})
 EXPIRY_LIKE = frozenset({"expired", "removed"})
 LIVENESS_ERRORS = frozenset({"REBALANCE_IN_PROGRESS"})
@@ -877,8 +881,11 @@ class GroupTracker:
             if kind == K.SESSION_TIMEOUT or event.error in FENCED_ERRORS:
                 self._on_fenced_report(event)
         elif kind == K.POLL_TIMEOUT:
-            who = commit_rules.attribute(st, event)
-            st.signals.append([now, "poll_timeout", who.member_id if who else event.member_id or ""])
+            who = commit_rules.attribute(st, event) or self._telemetry_member(event)
+            member_id = who.member_id if who else event.member_id or ""
+            st.signals.append([now, "poll_timeout", member_id])
+            if isinstance(who, DepartedMember):
+                self._reattribute_to_poll_timeout(who, event)
         elif kind in (K.FOLLOWUP_REBALANCE, K.PROBING_REBALANCE, K.VERSION_PROBING, K.SHUTDOWN_REQUESTED):
             st.streams = True
             st.signals.append([now, "enforced", event.reason or str(kind)])
@@ -990,6 +997,27 @@ class GroupTracker:
             completed.row = row
             self._emit_rebalance(row)
 
+    def _reattribute_to_poll_timeout(self, gone: DepartedMember, event: GroupEvent) -> None:
+        """A poll timeout reported after its member's LeaveGroup was already counted by a completed rebalance
+        (librdkafka: the leave carries no reason and the overrun is reported at the next poll): that rebalance
+        was caused by the poll timeout. Its row is re-emitted under the same id, so the MERGE updates it."""
+        now = event.event_time_ms
+        if gone.rebalance_id is None or gone.how not in ("left", "vanished") or now - gone.at_ms > POLL_TIMEOUT_LATE_MS:
+            return
+        for completed in self.state.history:
+            if completed.rebalance_id != gone.rebalance_id:
+                continue
+            row = dict(completed.row)
+            if gone.member_id not in row["left"] or row["cause"] not in ("member_left", "unknown"):
+                return
+            row.update(cause="poll_timeout", cause_detail=f"poll timeout: {gone.member_id}")
+            entries = json.loads(row["evidence"] or "[]") + json.loads(evidence_json([source_ref(event)]))
+            row["evidence"] = json.dumps(entries, separators=(",", ":"))
+            completed.cause = "poll_timeout"
+            completed.row = row
+            self._emit_rebalance(row)
+            return
+
     def _on_fenced_report(self, event: GroupEvent) -> None:
         """A client says it is no longer a member (UNKNOWN_MEMBER_ID, session timed out, partitions lost)."""
         st = self.state
@@ -1015,7 +1043,10 @@ class GroupTracker:
         if not member_id:
             return
         st.signals.append([now, "left", member_id])
-        if event.detail("cause") == "poll_timeout":
+        # the Java client's "... due to consumer poll timeout has expired", or the coordinator quoting that client
+        # reason ("Removing member M on LeaveGroup; client reason: consumer poll timeout has expired")
+        poll_timeout = event.detail("cause") == "poll_timeout" or "poll timeout" in (event.reason or "").lower()
+        if poll_timeout:
             st.signals.append([now, "poll_timeout", member_id])
         if member_id in st.members:
             if st.protocol != "classic" or not st.authoritative:
@@ -1023,6 +1054,8 @@ class GroupTracker:
             self._depart(member_id, now, "left", event)
         elif member_id in st.departed and st.departed[member_id].how == "vanished":
             st.departed[member_id].how = "left"
+            if poll_timeout:
+                self._reattribute_to_poll_timeout(st.departed[member_id], event)
 
     def _on_removed(self, event: GroupEvent) -> None:
         st = self.state

@@ -428,8 +428,8 @@ RULES = RuleTable.of(
             re.compile(r"session timed out without receiving a heartbeat response"),
             _session_timed_out,
         ),
-        MessageRule(
-            "consumer poll timeout has expired", re.compile(r"consumer poll timeout has expired"), _poll_timeout
+        MessageRule(  # the classic consumer writes "consumer poll ...", the KIP-848 (async) one "Consumer poll ..."
+            "poll timeout has expired", re.compile(r"[Cc]onsumer poll timeout has expired"), _poll_timeout
         ),
         MessageRule("SyncGroup failed", re.compile(r"SyncGroup failed"), _group_request_failed(Kind.SYNC_FAILED)),
         MessageRule("JoinGroup failed", re.compile(r"JoinGroup failed"), _group_request_failed(Kind.JOIN_FAILED)),

@@ -303,6 +303,92 @@ def test_max_poll_interval_exceeded_repeatedly() -> None:
     assert out.causes() == ["poll_timeout", "member_joined"] * 3
 
 
+def librdkafka_overrun(report_after_ms: int, *, java_broker: bool = True) -> tuple[Silver, int]:
+    """librdkafka overruns max.poll.interval.ms: its LeaveGroup carries no reason ("not provided"), the group
+    stabilises without it, and the agent reports the overrun `report_after_ms` later (at the application's next
+    poll), naming the member that overran."""
+    s = Silver()
+    t = BASE_MS
+    g = "slow"
+    fast = Member("fast-1", [("slow", 0)], client_id="fast", host="10.2.0.1")
+    slow = Member("rdkafka-slow-1", [("slow", 1)], client_id="rdkafka", host="10.2.0.2")
+    s.generation(g, 1, [fast, slow], t)
+    at = t + 60_000
+    if java_broker:
+        s.broker(
+            f"[Group {g}] Member {slow.member_id} has left group through explicit `LeaveGroup` request; "
+            "client reason: not provided",
+            at,
+        )
+        prepare(s, g, 1, f"explicit `LeaveGroup` request for ({slow.member_id}) members.", at)
+    else:
+        prepare(s, g, 1, f"Removing member {slow.member_id} on LeaveGroup; client reason: not provided", at)
+    s.generation(g, 2, [Member("fast-1", [("slow", 0), ("slow", 1)], client_id="fast", host="10.2.0.1")], at + 20)
+    s.agent(
+        "poll_timeout",
+        g,
+        at + report_after_ms,
+        member_id=slow.member_id,
+        generation=1,
+        client_id="rdkafka",
+        host="10.2.0.2",
+        error="MAX_POLL_EXCEEDED",
+        reason="Application maximum poll interval (3000ms) exceeded by 12ms",
+    )
+    return s, at
+
+
+def test_poll_timeout_reported_after_the_rebalance_stabilised_is_its_cause() -> None:
+    """The report comes after the rebalance that removed the member completed (and after a micro-batch already
+    wrote its row as member_left): the same row (same id) is re-emitted with cause poll_timeout, whatever the
+    micro-batch boundaries (replay determinism)."""
+    for java_broker in (True, False):
+        s, at = librdkafka_overrun(1500, java_broker=java_broker)
+        whole = run("slow", s.rows, at + 600_000)
+        stepped = run("slow", s.rows, at + 600_000, steps=(at + 100, at + 1000))
+        for out in (whole, stepped):
+            (rebalance,) = out.completed()
+            assert (rebalance["cause"], rebalance["left"]) == ("poll_timeout", ["rdkafka-slow-1"]), rebalance
+            assert out.kinds() == []
+        assert whole.rebalances == stepped.rebalances
+        assert '"offset":' in whole.completed()[0]["evidence"] and "heartbeat_events" in whole.completed()[0][
+            "evidence"
+        ]
+
+
+def test_poll_timeout_reported_long_after_the_leave_explains_nothing() -> None:
+    """Past the bounded window, a late overrun report no longer rewrites history: the member simply left."""
+    s, at = librdkafka_overrun(5 * 60_000)
+    (rebalance,) = run("slow", s.rows, at + 600_000).completed()
+    assert rebalance["cause"] == "member_left"
+
+
+def test_java_broker_quoting_the_poll_timeout_client_reason() -> None:
+    """A Java client's LeaveGroup carries its reason (KIP-800); both coordinators quote it in their lines."""
+    for java_broker in (True, False):
+        s = Silver()
+        t = BASE_MS
+        g = "slow"
+        fast = Member("fast-1", [("slow", 0)], client_id="fast")
+        slow = Member("slow-1", [("slow", 1)], client_id="slowpoke", host="10.2.0.2")
+        s.generation(g, 1, [fast, slow], t)
+        reason = "consumer poll timeout has expired."
+        if java_broker:
+            s.broker(
+                f"[Group {g}] Member {slow.member_id} has left group through explicit `LeaveGroup` request; "
+                f"client reason: {reason}",
+                t + 1000,
+            )
+            prepare(s, g, 1, f"explicit `LeaveGroup` request for ({slow.member_id}) members.", t + 1000)
+        else:
+            s.broker(f"Member {slow.member_id} has left group {g} through explicit `LeaveGroup`; client reason: "
+                     f"{reason}", t + 1000, java=False)  # fmt: skip
+            prepare(s, g, 1, f"Removing member {slow.member_id} on LeaveGroup; client reason: {reason}", t + 1000)
+        s.generation(g, 2, [Member("fast-1", [("slow", 0), ("slow", 1)], client_id="fast")], t + 1020)
+        (rebalance,) = run(g, s.rows, t + 600_000).completed()
+        assert (rebalance["cause"], rebalance["left"]) == ("poll_timeout", [slow.member_id]), java_broker
+
+
 def test_crash_loop_is_membership_flapping() -> None:
     """Seed 001 "Failing/Replacing StreamThreads": a member keeps dying and coming back (n <-> n+1); each death is
     noticed only when its session expires."""

@@ -62,6 +62,17 @@ def test_leave_group_with_coordinator_and_poll_timeout_reason() -> None:
     assert event.details["cause"] == "poll_timeout"
 
 
+@pytest.mark.parametrize("first", ["consumer", "Consumer"])
+def test_poll_timeout_in_both_consumers_wording(first: str) -> None:
+    """The classic consumer's heartbeat thread and the KIP-848 (async) consumer word the overrun differently."""
+    event = only_event(
+        f"{PREFIX} {first} poll timeout has expired. This means the time between subsequent calls to poll() was "
+        "longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending "
+        "too much time processing messages."
+    )
+    assert event.event == K.POLL_TIMEOUT
+
+
 def test_session_timeout_keeps_coordinator() -> None:
     event = only_event(
         f"{PREFIX} Group coordinator b-1:9092 (id: 2147483646 rack: null) is unavailable or invalid due to cause: "
