@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from transforms.offset_commit_columns import decode_offset_commits
 from transforms.schemas import DECODED_OFFSETS_BATCH, MEMBER_COLUMNS, OFFSET_COMMITS, QuarantineStage, quarantine_row
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import decode_record
+from transforms.wire.coordinator_records import DecodedRecord, decode_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
 from transforms.wire.member_states import member_state_name
@@ -42,9 +42,17 @@ def decoded_batch_ddl() -> str:
     return DECODED_OFFSETS_BATCH.ddl
 
 
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000  # beyond it the microseconds overflow a TIMESTAMP column
+
+
 def _ts(ms: int | None) -> int | None:
-    """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'."""
-    return None if ms is None or ms < 0 else ms * 1000
+    """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'. A value no timestamp
+    column can hold is bad bytes (quarantined), not a failed batch."""
+    if ms is None or ms < 0:
+        return None
+    if ms > _MAX_TIMESTAMP_MS:
+        raise DecodeError(f"timestamp {ms} ms is beyond what a timestamp column holds", offset=0, part="value")
+    return ms * 1000
 
 
 def _first(data: dict[str, Any], *names: str) -> Any:
@@ -133,6 +141,16 @@ def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict
     decoded = decode_record(key, value)
     if decoded.error is not None:
         return "quarantine", _quarantine_row(decoded.error, key, value)
+    try:
+        return _routed_row(decoded)
+    except DecodeError as exc:  # a decoded field no column can hold
+        record_type = decoded.record_type.id if decoded.record_type is not None else None
+        error = exc.with_context(record_type=record_type, version=decoded.value_version, part="value")
+        return "quarantine", _quarantine_row(error, key, value)
+
+
+def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
+    """The payload column and row of a record that decoded."""
     record_type, key_data, data, version = decoded.record_type, decoded.key, decoded.value, decoded.value_version
     assert record_type is not None and key_data is not None  # a record without error has a decoded key
     tombstone = data is None
