@@ -5,7 +5,10 @@ ConsumerProtocol subscription/assignment bytes), and a few KIP-848 records, all 
 in the same process reads only the key type and value version with `struct.unpack_from`: the floor of any Python
 decoder, so the ratio says how much of the budget the codec itself spends.
 Rates are by this process's CPU time (one core; other load on a shared machine does not count), wall clock beside.
-Run: `python -m benchmarks.decode [--records N] [--repeat R] [--profile]`; prints JSON.
+`route_offsets_batch` (the `mapInArrow` body: the vectorised OffsetCommit path, the codec for the rest) is
+measured on Arrow batches of Spark's default 10,000 rows, on OffsetCommit records only and on the mix; its output
+schema is parsed by Spark, so that part starts a local session.
+Run: `python -m benchmarks.decode [--records N] [--repeat R] [--profile] [--no-arrow]`; prints JSON.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from transforms.wire.coordinator_records import decode_coordinator_record, encod
 
 Record = tuple[bytes, bytes | None]
 TARGET_RECORDS_PER_S = 150_000
+TARGET_ARROW_OFFSET_COMMITS_PER_S = 500_000  # issue #11: decode inside mapInArrow, per core
+ARROW_BATCH_ROWS = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch's default
 
 SERVICES = ("payments", "orders", "inventory", "fraud-scoring", "search-indexer", "notifications", "billing")
 STAGES = ("enricher", "aggregator", "sink", "router", "projector")
@@ -186,12 +191,71 @@ def summary(values: list[float]) -> dict[str, int]:
     return {"median": round(statistics.median(values)), "min": round(min(values)), "max": round(max(values))}
 
 
+def arrow_batches(records: list[Record]) -> list[object]:
+    """Kafka-shaped Arrow batches of `ARROW_BATCH_ROWS` rows, as Spark hands them to `mapInArrow`."""
+    import pyarrow as pa
+
+    batches = []
+    for start in range(0, len(records), ARROW_BATCH_ROWS):
+        chunk = records[start : start + ARROW_BATCH_ROWS]
+        n = len(chunk)
+        batches.append(
+            pa.RecordBatch.from_pydict(
+                {
+                    "key": pa.array([k for k, _ in chunk], pa.binary()),
+                    "value": pa.array([v for _, v in chunk], pa.binary()),
+                    "topic": pa.array(["__consumer_offsets"] * n),
+                    "partition": pa.array([i % 50 for i in range(n)], pa.int32()),
+                    "offset": pa.array(range(start, start + n), pa.int64()),
+                    "timestamp": pa.array([1_714_564_800_000_000] * n, pa.timestamp("us", tz="UTC")),
+                }
+            )
+        )
+    return batches
+
+
+def arrow_rates(records: list[Record], repeat: int) -> dict[str, object]:
+    """Records/s (CPU time, one core) of the `mapInArrow` body on OffsetCommit-only batches and on the mix."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_batch_by_rows
+
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    schema = to_arrow_schema(StructType.fromDDL(decoded_batch_ddl()))
+    spark.stop()
+    commits = [r for r in records if r[0][:2] in (b"\x00\x00", b"\x00\x01")]
+
+    def batch_rates(route: Callable[..., object], batches: list[object], count: int, times: int) -> list[float]:
+        cpu = []
+        for _ in range(times):
+            start = time.process_time()
+            for batch in batches:
+                route(batch, schema)
+            cpu.append(count / (time.process_time() - start))
+        return cpu
+
+    out: dict[str, object] = {"batch_rows": ARROW_BATCH_ROWS}
+    for label, subset in (("offset_commits", commits), ("mix", records)):
+        batches = arrow_batches(subset)
+        batch_rates(route_offsets_batch, batches[:2], 1, 1)  # warm-up
+        out[f"{label}_records_per_s"] = summary(batch_rates(route_offsets_batch, batches, len(subset), repeat))
+        by_rows = batch_rates(route_offsets_batch_by_rows, batches, len(subset), max(1, repeat // 2))
+        out[f"{label}_row_by_row_records_per_s"] = summary(by_rows)
+    median = out["offset_commits_records_per_s"]["median"]  # type: ignore[index]
+    out["target_offset_commits_per_s"] = TARGET_ARROW_OFFSET_COMMITS_PER_S
+    out["meets_target"] = median >= TARGET_ARROW_OFFSET_COMMITS_PER_S
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile one pass; top 15 by tottime on stderr")
+    parser.add_argument("--no-arrow", action="store_true", help="skip the mapInArrow body (no Spark session)")
     args = parser.parse_args(argv)
 
     mix = build_mix(args.records, args.seed)
@@ -228,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         "target_records_per_s": TARGET_RECORDS_PER_S,
         "meets_target": statistics.median(decoded) >= TARGET_RECORDS_PER_S,
     }
+    if not args.no_arrow:
+        report["map_in_arrow_body"] = arrow_rates(records, args.repeat)
     print(json.dumps(report, indent=2))
     return 0
 

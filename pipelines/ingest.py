@@ -91,11 +91,24 @@ def _unreadable_source_rows(batch: DataFrame, config: RadarConfig) -> DataFrame:
     return rows.select(*(c.name for c in SOURCE_COLUMNS), *payload)
 
 
+_ONCE = "_radar_once"  # the dedup key of `distinct_records`, dropped before anything is written
+
+
 def distinct_records(batch: DataFrame) -> DataFrame:
     """A record read twice in one micro-batch (a dump file and its copy, replayed together) once; dump lines that
-    are no record are kept, each is its own line. Across batches, `pipelines.tables.append_new_records` does it."""
-    records = batch.where(F.col("source_error").isNull()).dropDuplicates(["topic", "partition", "offset"])
-    return records.unionByName(batch.where(F.col("source_error").isNotNull()))
+    are no record are kept, each is its own line. Across batches, `pipelines.tables.append_new_records` does it.
+
+    One pass over the batch (not a union of two filtered reads): the batch is not cached before this, so a union
+    would read the source (Kafka, or the dump text) twice."""
+    record = F.struct("topic", "partition", "offset", F.lit(None).cast("bigint").alias("line"))
+    line = F.struct(
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        F.lit(None).cast("bigint").alias("offset"),
+        F.monotonically_increasing_id().alias("line"),  # unique: every unreadable line is kept
+    )
+    once = F.when(F.col("source_error").isNull(), record).otherwise(line)
+    return batch.withColumn(_ONCE, once).dropDuplicates([_ONCE]).drop(_ONCE)
 
 
 def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
@@ -196,13 +209,13 @@ def routed_batch_tables(
 def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine."""
     tables_of = routed_batch_tables(config, route_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True)
-    return TableWriter(config, app_id).foreach_batch(tables_of)
+    return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
 
 
 def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events."""
     tables_of = routed_batch_tables(config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
-    return TableWriter(config, app_id).foreach_batch(tables_of)
+    return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
 
 
 class IngestStage(Stage):

@@ -118,6 +118,9 @@ class TableWriter:
     app_id: str
     write: TableWrite = append_new_records
     schemas: Mapping[str, TableSchema] = field(default_factory=lambda: TABLES)
+    # False when the stage caches what it derives from the batch itself (ingest's routed batch): caching the
+    # source batch as well would hold every binary key/value twice
+    persist_batch: bool = True
 
     def write_tables(self, tables: Mapping[str, DataFrame], batch_id: int) -> None:
         """Write one micro-batch to its tables concurrently: each Delta commit is mostly driver-side latency, so
@@ -141,12 +144,14 @@ class TableWriter:
         """
 
         def write_batch(batch: DataFrame, batch_id: int) -> None:
-            batch.persist()
+            if self.persist_batch:
+                batch.persist()
             try:
                 with tables_of(batch) as tables:
                     self.write_tables(tables, batch_id)
             finally:
-                batch.unpersist()
+                if self.persist_batch:
+                    batch.unpersist()
 
         return write_batch
 

@@ -15,17 +15,22 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from transforms.schemas import DECODED_OFFSETS_BATCH, MEMBER_COLUMNS, QuarantineStage, quarantine_row
+from transforms.offset_commit_columns import decode_offset_commits
+from transforms.schemas import DECODED_OFFSETS_BATCH, MEMBER_COLUMNS, OFFSET_COMMITS, QuarantineStage, quarantine_row
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import decode_record
+from transforms.wire.coordinator_records import DecodedRecord, decode_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
 from transforms.wire.member_states import member_state_name
 
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in DECODED_OFFSETS_BATCH.payloads)
 TARGET_OF_PAYLOAD: dict[str, str] = {p.column: p.table.name for p in DECODED_OFFSETS_BATCH.payloads}
+# the payload the vectorised path fills (transforms.offset_commit_columns)
+OFFSET_COMMIT_COLUMN: str = next(p.column for p in DECODED_OFFSETS_BATCH.payloads if p.table is OFFSET_COMMITS)
 # Member columns copied from the GroupMetadata member as is (the others come from `_consumer_protocol_columns`).
 _MEMBER_KAFKA_FIELDS: tuple[tuple[str, str], ...] = tuple(
     (c.name, c.kafka_field) for c in MEMBER_COLUMNS if c.kafka_field
@@ -37,9 +42,17 @@ def decoded_batch_ddl() -> str:
     return DECODED_OFFSETS_BATCH.ddl
 
 
+_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000  # beyond it the microseconds overflow a TIMESTAMP column
+
+
 def _ts(ms: int | None) -> int | None:
-    """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'."""
-    return None if ms is None or ms < 0 else ms * 1000
+    """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'. A value no timestamp
+    column can hold is bad bytes (quarantined), not a failed batch."""
+    if ms is None or ms < 0:
+        return None
+    if ms > _MAX_TIMESTAMP_MS:
+        raise DecodeError(f"timestamp {ms} ms is beyond what a timestamp column holds", offset=0, part="value")
+    return ms * 1000
 
 
 def _first(data: dict[str, Any], *names: str) -> Any:
@@ -128,6 +141,16 @@ def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict
     decoded = decode_record(key, value)
     if decoded.error is not None:
         return "quarantine", _quarantine_row(decoded.error, key, value)
+    try:
+        return _routed_row(decoded)
+    except DecodeError as exc:  # a decoded field no column can hold
+        record_type = decoded.record_type.id if decoded.record_type is not None else None
+        error = exc.with_context(record_type=record_type, version=decoded.value_version, part="value")
+        return "quarantine", _quarantine_row(error, key, value)
+
+
+def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
+    """The payload column and row of a record that decoded."""
     record_type, key_data, data, version = decoded.record_type, decoded.key, decoded.value, decoded.value_version
     assert record_type is not None and key_data is not None  # a record without error has a decoded key
     tombstone = data is None
@@ -179,8 +202,8 @@ def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict
     }
 
 
-def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """Route one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp)."""
+def route_offsets_batch_by_rows(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Route one Arrow batch row by row through the codec's front door (the reference the fast path must match)."""
     builder = _BatchBuilder(schema)
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
@@ -188,6 +211,50 @@ def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBa
         column, row = route_offsets_row(key, value)
         builder.append(column, row)
     return builder.build(batch)
+
+
+def _positions(selected: np.ndarray, first: int = 0) -> pa.Array:
+    """For every row: its position among the `selected` rows (+ `first`), null for the others (a `take` index)."""
+    index = np.cumsum(selected, dtype=np.int64) - 1 + first
+    return pa.array(index, mask=~selected)
+
+
+def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Route one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp): OffsetCommit records
+    the vectorised path accepts become columns at once, every other row goes through the codec row by row; the
+    output keeps the input's row order."""
+    fast = decode_offset_commits(batch.column("key"), batch.column("value"), schema.field(OFFSET_COMMIT_COLUMN).type)
+    slow = ~fast.accepted
+    if not slow.any():
+        arrays = [
+            batch.column(name).cast(schema.field(i).type)
+            for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
+        ]
+        arrays.append(pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[OFFSET_COMMIT_COLUMN], pa.string()), batch.num_rows))
+        arrays += [
+            fast.rows if column == OFFSET_COMMIT_COLUMN else pa.nulls(batch.num_rows, schema.field(column).type)
+            for column in PAYLOAD_COLUMNS
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    by_rows = route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema)
+    if not fast.accepted.any():
+        return by_rows
+    # fast rows first, then the codec's rows; one `take` per column puts every row back in its input position
+    from_fast, from_rows = _positions(fast.accepted), _positions(slow, len(fast.rows))
+    index = pc.coalesce(from_fast, from_rows)
+    arrays = [
+        batch.column(name).cast(schema.field(i).type)
+        for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
+    ]
+    fast_targets = pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[OFFSET_COMMIT_COLUMN], pa.string()), len(fast.rows))
+    targets = pa.concat_arrays([fast_targets, by_rows.column("target")])
+    arrays.append(targets.take(index))
+    for column in PAYLOAD_COLUMNS:
+        if column == OFFSET_COMMIT_COLUMN:
+            arrays.append(pa.concat_arrays([fast.rows, by_rows.column(column)]).take(index))
+        else:
+            arrays.append(by_rows.column(column).take(pc.subtract(from_rows, len(fast.rows))))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def route_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

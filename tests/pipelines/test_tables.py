@@ -14,6 +14,7 @@ from pipelines.tables import (
     append_idempotent,
     ensure_tables,
     register_existing_tables,
+    stats_columns,
     upserting,
 )
 from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, QUARANTINE, TABLES
@@ -46,6 +47,10 @@ def test_names_follow_the_data_dir_and_appends_are_idempotent(spark, radar_confi
     assert register_existing_tables(spark, first) == [name]
     assert spark.sql(f"SELECT count(*) FROM {QUARANTINE.name}").first()[0] == 3  # `USE radar` + the first dir
     assert set(TABLES) >= {"offset_commits", "quarantine", "heartbeat_events"}
+    # statistics only on the record key, the columns the dedup read filters on (pipelines.tables.stats_columns)
+    properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    assert properties["delta.dataSkippingStatsColumns"] == ",".join(stats_columns(QUARANTINE))
+    assert set(stats_columns(QUARANTINE)) == set(QUARANTINE.record_key)
 
 
 def _health_rows(spark, config: RadarConfig, rows: list[tuple[str, int, int]]):  # type: ignore[no-untyped-def]

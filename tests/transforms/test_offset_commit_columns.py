@@ -1,0 +1,184 @@
+"""The vectorised OffsetCommit path against the codec: for any bytes, `route_offsets_batch` (fast path + codec for
+what it declines) gives exactly the batch `route_offsets_batch_by_rows` (the codec for every row) gives: same rows,
+same columns, same quarantine, same order."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.data_files import load_jsonl
+from transforms.offset_commit_columns import decode_offset_commits
+from transforms.offsets_batch import (
+    OFFSET_COMMIT_COLUMN,
+    decoded_batch_ddl,
+    route_offsets_batch,
+    route_offsets_batch_by_rows,
+)
+from transforms.wire import primitives as prim
+from transforms.wire.coordinator_records import encode_coordinator_record
+
+Record = tuple[bytes | None, bytes | None]
+
+
+@pytest.fixture(scope="module")
+def arrow_schema(spark: object) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    return to_arrow_schema(StructType.fromDDL(decoded_batch_ddl()))
+
+
+def _kafka_batch(records: list[Record]) -> pa.RecordBatch:
+    n = len(records)
+    return pa.RecordBatch.from_pydict(
+        {
+            "key": pa.array([k for k, _ in records], pa.binary()),
+            "value": pa.array([v for _, v in records], pa.binary()),
+            "topic": ["__consumer_offsets"] * n,
+            "partition": pa.array([i % 5 for i in range(n)], pa.int32()),
+            "offset": pa.array(range(n), pa.int64()),
+            "timestamp": pa.array([1_700_000_000_000_000 + i for i in range(n)], pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def _assert_same_batch(records: list[Record], schema: pa.Schema) -> int:
+    """The two routings agree on `records`; returns how many rows the fast path accepted."""
+    batch = _kafka_batch(records)
+    fast = route_offsets_batch(batch, schema)
+    reference = route_offsets_batch_by_rows(batch, schema)
+    for name in schema.names:  # Arrow equality: timestamps past year 9999 have no Python datetime
+        assert fast.column(name).equals(reference.column(name)), (name, fast.column(name), reference.column(name))
+    assert fast.schema == reference.schema
+    accepted = decode_offset_commits(
+        batch.column("key"), batch.column("value"), schema.field(OFFSET_COMMIT_COLUMN).type
+    )
+    return int(accepted.accepted.sum())
+
+
+def _hex(text: str | None) -> bytes | None:
+    return None if text is None else bytes.fromhex(text)
+
+
+SHARED_VECTORS: list[Record] = [
+    (_hex(v["key_hex"]), _hex(v["value_hex"]))
+    for name in ("consumer_offsets_vectors.jsonl", "embedded_broker_offsets.jsonl")
+    for v in load_jsonl("vectors", name)
+]
+
+
+def test_shared_vectors_route_the_same(arrow_schema: pa.Schema) -> None:
+    accepted = _assert_same_batch(SHARED_VECTORS, arrow_schema)
+    commits = sum(1 for key, _ in SHARED_VECTORS if key is not None and key[:2] in (b"\x00\x00", b"\x00\x01"))
+    assert 0 < accepted <= commits  # the fast path takes part, and only offset commits
+
+
+TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+TIMESTAMP_MS = st.one_of(st.just(-1), st.integers(0, 2**42), st.integers(-(2**63), 2**63 - 1))
+
+
+@st.composite
+def offset_commit_record(draw: st.DrawFn) -> Record:
+    """A well-formed OffsetCommit record of any key type and value version the codec knows (or a tombstone)."""
+    key_type = draw(st.sampled_from((0, 1)))
+    key = {"group": draw(TEXT), "topic": draw(TEXT), "partition": draw(st.integers(-(2**31), 2**31 - 1))}
+    version = 0 if key_type == 0 else draw(st.integers(0, 4))
+    if draw(st.integers(0, 9)) == 0:
+        return encode_coordinator_record(key_type, key, None, None)
+    value: dict[str, object] = {
+        "offset": draw(st.integers(-(2**63), 2**63 - 1)),
+        "metadata": draw(st.one_of(TEXT, st.text(max_size=200))),
+        "commitTimestamp": draw(TIMESTAMP_MS),
+    }
+    if version >= 3:
+        value["leaderEpoch"] = draw(st.integers(-(2**31), 2**31 - 1))
+    if version == 1:
+        value["expireTimestamp"] = draw(TIMESTAMP_MS)
+    if version == 4 and draw(st.booleans()):
+        raw = draw(st.one_of(st.just(bytes(16)), st.binary(min_size=16, max_size=16)))
+        value["topicId"] = prim.uuid_to_text(raw)
+    return encode_coordinator_record(key_type, key, version, value)
+
+
+@st.composite
+def damaged(draw: st.DrawFn, record: st.SearchStrategy[Record]) -> Record:
+    """A record with its bytes cut, extended, overwritten or replaced: what the fast path must decline or decode
+    exactly like the codec."""
+    key, value = draw(record)
+    part = draw(st.sampled_from(("key", "value")))
+    raw = key if part == "key" else value
+    if raw is None:
+        return key, value
+    how = draw(st.sampled_from(("cut", "extend", "overwrite", "null")))
+    if how == "cut":
+        raw = raw[: draw(st.integers(0, max(len(raw) - 1, 0)))]
+    elif how == "extend":
+        raw = raw + draw(st.binary(min_size=1, max_size=20))
+    elif how == "overwrite" and raw:
+        at = draw(st.integers(0, len(raw) - 1))
+        patch = draw(st.binary(min_size=1, max_size=4))
+        raw = raw[:at] + patch + raw[at + len(patch) :]
+    else:
+        raw = None
+    return (raw, value) if part == "key" else (key, raw)
+
+
+RECORDS = st.lists(
+    st.one_of(
+        offset_commit_record(),
+        damaged(offset_commit_record()),
+        st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=60))),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=RECORDS)
+def test_any_bytes_route_the_same(arrow_schema: pa.Schema, records: list[Record]) -> None:
+    _assert_same_batch(records, arrow_schema)
+
+
+@settings(max_examples=100, deadline=None)
+@given(records=st.lists(offset_commit_record(), min_size=1, max_size=30))
+def test_well_formed_commits_take_the_fast_path(arrow_schema: pa.Schema, records: list[Record]) -> None:
+    """Well-formed commits are accepted unless a timestamp is beyond what microseconds hold (the codec's case)."""
+    accepted = _assert_same_batch(records, arrow_schema)
+    out_of_range = sum(1 for _, value in records if value is not None and _huge_timestamp(value))
+    assert accepted >= len(records) - out_of_range
+
+
+def _huge_timestamp(value: bytes) -> bool:
+    """A commit or expire timestamp whose microseconds overflow int64 (left to the codec)."""
+    from transforms.wire.coordinator_records import decode_record
+
+    key = prim.INT16.pack(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00"
+    data = decode_record(key, value).value or {}
+    limit = (2**63 - 1) // 1000
+    return any(data.get(name, -1) > limit for name in ("commitTimestamp", "expireTimestamp"))
+
+
+def test_invalid_utf8_and_trailing_bytes_are_left_to_the_codec(arrow_schema: pa.Schema) -> None:
+    key, value = encode_coordinator_record(1, {"group": "g", "topic": "t", "partition": 0}, 3, {"metadata": "ab"})
+    assert value is not None
+    bad_utf8 = value.replace(b"ab", b"\xff\xfe")
+    records: list[Record] = [(key, value), (key, bad_utf8), (key + b"\x00", value), (key, value + b"\x00")]
+    batch = _kafka_batch(records)
+    fast = decode_offset_commits(batch.column("key"), batch.column("value"), arrow_schema.field("offset_commit").type)
+    assert fast.accepted.tolist() == [True, False, False, False]
+    _assert_same_batch(records, arrow_schema)
+
+
+def test_sliced_arrow_input_is_read_at_its_offset(arrow_schema: pa.Schema) -> None:
+    records = [
+        encode_coordinator_record(1, {"group": f"g{i}", "topic": "orders", "partition": i}, 3, {"offset": i})
+        for i in range(10)
+    ]
+    batch = _kafka_batch(records).slice(3, 4)
+    out = route_offsets_batch(batch, arrow_schema)
+    assert [row["group_id"] for row in out.column("offset_commit").to_pylist()] == ["g3", "g4", "g5", "g6"]
+    assert out.to_pylist() == route_offsets_batch_by_rows(batch, arrow_schema).to_pylist()
