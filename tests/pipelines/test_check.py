@@ -221,13 +221,13 @@ def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
 
     report = run_checks(spark, config, now=now, env={})
     results = {r.rule: r for r in report.results}
-    assert results["quarantine_rate"].status == "failed"  # 2 of 13 records
+    assert results["quarantine_rate"].status == "failed"  # 2 of 14 records (8 commits, 2 quarantined, 1 tick, 3 events)
     assert results["decode_coverage"].status == "failed"  # 1 unsupported of 10 __consumer_offsets records
     assert results["heartbeat_telemetry_freshness"].failing == ("stale",)
     assert results["monitor_lag"].failing == ("(local)",)
     assert results["open_critical_detections"].status == "skipped" and not report.failed_critical
     by_rule = {a.rule: a for a in report.opened}
-    assert by_rule["quarantine_rate"].observed_value == pytest.approx(2 / 13)
+    assert by_rule["quarantine_rate"].observed_value == pytest.approx(2 / 14)
     assert by_rule["decode_coverage"].observed_value == pytest.approx(0.9)
     assert by_rule["heartbeat_telemetry_freshness"].observed_value == pytest.approx(600)
     assert by_rule["monitor_lag"].observed_value == pytest.approx(1800)
