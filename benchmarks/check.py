@@ -98,7 +98,7 @@ def run(config: RadarConfig, files: int, per_file: int, interval_s: float, group
 
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     spark = build_spark_session(config)
-    records, _mix = realistic_mix(files * per_file * 3 + 2000)
+    records, _mix = realistic_mix(files * per_file * 2 + 2000)
     base = config.data_dir
     warm = config.with_data_dir(base / "warm")
     batch_durations(spark, warm, write_dumps(records[-2000:], 2, base / "dumps" / "warm"), "warm")
@@ -106,7 +106,7 @@ def run(config: RadarConfig, files: int, per_file: int, interval_s: float, group
     run_checks(spark, warm, env={})  # GX and its Spark jobs warm before timing
 
     result: dict[str, Any] = {"files": files, "records_per_file": per_file, "interval_s": interval_s, "groups": groups}
-    slices = [records[i * files * per_file : (i + 1) * files * per_file] for i in range(3)]
+    slices = [records[i * files * per_file : (i + 1) * files * per_file] for i in range(2)]
     without = config.with_data_dir(base / "without")
     write_gold(spark, without, groups)
     result["ingest_without_checks"] = batch_durations(

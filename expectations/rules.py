@@ -69,7 +69,7 @@ class CheckRule:
     severity: Severity
     per_group: bool
     tables: tuple[TableSchema, ...]
-    sentence: str  # str.format fields: value, threshold, where
+    sentence: str  # str.format fields: value, threshold, where (per-group rules: "group G")
     enabled: bool = True
 
     def message(self, value: float | None, where: str) -> str:
@@ -100,7 +100,7 @@ RULES: tuple[CheckRule, ...] = (
         Severity.WARNING,
         per_group=False,
         tables=(QUARANTINE,),
-        sentence="{where}: {value:.2%} of the records ingested were quarantined (threshold {threshold:.2%}).",
+        sentence="{value:.2%} of the records ingested were quarantined (threshold {threshold:.2%}).",
     ),
     CheckRule(
         RuleName.DECODE_COVERAGE,
@@ -110,7 +110,7 @@ RULES: tuple[CheckRule, ...] = (
         Severity.WARNING,
         per_group=False,
         tables=(QUARANTINE,),
-        sentence="{where}: only {value:.2%} of the __consumer_offsets records are of a known type and version "
+        sentence="Only {value:.2%} of the __consumer_offsets records are of a known type and version "
         "(threshold {threshold:.2%}).",
     ),
     CheckRule(
@@ -132,7 +132,7 @@ RULES: tuple[CheckRule, ...] = (
         Severity.WARNING,
         per_group=False,
         tables=(CLOCK_TICKS,),
-        sentence="{where}: the newest clock tick ingested is {value:.0f} s old: the monitor is that far behind "
+        sentence="The newest clock tick ingested is {value:.0f} s old: the monitor is that far behind "
         "its topics (threshold {threshold:.0f} s).",
     ),
 )
