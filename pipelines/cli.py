@@ -241,7 +241,6 @@ def _check(args: argparse.Namespace) -> int:
     from pipelines.session import build_spark_session
 
     config = _config(args)
-    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     report = run_checks(build_spark_session(config), config)
     render_check_report(report, Console(stderr=False))
     return 1 if report.failed_critical else 0
