@@ -34,11 +34,17 @@ def run_suite(dataframe: Any, rules: Sequence[CheckRule], run_name: str = "radar
     in one validation of one checkpoint."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
     from expectations.actions import LogFailedExpectationsAction
 
-    context = gx.get_context(mode="ephemeral")
+    # no Data Docs site: the default ephemeral context makes a temporary folder for one on every run
+    in_memory = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False))
+    context = gx.get_context(mode="ephemeral", project_config=in_memory)
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     batch = (
         context.data_sources.add_spark("radar")
