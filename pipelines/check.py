@@ -501,8 +501,10 @@ def render_check_report(report: CheckReport, console: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"radar check at {report.checked_at.isoformat(timespec='seconds')}")
-    for column in ("rule", "status", "severity", "threshold", "failing"):
+    table.add_column("rule", no_wrap=True, min_width=max(len(r.rule) for r in report.results))
+    for column in ("status", "severity", "threshold"):
         table.add_column(column)
+    table.add_column("failing", overflow="fold")
     for r in report.results:
         failing = ", ".join(r.failing[:5]) + (f" (+{len(r.failing) - 5})" if len(r.failing) > 5 else "")
         table.add_row(
