@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.check import ingest_quality_row, run_checks
+from pipelines.check import ingest_quality_row, rules_of, run_checks
 from pipelines.cli import main
-from pipelines.config import RadarConfig
+from pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import (
     ALERTS,
@@ -263,3 +263,12 @@ def test_radar_check_exit_codes(spark, radar_config: RadarConfig, tmp_path: Path
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "[CRITICAL] open_critical_detections on local/g1" in out
+
+
+def test_checks_config_overrides_rules_and_refuses_unknown_names(radar_config: RadarConfig) -> None:
+    config = load_config(DEFAULT_CONF_PATH, env={"RADAR__CHECKS__RULES": "{monitor_lag: {threshold: 30}}"})
+    assert {r.name: r.threshold for r in rules_of(config)}["monitor_lag"] == 30
+    assert config.checks.routes == {"log": "info", "webhook": "warning", "slack": "critical"}
+    typo = _with_checks(radar_config, rules={"quarantine_ratio": CheckRuleConfig(threshold=1)})
+    with pytest.raises(ConfigError, match="quarantine_ratio"):
+        rules_of(typo)
