@@ -234,6 +234,18 @@ def _tap(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipelines.check import render_check_report, run_checks
+    from pipelines.session import build_spark_session
+
+    config = _config(args)
+    report = run_checks(build_spark_session(config), config)
+    render_check_report(report, Console(stderr=False))
+    return 1 if report.failed_critical else 0
+
+
 GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
     "conf": "conf/local.yml",
     "data_dir": None,
@@ -303,6 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.set_defaults(func=_sql)
+
+    check = sub.add_parser(
+        "check", help="run the expectation checks, write alerts, notify; exit 1 when a critical rule fails"
+    )
+    check.set_defaults(func=_check)
 
     tables = sub.add_parser("tables", help="list the tables and their columns (no Spark needed)")
     tables.add_argument("name", nargs="?", default=None, help="one table: its columns with types and meaning")

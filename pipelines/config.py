@@ -142,6 +142,41 @@ class DetectConfig(FrozenSection):
     thresholds: dict[str, int | float | bool | str] = Field(default_factory=dict)
 
 
+SeverityName = Literal["info", "warning", "critical"]
+
+
+class CheckRuleConfig(FrozenSection):
+    """Overrides of one alert rule (`expectations.rules.RULES` holds the defaults); unset keys keep them."""
+
+    enabled: bool | None = None
+    threshold: float | None = None
+    severity: SeverityName | None = None
+
+
+class ChecksConfig(FrozenSection):
+    """The expectation checks (`radar check`, and on a schedule inside `radar run`) and where their alerts go.
+
+    `routes` maps each notifier to the lowest severity it receives (a notifier left out receives nothing). Webhook
+    URLs are secrets: only the *names* of the environment variables (or the keys in a Databricks secret scope) are
+    configured here; a routed notifier whose URL is not set is reported as not configured by every run.
+    """
+
+    interval_s: float = Field(default=60.0, gt=0)  # `radar run` runs the checks this often (0 < interval)
+    in_run: bool = True  # run them inside `radar run` at all
+    rules: dict[str, CheckRuleConfig] = Field(default_factory=dict)
+    routes: dict[Literal["log", "webhook", "slack"], SeverityName] = Field(
+        default_factory=lambda: {"log": "info", "webhook": "warning", "slack": "critical"}
+    )
+    webhook_url_env: str = "RADAR_WEBHOOK_URL"
+    slack_webhook_url_env: str = "RADAR_SLACK_WEBHOOK_URL"
+    secret_scope: str | None = None  # Databricks: read the URLs from this scope instead of the environment
+    webhook_url_key: str | None = None
+    slack_webhook_url_key: str | None = None
+    attempts: int = Field(default=3, ge=1, le=10)  # per notification and run; a failure is retried next run
+    backoff_s: float = Field(default=0.5, ge=0)  # doubled after each failed attempt
+    timeout_s: float = Field(default=5.0, gt=0)
+
+
 class RadarConfig(FrozenSection):
     """The whole configuration of one environment."""
 
@@ -152,6 +187,7 @@ class RadarConfig(FrozenSection):
     broker: BrokerConfig = BrokerConfig()
     ingest: IngestConfig = IngestConfig()
     detect: DetectConfig = DetectConfig()
+    checks: ChecksConfig = ChecksConfig()
 
     @property
     def data_dir(self) -> Path:

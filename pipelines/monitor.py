@@ -116,6 +116,10 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
         queries = start_stages(stack, [ingest, detect])
+        if config.checks.in_run:  # expectations -> alerts every checks.interval_s, beside the queries
+            from pipelines.check import CheckSchedule
+
+            stack.enter_context(CheckSchedule(spark, config))
         print(
             f"radar run: ingesting from {bootstrap} into {config.data_dir}, detecting, a clock tick every "
             f"{config.detect.tick_interval_ms} ms; Ctrl-C to stop",

@@ -401,6 +401,29 @@ SOURCE_GAPS = TableSchema(
 recreated, an unclean leader election truncating a log): Spark reads on (failOnDataLoss is off, so one bad topic
 cannot stop the monitor), and this table keeps each event countable and queryable instead of a log line."""
 
+ALERTS = TableSchema(
+    "alerts",
+    "gold",
+    (
+        Column("alert_id", "STRING", "deterministic: rule, cluster, group and the incident's first_seen"),
+        Column("rule", "STRING", "the expectation rule that failed (expectations.rules)"),
+        Column("severity", "STRING", "one of Severity"),
+        Column("cluster", "STRING"),
+        Column("group_id", "STRING", "null for a rule about the whole cluster (quarantine rate, monitor lag)"),
+        Column("status", "STRING", "one of AlertStatus"),
+        Column("first_seen", "TIMESTAMP", "the check run that first saw the rule fail (the incident start)"),
+        Column("last_seen", "TIMESTAMP", "the latest check run that saw it fail"),
+        Column("updated_at", "TIMESTAMP", "the latest check run that changed this row"),
+        Column("resolved_at", "TIMESTAMP", "the check run that saw the rule pass again"),
+        Column("notified_at", "TIMESTAMP", "when the current status was delivered; null: pending, retried next run"),
+        Column("observed_value", "DOUBLE", "the value that broke the rule, at last_seen"),
+        Column("threshold", "DOUBLE"),
+        Column("message", "STRING", "one sentence for a human"),
+        Column("details", "STRING", "JSON: the failing row of the check view and the expectation"),
+    ),
+)
+
+# The detection query's outputs (`alerts` is written by the checks, pipelines/check.py, not by detection).
 GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
 
 TABLES: dict[str, TableSchema] = {
@@ -417,6 +440,7 @@ TABLES: dict[str, TableSchema] = {
         CLOCK_TICKS,
         SOURCE_GAPS,
         *GOLD_TABLES.values(),
+        ALERTS,
     )
 }
 
@@ -583,6 +607,13 @@ class Severity(StrEnum):
 
 class DetectionStatus(StrEnum):
     """`detections.status`: an incident is open until its rule sees it end."""
+
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class AlertStatus(StrEnum):
+    """`alerts.status`: open while the rule fails, resolved on the first check run that sees it pass."""
 
     OPEN = "open"
     RESOLVED = "resolved"

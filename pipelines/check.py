@@ -1,0 +1,558 @@
+"""`radar check` and the scheduled checks of `radar run`: the alert rules (expectations/) validated by Great
+Expectations over one check view built from the Delta tables, failures turned into `alerts` rows with a lifecycle
+(transforms/alerts.py, one MERGE per run), and the pending ones notified: log, a generic JSON webhook, Slack.
+
+Slack gets its incoming-webhook JSON posted here rather than through GX's SlackNotificationAction: that action
+runs inside the checkpoint, before the alerts table says whether a failure is a new incident, an update of an open
+one or a resolution, and it neither retries nor reports delivery, so it would either repeat every failing check
+or lose notifications; the lifecycle (one message when an alert opens, one when it resolves, retried until
+delivered and only then `notified_at`) needs the post after the MERGE. GX's own action of the checkpoint logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+from expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
+from pipelines.config import ChecksConfig, ConfigError, RadarConfig
+from pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
+from transforms.alerts import (
+    Alert,
+    AlertChanges,
+    RuleFailure,
+    headline,
+    reconcile,
+    routed,
+    slack_payload,
+    webhook_payload,
+)
+from transforms.schemas import (
+    ALERTS,
+    CLOCK_TICKS,
+    DETECTIONS,
+    GROUP_HEALTH,
+    GROUP_METADATA,
+    GROUP_RECORDS,
+    HEARTBEAT_EVENTS,
+    OFFSET_COMMITS,
+    QUARANTINE,
+    RECORD_KEY,
+    AlertStatus,
+    DetectionStatus,
+    QuarantineStage,
+    Severity,
+    TableSchema,
+)
+from transforms.wire.errors import DecodeErrorKind
+
+INACTIVE_STATES = ("Empty", "Dead")
+
+
+class NoTablesToCheck(FileNotFoundError):
+    """No table the rules read exists under the data dir (nothing was ingested there)."""
+
+
+class NotificationError(RuntimeError):
+    """A notifier did not take a notification after its bounded retries; the alert stays pending."""
+
+
+# --- the check view -----------------------------------------------------------------------------------------------
+
+
+def read_table(spark: SparkSession, config: RadarConfig, table: TableSchema) -> DataFrame | None:
+    """The table's rows of `config.cluster`, or None while the table does not exist."""
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    if location is None:
+        if not spark.catalog.tableExists(catalog.name(table)):
+            return None
+        rows = spark.table(catalog.name(table))
+    elif not (location / "_delta_log").is_dir():
+        return None
+    else:
+        rows = spark.read.format("delta").load(str(location))
+    return rows.where(F.col("cluster") == F.lit(config.cluster))
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """The rows the suite validates (CHECK_VIEW's columns, as Python rows and as a Spark DataFrame), and the
+    tables that exist."""
+
+    rows: tuple[dict[str, Any], ...]
+    dataframe: DataFrame
+    present: frozenset[str]
+
+    def row_of(self, cluster: str, group_id: str | None) -> dict[str, Any]:
+        return next((r for r in self.rows if r["cluster"] == cluster and r["group_id"] == group_id), {})
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A timestamp collected from Spark (naive, in this process's local time) as an aware UTC datetime."""
+    if value is None:
+        return None
+    return value.astimezone(UTC)  # naive: taken as local time, as PySpark produced it
+
+
+def _ingest_counts(tables: Mapping[str, DataFrame]) -> dict[str, int]:
+    """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
+    `quarantine:<stage>:<kind>`, in one Spark job."""
+    parts: list[DataFrame] = []
+    for name in (OFFSET_COMMITS.name, GROUP_METADATA.name, GROUP_RECORDS.name, CLOCK_TICKS.name):
+        if name in tables:
+            parts.append(tables[name].select(F.lit(name).alias("tag")))
+    if HEARTBEAT_EVENTS.name in tables:
+        records = tables[HEARTBEAT_EVENTS.name].select(*RECORD_KEY).distinct()
+        parts.append(records.select(F.lit(HEARTBEAT_EVENTS.name).alias("tag")))
+    if QUARANTINE.name in tables:
+        tag = F.concat_ws(":", F.lit(QUARANTINE.name), F.col("stage"), F.col("kind"))
+        parts.append(tables[QUARANTINE.name].select(tag.alias("tag")))
+    if not parts:
+        return {}
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionAll(part)
+    return {r["tag"]: int(r["count"]) for r in union.groupBy("tag").count().collect()}
+
+
+def ingest_quality_row(cluster: str, counts: Mapping[str, int]) -> dict[str, Any]:
+    """The cluster-wide row of quarantine rate and decode coverage, from `_ingest_counts`."""
+    quarantined = sum(n for tag, n in counts.items() if tag.startswith(f"{QUARANTINE.name}:"))
+    records = sum(counts.values())
+    decode_prefix = f"{QUARANTINE.name}:{QuarantineStage.DECODE_OFFSETS}:"
+    offsets_records = sum(counts.get(t.name, 0) for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS)) + sum(
+        n for tag, n in counts.items() if tag.startswith(decode_prefix)
+    )
+    unknown = counts.get(f"{decode_prefix}{DecodeErrorKind.UNSUPPORTED}", 0)
+    return {
+        "cluster": cluster,
+        "group_id": None,
+        "records": records,
+        "quarantined": quarantined,
+        "quarantine_rate": quarantined / records if records else None,
+        "offsets_records": offsets_records,
+        "decode_coverage": 1 - unknown / offsets_records if offsets_records else None,
+    }
+
+
+def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) -> CheckView:
+    """One row per group (open critical detections, telemetry age of active groups) and one per cluster (ingest
+    quality, monitor lag), each metric null where it does not apply. Small: collected, then validated by GX."""
+    read = {t.name: read_table(spark, config, t) for t in (*_SOURCES,)}
+    tables = {name: rows for name, rows in read.items() if rows is not None}
+    cluster = config.cluster
+    groups: dict[str | None, dict[str, Any]] = {}
+
+    def group_row(group_id: str | None) -> dict[str, Any]:
+        return groups.setdefault(group_id, {"cluster": cluster, "group_id": group_id})
+
+    if DETECTIONS.name in tables:
+        critical_open = (F.col("status") == str(DetectionStatus.OPEN)) & (F.col("severity") == str(Severity.CRITICAL))
+        per_group = (
+            tables[DETECTIONS.name]
+            .groupBy("group_id")
+            .agg(F.sum(F.when(critical_open, 1).otherwise(0)).alias("open_critical_detections"))
+        )
+        for r in per_group.collect():
+            group_row(r["group_id"])["open_critical_detections"] = int(r["open_critical_detections"])
+
+    cluster_row = group_row(None)
+    if QUARANTINE.name in tables:
+        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables)))
+
+    newest_tick = None
+    if CLOCK_TICKS.name in tables:
+        newest_tick = _utc(tables[CLOCK_TICKS.name].agg(F.max("tick_time")).first()[0])
+        if newest_tick is not None:
+            cluster_row["newest_tick_at"] = newest_tick
+            cluster_row["monitor_lag_s"] = max(0.0, (now - newest_tick).total_seconds())
+
+    if GROUP_HEALTH.name in tables and HEARTBEAT_EVENTS.name in tables:
+        events = tables[HEARTBEAT_EVENTS.name]
+        reference = newest_tick or _utc(events.agg(F.max("event_time")).first()[0])
+        active = tables[GROUP_HEALTH.name].where(
+            (F.col("members") > 0) & ~F.coalesce(F.col("state"), F.lit("")).isin(*INACTIVE_STATES)
+        )
+        newest = (
+            events.where(F.col("group_id").isNotNull())
+            .groupBy("group_id")
+            .agg(F.max("event_time").alias("last_telemetry_at"))
+        )
+        # a group that never shipped telemetry is uninstrumented, not stale: the inner join leaves it out
+        for r in active.select("group_id").distinct().join(newest, "group_id").collect():
+            last = _utc(r["last_telemetry_at"])
+            row = group_row(r["group_id"])
+            row["last_telemetry_at"] = last
+            if reference is not None and last is not None:
+                row["telemetry_age_s"] = max(0.0, (reference - last).total_seconds())
+
+    if len(cluster_row) == 2:  # nothing cluster-wide was measured
+        del groups[None]
+    rows = tuple({c: row.get(c) for c in CHECK_VIEW.column_names} for row in groups.values())
+    dataframe = spark.createDataFrame([tuple(r.values()) for r in rows], CHECK_VIEW.ddl)
+    return CheckView(rows, dataframe, frozenset(tables))
+
+
+_SOURCES: tuple[TableSchema, ...] = (
+    DETECTIONS,
+    GROUP_HEALTH,
+    HEARTBEAT_EVENTS,
+    CLOCK_TICKS,
+    QUARANTINE,
+    OFFSET_COMMITS,
+    GROUP_METADATA,
+    GROUP_RECORDS,
+)
+
+
+# --- notifiers ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Notifier:
+    """One routed notifier: its name, the lowest severity it takes, and where it posts (None for the log)."""
+
+    name: str
+    min_severity: str
+    url: str | None = field(default=None, repr=False)  # a secret: never printed
+    payload: Callable[[Alert], dict[str, Any]] | None = None
+
+
+def resolve_notifiers(
+    checks: ChecksConfig, env: Mapping[str, str], secret_lookup: Callable[[str, str], str] | None
+) -> tuple[tuple[Notifier, ...], tuple[str, ...]]:
+    """The routed notifiers whose URL is set, and one sentence per routed notifier that is not configured."""
+    notifiers: list[Notifier] = []
+    unconfigured: list[str] = []
+    posting = {
+        "webhook": (checks.webhook_url_env, checks.webhook_url_key, webhook_payload),
+        "slack": (checks.slack_webhook_url_env, checks.slack_webhook_url_key, slack_payload),
+    }
+    for name, severity in checks.routes.items():
+        if name == "log":
+            notifiers.append(Notifier(name, severity))
+            continue
+        env_name, key, payload = posting[name]
+        url: str | None
+        if checks.secret_scope and key:
+            if secret_lookup is None:
+                raise ConfigError(
+                    f"checks.{name}_url_key is in secret scope {checks.secret_scope!r} but no secret lookup is "
+                    f"available here; run on Databricks or set {env_name} instead."
+                )
+            url = secret_lookup(checks.secret_scope, key)
+            where = f"secret {checks.secret_scope}/{key}"
+        else:
+            url = env.get(env_name) or None
+            where = f"${env_name}"
+        if url:
+            notifiers.append(Notifier(name, severity, url, payload))
+        else:
+            unconfigured.append(f"{name} notifications are routed but not configured ({where} is not set)")
+    return tuple(notifiers), tuple(unconfigured)
+
+
+def post_json(url: str, payload: Mapping[str, Any], name: str, checks: ChecksConfig) -> None:
+    """POST `payload` as JSON; retried `checks.attempts` times with doubling backoff on a non-2xx answer or a
+    connection failure. The error names the notifier, never the URL (it is a secret)."""
+    body = json.dumps(payload, default=str).encode()
+    problem = ""
+    for attempt in range(checks.attempts):
+        if attempt:
+            time.sleep(checks.backoff_s * 2 ** (attempt - 1))
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=checks.timeout_s) as answer:
+                if 200 <= answer.status < 300:
+                    return
+                problem = f"HTTP {answer.status}"
+        except urllib.error.HTTPError as error:
+            problem = f"HTTP {error.code}"
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            problem = f"no answer ({type(reason).__name__})"
+    raise NotificationError(f"{name} answered {problem} after {checks.attempts} attempt(s)")
+
+
+def deliver(alert: Alert, notifiers: Sequence[Notifier], checks: ChecksConfig) -> list[str]:
+    """Send one alert's current status to every notifier routed for its severity; returns the failures."""
+    import logging
+
+    failures = []
+    for notifier in notifiers:
+        if not routed(alert, notifier.min_severity):
+            continue
+        if notifier.url is None:
+            logging.getLogger("radar.alerts").warning(headline(alert))
+            continue
+        assert notifier.payload is not None
+        try:
+            post_json(notifier.url, notifier.payload(alert), notifier.name, checks)
+        except NotificationError as error:
+            failures.append(f"alert {alert.alert_id} ({alert.rule}): {error}")
+    return failures
+
+
+# --- the run ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One rule in one run: passed, failed (with its failing groups), skipped (a table missing) or error."""
+
+    rule: str
+    severity: str
+    threshold: float
+    status: str  # passed | failed | skipped | error | disabled
+    failing: tuple[str, ...] = ()  # the groups (or the cluster) that failed
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What one check run found and did."""
+
+    checked_at: datetime
+    results: tuple[RuleResult, ...]
+    opened: tuple[Alert, ...]
+    updated: tuple[Alert, ...]
+    resolved: tuple[Alert, ...]
+    notified: tuple[Alert, ...]
+    undelivered: tuple[str, ...]
+    unconfigured: tuple[str, ...]
+    duration_s: float
+
+    @property
+    def failed_critical(self) -> bool:
+        return any(r.status == "failed" and r.severity == Severity.CRITICAL for r in self.results)
+
+    def summary_line(self) -> str:
+        failed = [r.rule for r in self.results if r.status == "failed"]
+        return (
+            f"{len(self.results)} rules, {len(failed)} failing{' (' + ', '.join(failed) + ')' if failed else ''}; "
+            f"alerts: {len(self.opened)} opened, {len(self.updated)} updated, {len(self.resolved)} resolved, "
+            f"{len(self.notified)} notified, {len(self.undelivered)} undelivered; {self.duration_s:.1f} s"
+        )
+
+
+def _where(cluster: str, group_id: str | None) -> str:
+    return f"group {group_id}" if group_id is not None else f"cluster {cluster}"
+
+
+def _load_alerts(spark: SparkSession, config: RadarConfig) -> list[Alert]:
+    """Alerts still open, or whose status is not delivered yet, of `config.cluster`."""
+    rows = read_table(spark, config, ALERTS)
+    if rows is None:
+        return []
+    pending = rows.where((F.col("status") == str(AlertStatus.OPEN)) | F.col("notified_at").isNull())
+    alerts = []
+    for r in pending.collect():
+        row = r.asDict()
+        for name in ("first_seen", "last_seen", "updated_at", "resolved_at", "notified_at"):
+            row[name] = _utc(row[name])
+        alerts.append(Alert.from_row(row))
+    return alerts
+
+
+def _write_alerts(spark: SparkSession, config: RadarConfig, alerts: Sequence[Alert]) -> None:
+    """MERGE rows into `alerts` by alert_id (replayed, the same rows upsert to the same values)."""
+    if not alerts:
+        return
+    rows = [tuple(a.as_row()[c] for c in ALERTS.column_names) for a in alerts]
+    upsert_by_key(spark.createDataFrame(rows, ALERTS.ddl), config, ALERTS, ["alert_id"])
+
+
+def rules_of(config: RadarConfig) -> tuple[CheckRule, ...]:
+    """The default rules with `checks.rules` applied; an unknown rule name is a ConfigError sentence."""
+    overrides = {
+        name: RuleOverride(rule.enabled, rule.threshold, Severity(rule.severity) if rule.severity else None)
+        for name, rule in config.checks.rules.items()
+    }
+    try:
+        return configured_rules(overrides)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def run_checks(
+    spark: SparkSession,
+    config: RadarConfig,
+    *,
+    now: datetime | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> CheckReport:
+    """Run the alert rules on the tables of `config.cluster`, MERGE the alert lifecycle into `alerts`, and notify
+    every alert whose status is not delivered yet (this run's and earlier runs' undelivered ones). Raises
+    NoTablesToCheck when no table a rule reads exists."""
+    from expectations.suites import run_suite
+    from pipelines.session import on_databricks
+
+    started = time.monotonic()
+    now = now or datetime.now(UTC)
+    rules = rules_of(config)
+    lookup = None
+    if on_databricks() and config.checks.secret_scope:
+        from pipelines.sources import databricks_secret_lookup
+
+        lookup = databricks_secret_lookup(spark)
+    notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)
+    view = build_check_view(spark, config, now)
+    if not view.present:
+        raise NoTablesToCheck(
+            f"there are no tables to check under {config.data_dir}: run `radar run` or `radar replay` first "
+            "(or pass --data-dir where they wrote)."
+        )
+    applicable = [r for r in rules if r.enabled and all(t.name in view.present for t in r.tables)]
+    outcome = run_suite(view.dataframe, applicable, run_name=f"radar-check-{now.isoformat()}")
+    by_rule = {str(r.name): r for r in applicable}
+    failures: list[RuleFailure] = []
+    failing_where: dict[str, list[str]] = {}
+    for row in outcome.failing:
+        rule = by_rule[row.rule]
+        cluster, group_id = row.values.get("cluster") or config.cluster, row.values.get("group_id")
+        value = row.values.get(rule.column)
+        observed = float(value) if value is not None else None
+        full = view.row_of(cluster, group_id)
+        details = {
+            "row": {k: v for k, v in full.items() if v is not None},
+            "expectation": "expect_column_values_to_be_between",
+            "column": rule.column,
+            ("max_value" if rule.bound == "max" else "min_value"): rule.threshold,
+        }
+        failures.append(
+            RuleFailure(
+                rule=row.rule,
+                severity=str(rule.severity),
+                cluster=cluster,
+                group_id=group_id,
+                observed_value=observed,
+                threshold=float(rule.threshold),
+                message=rule.message(observed if observed is not None else float("nan"), _where(cluster, group_id)),
+                details=json.dumps(details, default=str, sort_keys=True),
+            )
+        )
+        failing_where.setdefault(row.rule, []).append(group_id if group_id is not None else f"({cluster})")
+
+    results = []
+    for rule in rules:
+        name = str(rule.name)
+        if not rule.enabled:
+            results.append(RuleResult(name, str(rule.severity), rule.threshold, "disabled"))
+        elif rule not in applicable:
+            missing = ", ".join(t.name for t in rule.tables if t.name not in view.present)
+            results.append(RuleResult(name, str(rule.severity), rule.threshold, "skipped", note=f"no {missing} table"))
+        elif name in outcome.errors:
+            results.append(RuleResult(name, str(rule.severity), rule.threshold, "error", note=outcome.errors[name]))
+        elif name in failing_where:
+            where = tuple(sorted(set(failing_where[name])))
+            results.append(RuleResult(name, str(rule.severity), rule.threshold, "failed", where))
+        else:
+            results.append(RuleResult(name, str(rule.severity), rule.threshold, "passed"))
+
+    ensure_tables(spark, config, [ALERTS])
+    known = _load_alerts(spark, config)
+    changes: AlertChanges = reconcile(known, failures, set(outcome.evaluated), now)
+    _write_alerts(spark, config, changes.rows)
+
+    current = {a.alert_id: a for a in known} | {a.alert_id: a for a in changes.rows}
+    pending = [a for a in current.values() if a.pending]
+    notified: list[Alert] = []
+    undelivered: list[str] = []
+    for alert in pending:
+        problems = deliver(alert, notifiers, config.checks)
+        if problems:
+            undelivered += problems
+        else:
+            notified.append(Alert(**{**alert.as_row(), "notified_at": datetime.now(UTC)}))
+    _write_alerts(spark, config, notified)
+    return CheckReport(
+        checked_at=now,
+        results=tuple(results),
+        opened=changes.opened,
+        updated=changes.updated,
+        resolved=changes.resolved,
+        notified=tuple(notified),
+        undelivered=tuple(undelivered),
+        unconfigured=unconfigured,
+        duration_s=time.monotonic() - started,
+    )
+
+
+# --- `radar check`'s summary and `radar run`'s schedule -------------------------------------------------------------
+
+STATUS_STYLE = {"passed": "green", "failed": "bold red", "skipped": "dim", "error": "yellow", "disabled": "dim"}
+
+
+def render_check_report(report: CheckReport, console: Any) -> None:
+    """The rules as a rich table (status, severity, threshold, what failed), then the alerts and delivery."""
+    from rich.table import Table
+
+    table = Table(title=f"radar check at {report.checked_at.isoformat(timespec='seconds')}")
+    table.add_column("rule", no_wrap=True, min_width=max(len(r.rule) for r in report.results))
+    for column in ("status", "severity", "threshold"):
+        table.add_column(column)
+    table.add_column("failing", overflow="fold")
+    for r in report.results:
+        failing = ", ".join(r.failing[:5]) + (f" (+{len(r.failing) - 5})" if len(r.failing) > 5 else "")
+        table.add_row(
+            r.rule, f"[{STATUS_STYLE[r.status]}]{r.status}[/]", r.severity, f"{r.threshold:g}", failing or r.note
+        )
+    console.print(table)
+    for alert in report.opened + report.resolved:
+        console.print(headline(alert), markup=False, highlight=False)
+    console.print(report.summary_line(), markup=False, highlight=False)
+    for line in report.unconfigured + report.undelivered:
+        console.print(f"note: {line}", markup=False, highlight=False)
+
+
+class CheckSchedule:
+    """Runs `run_checks` every `checks.interval_s` in a background thread of the same SparkSession (inside `radar
+    run`); a failed run is one line on stderr and the next one tries again. Its Spark jobs go to their own
+    scheduler pool ("checks"): where the scheduler is FAIR (Databricks' default) they do not queue ingest's jobs
+    behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost)."""
+
+    def __init__(self, spark: SparkSession, config: RadarConfig, *, interval_s: float | None = None) -> None:
+        self.spark = spark
+        self.config = config
+        self.interval_s = interval_s if interval_s is not None else config.checks.interval_s
+        self.reports: list[CheckReport] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="radar-checks", daemon=True)
+
+    def _loop(self) -> None:
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", "checks")
+        while not self._stop.wait(self.interval_s):
+            try:
+                report = run_checks(self.spark, self.config)
+            except NoTablesToCheck:
+                continue  # nothing ingested yet
+            except Exception as error:  # one line; the next run tries again
+                first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+                self.errors.append(first)
+                print(f"radar run: checks failed: {first}", file=sys.stderr, flush=True)
+                continue
+            self.reports.append(report)
+            if report.opened or report.resolved or report.undelivered:
+                print(f"radar run: checks: {report.summary_line()}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> CheckSchedule:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=max(self.config.checks.timeout_s * self.config.checks.attempts, 30.0))
