@@ -177,7 +177,7 @@ CRASH_LOOP = Phase(
     "crashing-worker joins search and crashes (SIGKILL) three times: members bounce n / n+1",
     (
         Start(SEARCH_STEADY),
-        *(Start(SEARCH_CRASHING), Pause(1.5), Kill(SEARCH_CRASHING.name), Pause(5.0)) * 3,
+        *(Start(SEARCH_CRASHING), Pause(1.5), Kill(SEARCH_CRASHING.name), Pause(4.5)) * 3,
     ),
     expect=(("search", DetectionKind.MEMBERSHIP_FLAPPING),),
 )
