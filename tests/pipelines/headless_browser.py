@@ -26,6 +26,7 @@ class PageVisit:
 
     errors: tuple[str, ...]
     screenshot_png: bytes
+    evaluated: Any = None
 
 
 def chromium_binary() -> str | None:
@@ -33,9 +34,16 @@ def chromium_binary() -> str | None:
 
 
 def visit(
-    path: Path, *, width: int = 1100, height: int = 1800, settle_s: float = 3.0, timeout_s: float = 60.0
+    path: Path,
+    *,
+    width: int = 1100,
+    height: int = 1800,
+    settle_s: float = 3.0,
+    timeout_s: float = 60.0,
+    evaluate: str | None = None,
 ) -> PageVisit:
-    """Open `path` (a local file) in a fresh headless Chromium; wait for load plus `settle_s` for the charts."""
+    """Open `path` (a local file) in a fresh headless Chromium; wait for load plus `settle_s` for the charts;
+    `evaluate`: a JavaScript expression whose (JSON) value is returned as `evaluated`."""
     import websocket  # websocket-client
 
     binary = chromium_binary()
@@ -67,9 +75,13 @@ def visit(
         session.call("Page.navigate", {"url": path.resolve().as_uri()})
         session.wait_for("Page.loadEventFired", timeout_s)
         session.drain(settle_s)
+        value = None
+        if evaluate is not None:
+            result = session.call("Runtime.evaluate", {"expression": evaluate, "returnByValue": True})
+            value = result.get("result", {}).get("value")
         shot = session.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
         socket.close()
-        return PageVisit(tuple(session.errors), base64.b64decode(shot["data"]))
+        return PageVisit(tuple(session.errors), base64.b64decode(shot["data"]), value)
     finally:
         process.terminate()
         try:
