@@ -47,7 +47,7 @@ def visit(
     import websocket  # websocket-client
 
     binary = chromium_binary()
-    assert binary is not None, "chromium is not installed (apt-get install -y chromium)"
+    assert binary is not None, "chromium is not installed: apt-get install -y chromium (.ci/run does it)"
     profile = tempfile.mkdtemp(prefix="radar-chromium-")
     process = subprocess.Popen(
         [

@@ -13,7 +13,7 @@ import pytest
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
 from pipelines.local.scenarios import SCENARIOS, Freeze, Kill, Leave, Start, Thaw, WaitFor, scenario_named
-from tests.pipelines.headless_browser import chromium_binary, visit
+from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.test_report import CHART_SLOTS, CHARTS_DRAWN, non_white_share
 from transforms.schemas import DetectionKind
@@ -90,7 +90,6 @@ def test_the_short_demo_leaves_its_detections_in_the_gold_tables(short_demo: Dem
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.skipif(chromium_binary() is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_the_demo_report_opens_in_headless_chromium_with_its_charts(short_demo: DemoResult) -> None:
     assert short_demo.report is not None
     page = short_demo.report.read_text()

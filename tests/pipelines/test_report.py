@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pipelines.report import NO_ALERTS_TABLE, ReportData, render_report, vega_embed_javascript, write_report
-from tests.pipelines.headless_browser import chromium_binary, visit
+from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 
 CHARTS_DRAWN = "document.querySelectorAll('.chart canvas, .chart svg.marks').length"
@@ -101,7 +101,6 @@ def test_report_lists_groups_worst_first_and_says_when_alerts_are_absent(javascr
     assert "cdn.jsdelivr" not in page and "https://" not in page.split("<script", 2)[2][:2000]  # offline
 
 
-@pytest.mark.skipif(chromium_binary() is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 def test_report_renders_in_headless_chromium(tmp_path: Path, javascript: str) -> None:
     out = tmp_path / "report.html"
     out.write_text(render_report(gold_rows(), javascript, title="t", generated_at=datetime.now(UTC)))
