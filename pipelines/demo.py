@@ -32,7 +32,7 @@ from transforms.schemas import DETECTIONS
 
 DEMO_MARKER = ".radar-demo"
 """A data dir the demo made holds this file: only such a dir is cleared when the demo starts again."""
-VIEW_REFRESH_S = 2.0
+VIEW_REFRESH_S = 3.0
 CATCH_UP_S = 45.0
 """After the script: how long the monitor may take to show every expected detection before the demo ends."""
 SHOWN_DETECTIONS = 12
@@ -229,7 +229,9 @@ def run_demo(
                 # every CHECK_EVERY_S, `report = pipelines.check.run_checks(spark, config)`, then
                 # `view.alerts_line = <its one-line summary of open alerts>`. Not in this branch: no alerts yet.
                 # -----------------------------------------------------------------------------------------------
-                if runner.progress.done and script_done_at is None:
+                # the catch-up time counts once the script is over and every query has finished a micro-batch
+                # (on a loaded machine Spark's first batches can take longer than the whole script)
+                if runner.progress.done and script_done_at is None and all(q.lastProgress for q in queries):
                     script_done_at = time.monotonic()
                     view.monitor = "script done: waiting for the monitor to catch up"
                 if script_done_at is not None and (
