@@ -99,7 +99,7 @@ class DetectionBatches:
         moved = False
         for query in self.queries:
             progress = query.lastProgress
-            batch = int(progress["batchId"]) if progress else -1
+            batch = int(progress.batchId) if progress is not None else -1
             if batch > self.seen.get(query.name, -1):
                 self.seen[query.name] = batch
                 moved = True
