@@ -254,7 +254,7 @@ def run_demo(
                 # -----------------------------------------------------------------------------------------------
                 # the catch-up time counts once the script is over and every query has finished a micro-batch
                 # (on a loaded machine Spark's first batches can take longer than the whole script)
-                if runner.progress.done and script_done_at is None and all(q.lastProgress for q in queries):
+                if runner.progress.done and script_done_at is None and all(q.lastProgress is not None for q in queries):
                     script_done_at = time.monotonic()
                     view.monitor = "script done: waiting for the monitor to catch up"
                 if script_done_at is not None and (
