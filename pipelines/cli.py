@@ -241,7 +241,9 @@ def _demo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipelines.demo import prepare_data_dir, print_demo_result, run_demo
+    from pipelines.local.scenarios import scenario_named
 
+    scenario_named(args.scenario)  # an unknown name is said before anything starts or is written
     config = _config(args)
     if not args.data_dir:  # the demo's own folder beside the default data dir: never mixed with `radar run`'s
         config = config.with_data_dir(config.data_dir / "demo")
