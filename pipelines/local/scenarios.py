@@ -105,11 +105,6 @@ class Phase:
     steps: tuple[Step, ...]
     expect: tuple[tuple[str, DetectionKind], ...] = ()
 
-    @property
-    def planned_s(self) -> float:
-        """The phase's pauses (member starts and waits add a second or two each)."""
-        return sum(step.seconds for step in self.steps if isinstance(step, Pause))
-
 
 @dataclass(frozen=True)
 class Scenario:
