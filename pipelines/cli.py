@@ -246,6 +246,40 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if report.failed_critical else 0
 
 
+# --- radar demo, radar report (issue #10) ----------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pipelines.demo import prepare_data_dir, print_demo_result, run_demo
+    from pipelines.local.scenarios import scenario_named
+
+    scenario_named(args.scenario)  # an unknown name is said before anything starts or is written
+    config = _config(args)
+    if not args.data_dir:  # the demo's own folder beside the default data dir: never mixed with `radar run`'s
+        config = config.with_data_dir(config.data_dir / "demo")
+    if config.kafka.bootstrap_servers:
+        raise ConfigError("radar demo runs its own embedded broker; use a conf without kafka.bootstrap_servers.")
+    prepare_data_dir(config.data_dir)
+    console = Console(file=sys.stderr)
+    report = Path(args.out) if args.out else config.data_dir / "report.html"
+    result = run_demo(config, args.scenario, report, console=console)
+    print_demo_result(result, console)
+    return 1 if result.scenario_error or result.missing else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pipelines.report import run_report
+
+    config = _config(args)
+    out = Path(args.out)
+    data = run_report(config, out)
+    what = "no gold tables there (the report says so)" if data is None else f"{len(data.groups)} group(s)"
+    print(f"radar report: {out} written from {config.data_dir}: {what}", file=sys.stderr)
+    return 0
+
+
 GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
     "conf": "conf/local.yml",
     "data_dir": None,
@@ -351,6 +385,18 @@ def build_parser() -> argparse.ArgumentParser:
     tap = sub.add_parser("tap", help="a TCP proxy before one broker that mirrors group-protocol calls as telemetry")
     protocol_tap.add_arguments(tap, bootstrap_required=False)
     tap.set_defaults(func=_tap)
+    demo = sub.add_parser(
+        "demo", help="embedded broker + a fleet of real consumers through an incident script, live; then a report"
+    )
+    demo.add_argument(
+        "--scenario", default="incidents", help="incidents (default), healthy or short (see pipelines/local/scenarios)"
+    )
+    demo.add_argument("--out", default=None, metavar="FILE.html", help="the report (default: <data dir>/report.html)")
+    demo.set_defaults(func=_demo)
+
+    report = sub.add_parser("report", help="an offline HTML report: rebalance timeline and detections per group")
+    report.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")
+    report.set_defaults(func=_report)
     for command in sub.choices.values():  # `radar replay --input X --data-dir D` works as well as before the command
         _add_global_options(command, dict.fromkeys(GLOBAL_DEFAULTS, argparse.SUPPRESS))
     return parser

@@ -1,0 +1,309 @@
+"""`radar demo`: the embedded default. The embedded broker, the monitor's live stages (ingest + detection + the
+clock, as in `radar run`, in-process) and a fleet of real confluent-kafka consumers playing an incident scenario
+(`pipelines.local.scenarios`); a live terminal view of the phases and of the detections as the gold tables get
+them; then the HTML report (`pipelines.report`).
+
+Why a command and not a notebook: a newcomer's first minutes decide whether the monitor is believed. Every part
+is the production one; only the consumers' misbehaviour is scripted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from pipelines.config import ConfigError, RadarConfig
+from pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
+from pipelines.tables import TableCatalog
+from transforms.schemas import DETECTIONS
+
+DEMO_MARKER = ".radar-demo"
+"""A data dir the demo made holds this file: only such a dir is cleared when the demo starts again."""
+VIEW_REFRESH_S = 3.0
+CATCH_UP_S = 45.0
+"""After the script: how long the monitor may take to show every expected detection before the demo ends."""
+SHOWN_DETECTIONS = 12
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What a demo run saw: the detections (gold rows), the expected (group, kind) pairs it did not see, timings."""
+
+    scenario: str
+    data_dir: Path
+    report: Path | None
+    groups: dict[str, str]  # group key -> group id
+    detections: tuple[dict[str, Any], ...]
+    missing: tuple[tuple[str, str], ...]
+    wall_s: float
+    first_detection_s: float | None
+    scenario_error: str | None
+    alerts: tuple[tuple[str, str | None], ...] = ()  # (rule, group id) of the alerts open after the final checks
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """Start from an empty data dir: a previous demo's (it carries the marker) is cleared; a dir with anything
+    else in it is refused, so the demo never mixes with or deletes a real run's tables."""
+    if data_dir.exists() and any(data_dir.iterdir()):
+        if not (data_dir / DEMO_MARKER).is_file():
+            raise ConfigError(
+                f"{data_dir} holds data that radar demo did not write; pass --data-dir with an empty or new folder."
+            )
+        shutil.rmtree(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / DEMO_MARKER).write_text("written by radar demo; cleared by the next radar demo over this dir\n")
+
+
+def demo_config(config: RadarConfig) -> RadarConfig:
+    """The embedded broker's KIP-848 session timeout is the group session the detectors must assume (the records
+    of `group.protocol=consumer` members carry none), unless the conf already names one."""
+    thresholds = dict(config.detect.thresholds)
+    thresholds.setdefault("default_session_timeout_ms", config.broker.group_consumer_session_timeout_ms)
+    detect = config.detect.model_copy(update={"thresholds": thresholds})
+    return config.model_copy(update={"detect": detect})
+
+
+def read_detections(spark: SparkSession, config: RadarConfig) -> list[dict[str, Any]]:
+    """The detections written so far (none while the table does not exist yet)."""
+    location = TableCatalog(config).location(DETECTIONS)
+    if location is None or not (location / "_delta_log").is_dir():
+        return []
+    frame = spark.read.format("delta").load(str(location))
+    return [row.asDict() for row in frame.where(frame["cluster"] == config.cluster).collect()]
+
+
+class DetectionBatches:
+    """Tells when the detection query finished a micro-batch since the last look (only then can the gold
+    detections have changed)."""
+
+    def __init__(self, queries: Iterable[StreamingQuery]) -> None:
+        self.queries = tuple(queries)
+        self.seen: dict[str, int] = {}
+
+    def advanced(self) -> bool:
+        moved = False
+        for query in self.queries:
+            progress = query.lastProgress
+            batch = int(progress.batchId) if progress is not None else -1
+            if batch > self.seen.get(query.name, -1):
+                self.seen[query.name] = batch
+                moved = True
+        return moved
+
+
+class DemoView:
+    """The live terminal view: the script's phases with their progress, the expected detections ticked off as
+    they appear, and the newest detections."""
+
+    def __init__(self, progress: ScenarioProgress, groups: dict[str, str], started: float) -> None:
+        self.progress = progress
+        self.groups = groups
+        self.started = started
+        self.detections: list[dict[str, Any]] = []
+        self.first_detection_s: float | None = None
+        self.alerts_line = "alerts: the checks run when the script ends"
+        self.monitor = "starting"
+
+    def __rich__(self) -> Group:
+        return self.render()
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.progress.scenario
+
+    def seen(self) -> set[tuple[str, str]]:
+        return {(d["group_id"], d["kind"]) for d in self.detections}
+
+    def missing(self) -> list[tuple[str, str]]:
+        seen = self.seen()
+        return [
+            (self.groups[k], str(kind)) for k, kind in self.scenario.expected() if (self.groups[k], kind) not in seen
+        ]
+
+    def update(self, detections: list[dict[str, Any]]) -> None:
+        self.detections = detections
+        if detections and self.first_detection_s is None:
+            self.first_detection_s = time.monotonic() - self.started
+
+    def render(self) -> Group:
+        now = time.monotonic()
+        phases = Table(title=f"radar demo: scenario {self.scenario.name}", expand=False, title_justify="left")
+        for name in ("", "phase", "what happens", "time", "expected detections"):
+            phases.add_column(name, overflow="fold")
+        seen = self.seen()
+        for index, phase in enumerate(self.scenario.phases):
+            if index in self.progress.ended:
+                mark, spent = "[green]✓[/]", self.progress.ended[index] - self.progress.started[index]
+            elif index in self.progress.started:
+                mark, spent = "[bold yellow]▶[/]", now - self.progress.started[index]
+            else:
+                mark, spent = "·", None
+            expected = ", ".join(
+                ("[green]✓ " if (self.groups[k], kind) in seen else "[dim]… ") + f"{kind} in {k}[/]"
+                for k, kind in phase.expect
+            )
+            phases.add_row(
+                mark, phase.name, phase.description, f"{spent:.0f} s" if spent is not None else "", expected or "-"
+            )
+        found = Table(title="detections (newest first)", expand=False, title_justify="left")
+        for name in ("detected", "severity", "kind", "group", "status", "summary"):
+            found.add_column(name, overflow="fold", no_wrap=name in ("detected", "severity"))
+        newest = sorted(self.detections, key=lambda d: d.get("detected_at") or datetime.min, reverse=True)
+        for d in newest[:SHOWN_DETECTIONS]:
+            stamp = d["detected_at"].strftime("%H:%M:%S") if d.get("detected_at") else ""
+            style = "dim" if d.get("status") == "resolved" else SEVERITY_STYLE.get(str(d.get("severity")), "")
+            found.add_row(
+                stamp, d["severity"], d["kind"], d["group_id"], d["status"], d.get("summary") or "", style=style
+            )
+        first = f"{self.first_detection_s:.0f} s" if self.first_detection_s is not None else "-"
+        status = Text(
+            f"{now - self.started:.0f} s elapsed; {self.monitor}; {len(self.detections)} detection(s), first "
+            f"after {first}; {self.alerts_line}"
+        )
+        if self.progress.error:
+            status.append(f"\nthe script stopped early: {self.progress.error}", style="bold red")
+        return Group(phases, found if self.detections else Text("no detections yet", style="dim"), status)
+
+
+def run_demo(
+    config: RadarConfig,
+    scenario_name: str = "incidents",
+    report: Path | None = None,
+    *,
+    broker: Any = None,
+    spark: SparkSession | None = None,
+    console: Console | None = None,
+    catch_up_s: float = CATCH_UP_S,
+) -> DemoResult:
+    """The demo over `config.data_dir`: broker (the given one, else an embedded one of its own), topics, the
+    monitor's stages, the scenario, the live view until the script ends and its detections appear (or
+    `catch_up_s` passed), then the report at `report`."""
+    from emitters.log_shipper import start_shipper
+    from pipelines.clock import ClockTickEmitter
+    from pipelines.detect import DetectStage
+    from pipelines.ingest import IngestStage, kafka_checkpoint_name
+    from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.topics import create_topics, ensure_offsets_topic
+    from pipelines.report import write_report
+    from pipelines.session import build_spark_session
+    from pipelines.sources import kafka_cluster_id, kafka_stream
+    from pipelines.streams import start_stages
+
+    scenario = scenario_named(scenario_name)
+    if not config.kafka.telemetry_topics:
+        raise ConfigError("kafka.telemetry_topics is empty: the demo's agents and clock need a telemetry topic.")
+    console = console or Console(file=sys.stderr)
+    config = demo_config(config)
+    started = time.monotonic()
+    telemetry = config.kafka.telemetry_topics[0]
+    with ExitStack() as stack:
+        if broker is None:
+            broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
+            from_start = True
+        else:
+            from_start = False  # a shared broker's log holds other groups' history: ship from now on
+        bootstrap = broker.bootstrap_servers
+        create_topics(bootstrap, config.kafka.telemetry_topics)
+        stack.callback(start_shipper(broker.log_file, bootstrap, telemetry, from_start=from_start).stop)
+        ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
+        clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms)
+        stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
+        # The script starts with the broker, while Spark starts: the stages read both topics from the earliest
+        # offset, so nothing is missed, and the demo is half a minute shorter.
+        runner = ScenarioRunner(scenario, bootstrap, telemetry, config.data_dir / "demo-members", uuid.uuid4().hex[:6])
+        groups = {key: runner.group_id(key) for key in scenario.groups}
+        stack.callback(runner.stop)
+        runner.start()
+        view = DemoView(runner.progress, groups, started)
+        script_done_at: float | None = None
+        # the view redraws itself (rich's refresh thread) while Spark starts, so the script's progress shows
+        with Live(view, console=console, refresh_per_second=2, transient=False):
+            view.monitor = f"starting Spark and the monitor's stages (data dir {config.data_dir})"
+            spark = spark or build_spark_session(config)
+            source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
+            telemetry_source = kafka_stream(spark, config, list(config.kafka.telemetry_topics), bootstrap)
+            checkpoint = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
+            ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint)
+            detect = DetectStage(spark, config, checkpoint_name=checkpoint)
+            queries = start_stages(stack, [ingest, detect])
+            view.monitor = "monitor running: ingest + detection, a clock tick every second"
+            detection_batches = DetectionBatches(detect.queries)
+            while True:
+                queries.raise_failures()
+                if detection_batches.advanced():  # a Delta read is a Spark job: only after a new detection batch
+                    view.update(read_detections(spark, config))
+                # the catch-up time counts once the script is over and every query has finished a micro-batch
+                # (on a loaded machine Spark's first batches can take longer than the whole script)
+                if runner.progress.done and script_done_at is None and all(q.lastProgress is not None for q in queries):
+                    script_done_at = time.monotonic()
+                    view.monitor = "script done: waiting for the monitor to catch up"
+                if script_done_at is not None and (
+                    not view.missing() or time.monotonic() - script_done_at >= catch_up_s
+                ):
+                    break
+                time.sleep(VIEW_REFRESH_S)
+        queries.stop()
+        detections = tuple(read_detections(spark, config))
+        view.update(list(detections))
+        missing = tuple(view.missing())
+        # The expectations run once over the final tables (a check run costs tens of seconds of Spark jobs on two
+        # cores, so not during the script): their failures become `alerts` rows, which the report shows.
+        from pipelines.check import run_checks
+
+        check = run_checks(spark, config)
+        console.print(f"radar demo: checks: {check.summary_line()}")
+        alerts = tuple(sorted({(a.rule, a.group_id) for a in (*check.opened, *check.updated)}, key=str))
+    out = None
+    if report is not None:
+        write_report(spark, config, report, title=f"rebalance-radar demo: scenario {scenario.name}")
+        out = report
+    return DemoResult(
+        scenario=scenario.name,
+        data_dir=config.data_dir,
+        report=out,
+        groups=groups,
+        detections=detections,
+        missing=missing,
+        wall_s=time.monotonic() - started,
+        first_detection_s=view.first_detection_s,
+        scenario_error=runner.progress.error,
+        alerts=alerts,
+    )
+
+
+def print_demo_result(result: DemoResult, console: Console) -> None:
+    """The closing lines: what was found, what was expected and not found, where to look next."""
+    kinds = sorted({(d["group_id"], d["kind"]) for d in result.detections})
+    console.print(
+        f"radar demo: scenario {result.scenario} in {result.wall_s:.0f} s; {len(result.detections)} detection(s)"
+        + (f", the first {result.first_detection_s:.0f} s after the start" if result.first_detection_s else "")
+    )
+    for group, kind in kinds:
+        console.print(f"  - {kind} in {group}")
+    for group, kind in result.missing:
+        console.print(f"  [bold red]expected and not seen[/]: {kind} in {group}")
+    if result.scenario_error:
+        console.print(f"  [bold red]the script stopped early[/]: {result.scenario_error}")
+    if result.report is not None:
+        console.print(f"radar demo: report written to {result.report} (open it in a browser; it works offline)")
+    console.print(
+        f"radar demo: next: radar detections --data-dir {result.data_dir}\n"
+        f'            radar sql "SELECT group_id, generation, cause, duration_ms FROM rebalances ORDER BY started_at" '
+        f"--data-dir {result.data_dir}"
+    )

@@ -1,0 +1,122 @@
+"""One consumer-group member of the demo fleet, run as its own process so a scenario can SIGSTOP or SIGKILL it.
+
+`python -m pipelines.local.member --bootstrap B --topic T --group G [--protocol consumer] [--agent-topic TOPIC]`
+polls, and every `--commit-every-s` synchronously commits offset 0 on every partition it holds. Like a
+batch-processing application it keeps working on partitions it *lost* (on_lost) until a commit fails, so a resumed
+zombie commits with its old generation. `--block-revoke-s S` makes it hang S seconds in its first revocation
+callback (an application stuck while the group waits for its partitions: the group cannot leave its
+generation). It runs until SIGTERM (a clean close: LeaveGroup) or `--run-s`, and prints one JSON line per
+assignment change and commit outcome, which the scenario runner waits on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+MEMBER_MODULE = "pipelines.local.member"
+
+
+def say(**fields: Any) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+def member_arguments() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m {MEMBER_MODULE}")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--protocol", default="classic", choices=("classic", "consumer"))
+    parser.add_argument("--client-id", default="member")
+    parser.add_argument("--agent-topic", default=None, help="report through the radar agent to this topic")
+    parser.add_argument("--session-timeout-ms", type=int, default=3000, help="classic protocol only")
+    parser.add_argument("--max-poll-interval-ms", type=int, default=30000)
+    parser.add_argument("--commit-every-s", type=float, default=0.5)
+    parser.add_argument("--block-revoke-s", type=float, default=0.0, help="hang this long in the first revocation")
+    parser.add_argument("--run-s", type=float, default=600.0)
+    return parser
+
+
+def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.client_id,
+        "group.protocol": args.protocol,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "max.poll.interval.ms": args.max_poll_interval_ms,
+        "statistics.interval.ms": 1000,
+        "log_level": 0,  # the scenario's own lines are the output; librdkafka's errors are what the monitor sees
+    }
+    if args.protocol == "classic":  # KIP-848 session and heartbeat are the group's, set on the broker
+        settings.update({"session.timeout.ms": args.session_timeout_ms, "heartbeat.interval.ms": 500})
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = member_arguments().parse_args(argv)
+    settings = consumer_settings(args)
+    if args.agent_topic:
+        from emitters.agent import RadarConsumer
+
+        consumer: Consumer = RadarConsumer(settings, {"topic": args.agent_topic, "linger.ms": 10})
+    else:
+        consumer = Consumer(settings)
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    held: dict[int, int] = {}  # partitions this process works on; a zombie keeps them after losing them
+    blocked = False
+
+    def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
+        held.update({p.partition: 0 for p in partitions})
+        say(assigned=[p.partition for p in partitions], member=c.memberid())
+
+    def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
+        nonlocal blocked
+        if args.block_revoke_s and not blocked and partitions:
+            blocked = True
+            say(blocking_revoke=args.block_revoke_s)
+            time.sleep(args.block_revoke_s)  # the application is stuck finishing its work on these partitions
+        for p in partitions:
+            held.pop(p.partition, None)
+        say(revoked=[p.partition for p in partitions])
+
+    def lost(_c: Consumer, partitions: list[TopicPartition]) -> None:
+        say(lost=[p.partition for p in partitions])  # the zombie does not notice: it keeps committing what it holds
+
+    consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
+    started = time.monotonic()
+    last_commit = 0.0
+    while not stopping and time.monotonic() - started < args.run_s:
+        message = consumer.poll(0.1)
+        if message is not None and message.error() is not None:
+            say(poll_error=message.error().name())
+        now = time.monotonic()
+        if now - last_commit < args.commit_every_s or not held:
+            continue
+        last_commit = now
+        offsets = [TopicPartition(args.topic, partition, offset) for partition, offset in sorted(held.items())]
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as failure:
+            say(commit_error=failure.args[0].name())
+            held.clear()  # the application learns it is a zombie from the failed commit
+    consumer.close()
+    say(closed=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""`radar report --out FILE.html`: per consumer group, the rebalance timeline with causes, members over time,
+detections with their evidence and the group's health, as one HTML file that opens offline.
+
+Why one self-contained file: it is what an on-call engineer attaches to an incident ticket or opens on a laptop
+without network. The charts are altair (Vega-Lite) specs rendered by vega-embed, whose JavaScript bundle
+(Vega, Vega-Lite, vega-embed) comes from `vl-convert-python` and is inlined once in the page.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import RadarConfig
+from pipelines.tables import TableCatalog
+from transforms.schemas import DETECTIONS, GROUP_HEALTH, REBALANCES, TABLES, TableSchema
+
+ALERTS_TABLE_NAME = "alerts"
+"""Declared in transforms.schemas (ALERTS) by the checks (`radar check`); read only when it is declared and exists."""
+NO_ALERTS_TABLE = "no alerts table (radar check has not run)"
+CHART_WIDTH = 760
+SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#e67e22", "info": "#2e86c1"}
+
+
+class ReportError(RuntimeError):
+    """The report could not be written; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The gold rows a report is drawn from (plain dicts, timestamps as datetimes), and the alerts if any."""
+
+    rebalances: tuple[dict[str, Any], ...]
+    detections: tuple[dict[str, Any], ...]
+    health: tuple[dict[str, Any], ...]
+    alerts: tuple[dict[str, Any], ...] | None  # None: no alerts table
+
+    @property
+    def groups(self) -> list[str]:
+        found = {r["group_id"] for r in (*self.rebalances, *self.detections, *self.health) if r.get("group_id")}
+        return sorted(found, key=lambda g: (-self.open_detections(g), g))
+
+    def open_detections(self, group: str) -> int:
+        return sum(1 for d in self.detections if d["group_id"] == group and d.get("status") == "open")
+
+    def of(self, rows: Sequence[dict[str, Any]], group: str) -> list[dict[str, Any]]:
+        return [r for r in rows if r.get("group_id") == group]
+
+
+def _table_rows(spark: SparkSession, config: RadarConfig, table: TableSchema) -> tuple[dict[str, Any], ...] | None:
+    """A gold table's rows of this cluster, read by path locally (None when it does not exist)."""
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    frame: DataFrame
+    if location is not None:
+        if not (location / "_delta_log").is_dir():
+            return None
+        frame = spark.read.format("delta").load(str(location))
+    else:
+        if not spark.catalog.tableExists(catalog.name(table)):
+            return None
+        frame = spark.table(catalog.name(table))
+    if "cluster" in frame.columns:
+        frame = frame.where(frame["cluster"] == config.cluster)
+    return tuple(row.asDict(recursive=True) for row in frame.collect())
+
+
+def load_report_data(spark: SparkSession, config: RadarConfig) -> ReportData | None:
+    """The report's rows; None when the data dir has no gold tables at all."""
+    rebalances = _table_rows(spark, config, REBALANCES)
+    detections = _table_rows(spark, config, DETECTIONS)
+    health = _table_rows(spark, config, GROUP_HEALTH)
+    if rebalances is None and detections is None and health is None:
+        return None
+    alerts_table = TABLES.get(ALERTS_TABLE_NAME)
+    alerts = _table_rows(spark, config, alerts_table) if alerts_table is not None else None
+    return ReportData(rebalances or (), detections or (), health or (), alerts)
+
+
+# --- charts --------------------------------------------------------------------------------------------------------
+
+
+def _iso(value: Any) -> str | None:
+    """Timestamps for Vega-Lite: ISO-8601 in UTC (Delta gives naive UTC datetimes in this session)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return str(value)
+
+
+def generation_chart(rebalances: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Each rebalance as a bar from its start to its stabilisation at the generation/epoch it reached (or tried
+    to leave), coloured by cause; members over time as a step line underneath."""
+    import altair as alt
+
+    rows = [
+        {
+            "started": _iso(r["started_at"]),
+            "ended": _iso(r["stabilized_at"] or r["started_at"]),
+            "generation": r["generation"] if r["generation"] is not None else r["from_generation"],
+            "outcome": "stabilised" if r["stabilized_at"] is not None else "never stabilised",
+            "cause": r["cause"] or "unknown",
+            "detail": r.get("cause_detail") or "",
+            "members": r["members_after"],
+            "joined": len(r.get("joined") or []),
+            "left": len(r.get("left") or []),
+            "expired": len(r.get("expired") or []),
+            "duration_ms": r["duration_ms"],
+        }
+        for r in rebalances
+        if r.get("started_at") is not None
+    ]
+    if not rows:
+        return None
+    data = alt.Data(values=rows)
+    tooltip = ["generation:Q", "cause:N", "detail:N", "outcome:N", "duration_ms:Q", "joined:Q", "left:Q", "expired:Q"]
+    base = alt.Chart(data).encode(x=alt.X("started:T", title="time (UTC)"))
+    bars = base.mark_bar(height=8, cornerRadius=2).encode(
+        x2="ended:T", y=alt.Y("generation:Q", title="generation / epoch"), color=alt.Color("cause:N"), tooltip=tooltip
+    )
+    starts = base.mark_point(filled=True, size=70).encode(
+        y="generation:Q",
+        color="cause:N",
+        shape=alt.Shape("outcome:N", scale=alt.Scale(domain=["stabilised", "never stabilised"])),
+        tooltip=tooltip,
+    )
+    timeline = (bars + starts).properties(width=CHART_WIDTH, height=140, title="rebalances: generation reached, cause")
+    members = (
+        alt.Chart(alt.Data(values=[r for r in rows if r["members"] is not None]))
+        .mark_line(interpolate="step-after", point=True)
+        .encode(
+            x=alt.X("ended:T", title="time (UTC)"),
+            y=alt.Y("members:Q", title="members", scale=alt.Scale(zero=True)),
+            tooltip=["ended:T", "members:Q", "joined:Q", "left:Q", "expired:Q"],
+        )
+        .properties(width=CHART_WIDTH, height=90, title="members after each rebalance")
+    )
+    return alt.vconcat(timeline, members).resolve_scale(x="shared").to_dict()
+
+
+def detections_chart(detections: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Each detection from its first to its last evidence (or resolution), one lane per kind, by severity."""
+    import altair as alt
+
+    rows = [
+        {
+            "kind": d["kind"],
+            "severity": d["severity"],
+            "status": d["status"],
+            "from": _iso(d["first_seen"] or d["detected_at"]),
+            "to": _iso(d.get("resolved_at") or d["last_seen"] or d["detected_at"]),
+            "summary": d.get("summary") or "",
+        }
+        for d in detections
+        if (d.get("first_seen") or d.get("detected_at")) is not None
+    ]
+    if not rows:
+        return None
+    colours = alt.Scale(domain=list(SEVERITY_COLOURS), range=list(SEVERITY_COLOURS.values()))
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        y=alt.Y("kind:N", title=None), color=alt.Color("severity:N", scale=colours), tooltip=["kind:N", "severity:N",
+        "status:N", "from:T", "to:T", "summary:N"]
+    )  # fmt: skip
+    spans = base.mark_bar(height=10, cornerRadius=2).encode(x=alt.X("from:T", title="time (UTC)"), x2="to:T")
+    marks = base.mark_point(filled=True, size=60, shape="diamond").encode(x="from:T")
+    return (spans + marks).properties(width=CHART_WIDTH, title="detections").to_dict()
+
+
+# --- HTML ----------------------------------------------------------------------------------------------------------
+
+PAGE_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1000px;
+       color: #222; }
+h1 { margin-bottom: 0; } .sub { color: #666; margin-top: 4px; }
+section.group { border-top: 2px solid #ddd; margin-top: 28px; padding-top: 8px; }
+table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
+td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+.critical { color: #c0392b; font-weight: 600; } .warning { color: #b9770e; } .info { color: #2e86c1; }
+.resolved { color: #888; } pre { font-size: 11px; white-space: pre-wrap; margin: 4px 0; }
+.empty { color: #666; font-style: italic; }
+"""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, list | tuple):
+        return html.escape(", ".join(str(v) for v in value))
+    return html.escape(str(value))
+
+
+def html_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _evidence(text: str | None) -> str:
+    if not text:
+        return ""
+    try:
+        pretty = json.dumps(json.loads(text), indent=1)
+    except ValueError:
+        pretty = text
+    return f"<details><summary>evidence</summary><pre>{html.escape(pretty)}</pre></details>"
+
+
+def detections_html(detections: Sequence[Mapping[str, Any]]) -> str:
+    if not detections:
+        return '<p class="empty">no detections for this group</p>'
+    rows = []
+    for d in sorted(detections, key=lambda d: (d.get("detected_at") or datetime.min, d["detection_id"])):
+        status_class = "resolved" if d.get("status") == "resolved" else html.escape(str(d.get("severity")))
+        rows.append(
+            f'<tr class="{status_class}"><td>{_cell(d.get("detected_at"))}</td><td>{_cell(d.get("kind"))}</td>'
+            f"<td>{_cell(d.get('severity'))}</td><td>{_cell(d.get('status'))}</td>"
+            f"<td>{_cell(d.get('generation'))}</td><td>{_cell(d.get('member_id'))}</td>"
+            f"<td>{_cell(d.get('summary'))}{_evidence(d.get('evidence'))}</td></tr>"
+        )
+    head = "".join(f"<th>{c}</th>" for c in ("detected", "kind", "severity", "status", "gen.", "member", "summary"))
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def alerts_html(alerts: Sequence[Mapping[str, Any]] | None) -> str:
+    if alerts is None:
+        return f'<p class="empty">{NO_ALERTS_TABLE}</p>'
+    if not alerts:
+        return '<p class="empty">no alerts</p>'
+    columns = [c for c in ("rule", "severity", "group_id", "status", "first_seen", "last_seen", "notified_at")]
+    return html_table(sorted(alerts, key=lambda a: str(a.get("first_seen"))), columns)
+
+
+HEALTH_COLUMNS = ("group_protocol", "state", "generation", "members", "last_rebalance_at", "rebalances_1h",
+                  "open_detections", "last_event_at")  # fmt: skip
+
+
+def render_report(data: ReportData | None, javascript: str, *, title: str, generated_at: datetime) -> str:
+    """The whole page; `javascript` is the vega-embed bundle inlined in the head."""
+    specs: dict[str, dict[str, Any]] = {}
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="sub">generated {generated_at:%Y-%m-%d %H:%M:%S} UTC by rebalance-radar</p>',
+    ]
+    if data is None:
+        parts.append(
+            '<p class="empty">no gold tables in this data dir: run <code>radar demo</code>, <code>radar run</code> '
+            "or <code>radar replay</code> first (or pass --data-dir where they wrote).</p>"
+        )
+    else:
+        groups = data.groups
+        summary = [
+            {"group_id": g, "open detections": data.open_detections(g),
+             "detections": len(data.of(data.detections, g)), "rebalances": len(data.of(data.rebalances, g))}
+            for g in groups
+        ]  # fmt: skip
+        parts += ["<h2>groups</h2>", html_table(summary, ["group_id", "open detections", "detections", "rebalances"])]
+        parts += ["<h2>alerts</h2>", alerts_html(data.alerts)]
+        for index, group in enumerate(groups):
+            parts.append(f'<section class="group"><h2>{html.escape(group)}</h2>')
+            health = data.of(data.health, group)
+            parts.append(html_table(health, HEALTH_COLUMNS) if health else '<p class="empty">no health row</p>')
+            for name, spec in (
+                (f"timeline-{index}", generation_chart(data.of(data.rebalances, group))),
+                (f"detections-{index}", detections_chart(data.of(data.detections, group))),
+            ):
+                if spec is not None:
+                    specs[name] = spec
+                    parts.append(f'<div class="chart" id="{name}"></div>')
+            if not data.of(data.rebalances, group):
+                parts.append('<p class="empty">no rebalances recorded for this group</p>')
+            parts.append(detections_html(data.of(data.detections, group)))
+            parts.append("</section>")
+    embeds = "\n".join(
+        f"vegaEmbed({json.dumps('#' + name)}, {json.dumps(spec)}, {{actions: false}}).catch(console.error);"
+        for name, spec in specs.items()
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="UTF-8">'
+        f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style>"
+        f'<script type="text/javascript">\n{javascript}\n</script></head><body>\n'
+        + "\n".join(parts)
+        + f'\n<script type="text/javascript">\n{embeds}\n</script>\n</body></html>\n'
+    )
+
+
+def vega_embed_javascript() -> str:
+    """Vega, Vega-Lite (the version altair writes) and vega-embed as one script, from vl-convert (offline)."""
+    try:
+        import vl_convert
+    except ImportError:
+        raise ReportError(
+            "the report needs vl-convert-python for its offline charts: pip install 'vl-convert-python>=1.6,<2'."
+        ) from None
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    return str(vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert()))
+
+
+def write_report(spark: SparkSession, config: RadarConfig, out: Path, *, title: str | None = None) -> ReportData | None:
+    """Write the HTML report of `config`'s data dir to `out`; returns what it was drawn from."""
+    data = load_report_data(spark, config)
+    page = render_report(
+        data,
+        vega_embed_javascript(),
+        title=title or f"rebalance-radar report: cluster {config.cluster}",
+        generated_at=datetime.now(UTC),
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return data
+
+
+def run_report(config: RadarConfig, out: Path) -> ReportData | None:
+    """`radar report`: a Delta-only session over the data dir, then the page."""
+    from pipelines.session import build_spark_session
+
+    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
+    return write_report(build_spark_session(config), config, out)

@@ -1,0 +1,105 @@
+"""`radar demo`: the declared scenarios hold together, and the short scenario, run end to end on the session's
+embedded broker and SparkSession, leaves its expected detections (kind and group) in the gold tables, nothing in
+its healthy group, and a report that opens in headless Chromium with its charts drawn."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.config import ConfigError, RadarConfig
+from pipelines.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
+from pipelines.local.scenarios import SCENARIOS, Freeze, Kill, Leave, Start, Thaw, WaitFor, scenario_named
+from tests.pipelines.headless_browser import visit
+from tests.pipelines.ingest_support import isolated_config
+from tests.pipelines.test_report import CHART_SLOTS, CHARTS_DRAWN, non_white_share
+from transforms.schemas import DetectionKind
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_step_names_a_member_started_before_it(name: str) -> None:
+    scenario = SCENARIOS[name]
+    started: set[str] = set()
+    for phase in scenario.phases:
+        for step in phase.steps:
+            if isinstance(step, Start):
+                assert step.member.group in scenario.groups, step
+                started.add(step.member.name)
+            elif isinstance(step, Freeze | Thaw | Kill | Leave | WaitFor):
+                assert step.member in started, (phase.name, step)
+        for key, kind in phase.expect:
+            assert key in scenario.groups and isinstance(kind, DetectionKind)
+
+
+def test_the_default_scenario_plays_every_incident_of_the_issue() -> None:
+    kinds = {kind for _key, kind in scenario_named("incidents").expected()}
+    assert kinds == {
+        DetectionKind.HEARTBEAT_EXPIRATION,
+        DetectionKind.ZOMBIE_COMMIT,
+        DetectionKind.MEMBERSHIP_FLAPPING,
+        DetectionKind.FAILING_GENERATION,
+    }
+    assert set(scenario_named("incidents").groups.values()) == {"classic", "consumer"}
+    assert scenario_named("healthy").expected() == ()
+
+
+def test_an_unknown_scenario_is_named_with_the_choices() -> None:
+    with pytest.raises(ValueError, match="choose one of: incidents, healthy, short"):
+        scenario_named("chaos")
+
+
+def test_the_demo_clears_only_its_own_data_dir(tmp_path: Path) -> None:
+    mine = tmp_path / "demo"
+    prepare_data_dir(mine)
+    (mine / "tables").mkdir()
+    prepare_data_dir(mine)  # a previous demo's dir starts empty again
+    assert sorted(p.name for p in mine.iterdir()) == [DEMO_MARKER]
+    theirs = tmp_path / "run"
+    (theirs / "tables").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="did not write"):
+        prepare_data_dir(theirs)
+    assert (theirs / "tables").is_dir()
+
+
+@pytest.fixture(scope="module")
+def short_demo(
+    kafka_broker: Any, spark: Any, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
+) -> DemoResult:
+    data_dir = tmp_path_factory.mktemp("demo")
+    telemetry = f"telemetry-demo-{time.time_ns()}"
+    config = isolated_config(radar_config, data_dir, telemetry_topics=(telemetry,))
+    return run_demo(config, "short", data_dir / "report.html", broker=kafka_broker, spark=spark, catch_up_s=60.0)
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_short_demo_leaves_its_detections_in_the_gold_tables(short_demo: DemoResult) -> None:
+    assert short_demo.scenario_error is None
+    assert short_demo.missing == ()
+    found = {(d["group_id"], d["kind"]) for d in short_demo.detections}
+    billing, orders = short_demo.groups["billing"], short_demo.groups["orders"]
+    assert (billing, "heartbeat_expiration") in found and (billing, "zombie_commit") in found
+    assert not [d for d in short_demo.detections if d["group_id"] == orders]  # the healthy group raised nothing
+    assert short_demo.first_detection_s is not None
+    # the zombie commit is a critical detection left open: the checks raise an alert for its group
+    assert ("open_critical_detections", billing) in short_demo.alerts
+    assert not [a for a in short_demo.alerts if a[1] == orders]
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_demo_report_opens_in_headless_chromium_with_its_charts(short_demo: DemoResult) -> None:
+    assert short_demo.report is not None
+    page = short_demo.report.read_text()
+    assert short_demo.groups["billing"] in page and short_demo.groups["orders"] in page
+    assert "open_critical_detections" in page  # the alerts section shows the alert the checks opened
+    seen = visit(short_demo.report, evaluate=f"[{CHARTS_DRAWN}, {CHART_SLOTS}]")
+    assert seen.errors == ()
+    drawn, slots = seen.evaluated
+    assert slots >= 3 and drawn >= slots  # both groups' timelines, billing's detections
+    assert non_white_share(seen.screenshot_png) > 0.02
