@@ -20,9 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.tables import TableCatalog
-from transforms.schemas import DETECTIONS, GROUP_HEALTH, REBALANCES, TABLES, TableSchema
+from transforms.schemas import ALERTS, DETECTIONS, GROUP_HEALTH, REBALANCES, TableSchema
 
-ALERTS_TABLE_NAME = "alerts"
 """Declared in transforms.schemas (ALERTS) by the checks (`radar check`); read only when it is declared and exists."""
 NO_ALERTS_TABLE = "no alerts table (radar check has not run)"
 CHART_WIDTH = 760
@@ -79,8 +78,7 @@ def load_report_data(spark: SparkSession, config: RadarConfig) -> ReportData | N
     health = _table_rows(spark, config, GROUP_HEALTH)
     if rebalances is None and detections is None and health is None:
         return None
-    alerts_table = TABLES.get(ALERTS_TABLE_NAME)
-    alerts = _table_rows(spark, config, alerts_table) if alerts_table is not None else None
+    alerts = _table_rows(spark, config, ALERTS)
     return ReportData(rebalances or (), detections or (), health or (), alerts)
 
 
