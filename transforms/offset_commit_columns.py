@@ -175,7 +175,7 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, row_type: pa.StructT
     value_ok &= ~compact | ((compact_len >= 1) & (compact_len < 0x80))  # null (0) or a multi-byte varint: decline
     metadata_len = np.where(compact, compact_len - 1, v.int16(at))
     metadata_start = at + np.where(compact, 1, 2)
-    value_ok &= metadata_len >= 0
+    value_ok &= tombstone | (metadata_len >= 0)  # a tombstone has no bytes: what was read belongs to the next row
     at = metadata_start + np.maximum(metadata_len, 0)
     commit_ms = v.int64(at)
     at = at + 8
