@@ -109,19 +109,38 @@ def _sql(args: argparse.Namespace) -> int:
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
 
+    query, params = _sql_text(args)
     config = _config(args)
     spark = build_spark_session(config)
     present = register_existing_tables(spark, config)
     try:
-        result = spark.sql(args.query)
+        result = spark.sql(query, args=params or None)
         if args.format == "json":
             for row in result.toLocalIterator():
                 print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
         else:
             result.show(args.limit, truncate=False)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
-        raise ConfigError(sql_error_sentence(error, args.query, present, config.data_dir)) from None
+        raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
     return 0
+
+
+def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The SQL of `radar sql`: the query given, or the file of `--file` with its `--param` values checked against
+    the parameters its header declares (before Spark starts)."""
+    from pipelines.oncall_queries import check_params, parse_params, parse_query
+
+    params = parse_params(args.param or ())
+    if (args.query is None) == (args.file is None):
+        raise ConfigError('radar sql takes a query or --file FILE.sql, exactly one: e.g. radar sql "SELECT 1".')
+    if args.file is None:
+        return args.query, params
+    path = Path(args.file)
+    if not path.is_file():
+        raise ConfigError(f"There is no query file {args.file}; `radar queries` lists the on-call queries.")
+    query = parse_query(path)
+    check_params(query, params, str(path))
+    return query.sql, params
 
 
 def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
@@ -234,6 +253,28 @@ def _tap(args: argparse.Namespace) -> int:
     return 0
 
 
+def _maintain(args: argparse.Namespace) -> int:
+    from pipelines.maintain import retention_hours, run_maintain
+    from pipelines.session import build_spark_session
+
+    config = _config(args)
+    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
+    spark = build_spark_session(config)
+    print(f"radar maintain: VACUUM retention {retention_hours(config)} hours", file=sys.stderr)
+    results = run_maintain(spark, config, args.table or (), report=lambda r: print(f"radar maintain: {r.line()}"))
+    if not results:
+        print(f"radar maintain: no tables under {config.data_dir} yet: nothing to do.", file=sys.stderr)
+    return 0
+
+
+def _queries(args: argparse.Namespace) -> int:
+    from pipelines.oncall_queries import dashboard_json, describe_queries, oncall_queries
+
+    queries = oncall_queries()
+    print(dashboard_json(queries) if args.dashboard else describe_queries(queries), end="" if args.dashboard else "\n")
+    return 0
+
+
 GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
     "conf": "conf/local.yml",
     "data_dir": None,
@@ -299,7 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
     detections.set_defaults(func=_detections)
 
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
-    sql.add_argument("query")
+    sql.add_argument("query", nargs="?", default=None)
+    sql.add_argument("--file", default=None, metavar="FILE.sql", help="run the query in this file (see queries/)")
+    sql.add_argument(
+        "--param", action="append", default=None, metavar="NAME=VALUE", help="bind :NAME in the query (repeatable)"
+    )
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.set_defaults(func=_sql)
@@ -334,6 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     tap = sub.add_parser("tap", help="a TCP proxy before one broker that mirrors group-protocol calls as telemetry")
     protocol_tap.add_arguments(tap, bootstrap_required=False)
     tap.set_defaults(func=_tap)
+
+    maintain = sub.add_parser("maintain", help="OPTIMIZE (Z-ordered) and VACUUM every existing table")
+    maintain.add_argument("--table", action="append", default=None, help="only this table (repeatable)")
+    maintain.set_defaults(func=_maintain)
+
+    queries = sub.add_parser("queries", help="list the on-call queries of queries/ with their questions")
+    queries.add_argument(
+        "--dashboard", action="store_true", help="print the Databricks dashboard (resources/*.lvdash.json) instead"
+    )
+    queries.set_defaults(func=_queries)
     for command in sub.choices.values():  # `radar replay --input X --data-dir D` works as well as before the command
         _add_global_options(command, dict.fromkeys(GLOBAL_DEFAULTS, argparse.SUPPRESS))
     return parser

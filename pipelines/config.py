@@ -142,6 +142,16 @@ class DetectConfig(FrozenSection):
     thresholds: dict[str, int | float | bool | str] = Field(default_factory=dict)
 
 
+class MaintainConfig(FrozenSection):
+    """`radar maintain`: how long VACUUM keeps files no table version needs any more.
+
+    None keeps Delta's own safe default (the table's `delta.deletedFileRetentionDuration`, 7 days): readers and
+    streams still on an older version keep their files. A shorter retention must be configured here on purpose.
+    """
+
+    vacuum_retention_hours: int | None = Field(default=None, ge=0)
+
+
 class RadarConfig(FrozenSection):
     """The whole configuration of one environment."""
 
@@ -152,6 +162,7 @@ class RadarConfig(FrozenSection):
     broker: BrokerConfig = BrokerConfig()
     ingest: IngestConfig = IngestConfig()
     detect: DetectConfig = DetectConfig()
+    maintain: MaintainConfig = MaintainConfig()
 
     @property
     def data_dir(self) -> Path:
