@@ -140,9 +140,7 @@ def _table_widget(query: OnCallQuery) -> dict[str, Any]:
         "spec": {
             "version": 1,
             "widgetType": "table",
-            "encodings": {
-                "columns": [{"fieldName": c, "displayName": c, "order": i} for i, c in enumerate(columns)]
-            },
+            "encodings": {"columns": [{"fieldName": c, "displayName": c, "order": i} for i, c in enumerate(columns)]},
             "frame": {"showTitle": True, "title": query.title, "showDescription": True, "description": query.question},
         },
     }
