@@ -254,11 +254,11 @@ def _tap(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    from pipelines.maintain import retention_hours, run_maintain
+    from pipelines.maintain import check_table_names, retention_hours, run_maintain
     from pipelines.session import build_spark_session
 
+    check_table_names(args.table or ())  # a typo is said before Spark starts
     config = _config(args)
-    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     spark = build_spark_session(config)
     print(f"radar maintain: VACUUM retention {retention_hours(config)} hours", file=sys.stderr)
     results = run_maintain(spark, config, args.table or (), report=lambda r: print(f"radar maintain: {r.line()}"))

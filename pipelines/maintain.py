@@ -123,12 +123,17 @@ def maintain_table(spark: SparkSession, config: RadarConfig, table: TableSchema)
     return MaintainResult(name, zorder, before, describe_detail(spark, name), hours, vacuumed)
 
 
+def check_table_names(names: Iterable[str]) -> None:
+    """Refuse, in one sentence, a name that is not a declared table."""
+    unknown = [name for name in names if name not in TABLES]
+    if unknown:
+        raise ConfigError(f"There is no table {', '.join(unknown)}; the tables are {', '.join(TABLES)}.")
+
+
 def existing_tables(spark: SparkSession, config: RadarConfig, only: Iterable[str] = ()) -> list[TableSchema]:
     """The declared tables that exist (registered by name when local), restricted to `only` when given."""
     wanted = list(only)
-    unknown = [name for name in wanted if name not in TABLES]
-    if unknown:
-        raise ConfigError(f"There is no table {', '.join(unknown)}; the tables are {', '.join(TABLES)}.")
+    check_table_names(wanted)
     catalog = TableCatalog(config)
     present = set(register_existing_tables(spark, config))
     chosen = [TABLES[name] for name in wanted] if wanted else list(TABLES.values())

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf" / "local.yml"
-COMMITS = 12  # small appends per table, one file or more each
+COMMITS = 8  # small appends per table, one file or more each
 
 
 def data_files(location: Path) -> list[Path]:
@@ -64,13 +64,16 @@ def commit_row(i: int) -> tuple[object, ...]:
     return tuple(values.get(name) for name in OFFSET_COMMITS.column_names)
 
 
-def write_small_commits(spark: SparkSession, config: RadarConfig) -> None:
-    """COMMITS appends of one row each to detections and offset_commits (partitioned by commit_date)."""
-    ensure_tables(spark, config, [DETECTIONS, OFFSET_COMMITS])
+ROW_MAKERS = {DETECTIONS.name: detection_row, OFFSET_COMMITS.name: commit_row}
+
+
+def write_small_commits(spark: SparkSession, config: RadarConfig, tables: tuple[TableSchema, ...]) -> None:
+    """COMMITS appends of one row each to each of `tables` (detections, offset_commits: partitioned by commit_date)."""
+    ensure_tables(spark, config, tables)
     catalog = TableCatalog(config)
     for i in range(COMMITS):
-        for table, row in ((DETECTIONS, detection_row(i)), (OFFSET_COMMITS, commit_row(i))):
-            frame = spark.createDataFrame([row], table.ddl).coalesce(1)
+        for table in tables:
+            frame = spark.createDataFrame([ROW_MAKERS[table.name](i)], table.ddl).coalesce(1)
             frame.write.format("delta").mode("append").save(str(catalog.location(table)))
 
 
@@ -94,7 +97,7 @@ def test_optimize_compacts_and_a_configured_short_retention_vacuums_the_old_file
 ) -> None:
     config = isolated_config(radar_config, tmp_path / "data")
     config = config.model_copy(update={"maintain": MaintainConfig(vacuum_retention_hours=0)})
-    write_small_commits(spark, config)
+    write_small_commits(spark, config, (DETECTIONS, OFFSET_COMMITS))
     catalog = TableCatalog(config)
     before = {t.name: rows(spark, config, t) for t in (DETECTIONS, OFFSET_COMMITS)}
     files_before = {t.name: len(data_files(catalog.location(t))) for t in (DETECTIONS, OFFSET_COMMITS)}  # type: ignore[arg-type]
@@ -132,7 +135,7 @@ def test_radar_maintain_keeps_deltas_safe_retention_by_default(
     data_dir = tmp_path / "data"
     config = radar_config.with_data_dir(data_dir)
     assert config.maintain.vacuum_retention_hours is None
-    write_small_commits(spark, config)
+    write_small_commits(spark, config, (DETECTIONS,))
     location = TableCatalog(config).location(DETECTIONS)
     assert location is not None
     files_before = len(data_files(location))
@@ -148,8 +151,9 @@ def test_radar_maintain_keeps_deltas_safe_retention_by_default(
 
 
 def test_radar_maintain_names_an_unknown_table_in_a_sentence(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Said before Spark starts (this test has no session)."""
     assert main(["maintain", "--conf", str(CONF), "--data-dir", str(tmp_path), "--table", "detection"]) == 2
     err = capsys.readouterr().err
     assert "There is no table detection; the tables are" in err and "Traceback" not in err
