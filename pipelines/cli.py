@@ -106,15 +106,17 @@ def _detections(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
+    from pipelines.oncall_queries import bind_parameters
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
+    query = bind_parameters(query, params) if params else query
     config = _config(args)
     spark = build_spark_session(config)
     present = register_existing_tables(spark, config)
     try:
-        result = spark.sql(query, args=params or None)
+        result = spark.sql(query)
         if args.format == "json":
             for row in result.toLocalIterator():
                 print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
@@ -135,7 +137,11 @@ def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
         raise ConfigError('radar sql takes a query or --file FILE.sql, exactly one: e.g. radar sql "SELECT 1".')
     if args.file is None:
         return args.query, params
+    from pipelines.config import REPO_ROOT
+
     path = Path(args.file)
+    if not path.is_file() and not path.is_absolute() and (REPO_ROOT / path).is_file():
+        path = REPO_ROOT / path  # `--file queries/x.sql` from any folder, as --conf
     if not path.is_file():
         raise ConfigError(f"There is no query file {args.file}; `radar queries` lists the on-call queries.")
     query = parse_query(path)

@@ -99,6 +99,28 @@ def check_params(query: OnCallQuery, params: Mapping[str, str], source: str) -> 
         raise ConfigError(f"{source} takes {declared}, not {', '.join(unknown)}; remove those --param options.")
 
 
+MARKER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def sql_string_literal(value: str) -> str:
+    """`value` as a Spark SQL string literal (backslash escapes, Spark's default parser setting)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def bind_parameters(sql: str, params: Mapping[str, str]) -> str:
+    """`sql` with every `:name` marker replaced by its value as a string literal.
+
+    Spark's own named parameters (`spark.sql(text, args=...)`) are not used because a session with Delta's SQL
+    extension (delta-spark 4.4 on Spark 4.1) leaves them unbound (UNBOUND_SQL_PARAMETER for any `:name`); the
+    markers stay in the files, as Databricks dashboards bind them. Markers in comments and string literals are not
+    parameters: the query files keep `:` out of both.
+    """
+    unbound = sorted({m.group(1) for m in MARKER.finditer(sql)} - set(params))
+    if unbound:
+        raise ConfigError(f"The query uses :{', :'.join(unbound)}; give a value with --param NAME=VALUE.")
+    return MARKER.sub(lambda m: sql_string_literal(params[m.group(1)]), sql)
+
+
 # --- the Lakeview dashboard ------------------------------------------------------------------------------------
 
 WIDTH = 6  # a Lakeview canvas is 6 columns wide

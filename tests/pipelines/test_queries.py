@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pipelines.cli import main
-from pipelines.oncall_queries import QUERIES_DIR, oncall_queries, parse_query
+from pipelines.config import ConfigError
+from pipelines.oncall_queries import QUERIES_DIR, bind_parameters, oncall_queries, parse_query
 from tests.pipelines.incident_tables import (
     BILLING,
     ORDERS,
@@ -157,3 +158,12 @@ def test_sql_file_mistakes_are_one_sentence_before_spark_starts(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
+
+
+def test_parameters_are_bound_as_escaped_string_literals() -> None:
+    query = parse_query(QUERIES_DIR / "group_rebalance_history.sql")
+    bound = bind_parameters(query.sql, {"group_id": "o'rders\\"})
+    assert "WHERE group_id = 'o\\'rders\\\\'\n" in bound
+    assert ":group_id" not in bound.split("\n", 3)[-1]
+    with pytest.raises(ConfigError, match="uses :group_id"):
+        bind_parameters(query.sql, {})
