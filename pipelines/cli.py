@@ -106,22 +106,47 @@ def _detections(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
+    from pipelines.oncall_queries import bind_parameters
     from pipelines.session import build_spark_session
     from pipelines.tables import register_existing_tables
 
+    query, params = _sql_text(args)
+    query = bind_parameters(query, params) if params else query
     config = _config(args)
     spark = build_spark_session(config)
     present = register_existing_tables(spark, config)
     try:
-        result = spark.sql(args.query)
+        result = spark.sql(query)
         if args.format == "json":
             for row in result.toLocalIterator():
                 print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
         else:
             result.show(args.limit, truncate=False)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
-        raise ConfigError(sql_error_sentence(error, args.query, present, config.data_dir)) from None
+        raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
     return 0
+
+
+def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """The SQL of `radar sql`: the query given, or the file of `--file` with its `--param` values checked against
+    the parameters its header declares (before Spark starts)."""
+    from pipelines.oncall_queries import check_params, parse_params, parse_query
+
+    params = parse_params(args.param or ())
+    if (args.query is None) == (args.file is None):
+        raise ConfigError('radar sql takes a query or --file FILE.sql, exactly one: e.g. radar sql "SELECT 1".')
+    if args.file is None:
+        return args.query, params
+    from pipelines.config import REPO_ROOT
+
+    path = Path(args.file)
+    if not path.is_file() and not path.is_absolute() and (REPO_ROOT / path).is_file():
+        path = REPO_ROOT / path  # `--file queries/x.sql` from any folder, as --conf
+    if not path.is_file():
+        raise ConfigError(f"There is no query file {args.file}; `radar queries` lists the on-call queries.")
+    query = parse_query(path)
+    check_params(query, params, str(path))
+    return query.sql, params
 
 
 def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
@@ -280,6 +305,28 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _maintain(args: argparse.Namespace) -> int:
+    from pipelines.maintain import check_table_names, retention_hours, run_maintain
+    from pipelines.session import build_spark_session
+
+    check_table_names(args.table or ())  # a typo is said before Spark starts
+    config = _config(args)
+    spark = build_spark_session(config)
+    print(f"radar maintain: VACUUM retention {retention_hours(config)} hours", file=sys.stderr)
+    results = run_maintain(spark, config, args.table or (), report=lambda r: print(f"radar maintain: {r.line()}"))
+    if not results:
+        print(f"radar maintain: no tables under {config.data_dir} yet: nothing to do.", file=sys.stderr)
+    return 0
+
+
+def _queries(args: argparse.Namespace) -> int:
+    from pipelines.oncall_queries import dashboard_json, describe_queries, oncall_queries
+
+    queries = oncall_queries()
+    print(dashboard_json(queries) if args.dashboard else describe_queries(queries), end="" if args.dashboard else "\n")
+    return 0
+
+
 GLOBAL_DEFAULTS: dict[str, str | bool | None] = {
     "conf": "conf/local.yml",
     "data_dir": None,
@@ -345,7 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     detections.set_defaults(func=_detections)
 
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
-    sql.add_argument("query")
+    sql.add_argument("query", nargs="?", default=None)
+    sql.add_argument("--file", default=None, metavar="FILE.sql", help="run the query in this file (see queries/)")
+    sql.add_argument(
+        "--param", action="append", default=None, metavar="NAME=VALUE", help="bind :NAME in the query (repeatable)"
+    )
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.set_defaults(func=_sql)
@@ -397,6 +448,16 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="an offline HTML report: rebalance timeline and detections per group")
     report.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")
     report.set_defaults(func=_report)
+
+    maintain = sub.add_parser("maintain", help="OPTIMIZE (Z-ordered) and VACUUM every existing table")
+    maintain.add_argument("--table", action="append", default=None, help="only this table (repeatable)")
+    maintain.set_defaults(func=_maintain)
+
+    queries = sub.add_parser("queries", help="list the on-call queries of queries/ with their questions")
+    queries.add_argument(
+        "--dashboard", action="store_true", help="print the Databricks dashboard (resources/*.lvdash.json) instead"
+    )
+    queries.set_defaults(func=_queries)
     for command in sub.choices.values():  # `radar replay --input X --data-dir D` works as well as before the command
         _add_global_options(command, dict.fromkeys(GLOBAL_DEFAULTS, argparse.SUPPRESS))
     return parser

@@ -177,6 +177,16 @@ class ChecksConfig(FrozenSection):
     timeout_s: float = Field(default=5.0, gt=0)
 
 
+class MaintainConfig(FrozenSection):
+    """`radar maintain`: how long VACUUM keeps files no table version needs any more.
+
+    None keeps Delta's own safe default (the table's `delta.deletedFileRetentionDuration`, 7 days): readers and
+    streams still on an older version keep their files. A shorter retention must be configured here on purpose.
+    """
+
+    vacuum_retention_hours: int | None = Field(default=None, ge=0)
+
+
 class RadarConfig(FrozenSection):
     """The whole configuration of one environment."""
 
@@ -188,6 +198,7 @@ class RadarConfig(FrozenSection):
     ingest: IngestConfig = IngestConfig()
     detect: DetectConfig = DetectConfig()
     checks: ChecksConfig = ChecksConfig()
+    maintain: MaintainConfig = MaintainConfig()
 
     @property
     def data_dir(self) -> Path:

@@ -52,6 +52,8 @@ def local_session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "false",
+        # Delta's VACUUM lists files in a job of this many tasks (default 10,000: minutes on 2 cores for a tiny table)
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(config.spark.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
