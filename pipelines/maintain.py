@@ -15,33 +15,13 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.tables import TableCatalog, register_existing_tables
+from pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
 from transforms.schemas import TABLES, TableSchema
 
 # Delta refuses VACUUM below this retention unless its safety check is turned off (delta.deletedFileRetentionDuration
 # defaults to 7 days): readers and streams still on an older version need those files.
 DELTA_SAFE_RETENTION_HOURS = 168
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-# Columns the on-call queries filter on, besides a table's event time; Z-ordered when a table has them.
-FILTER_COLUMNS: tuple[str, ...] = ("cluster", "group_id")
-# A table's event time is the first of these it has (source timestamp last: every row has one).
-EVENT_TIME_COLUMNS: tuple[str, ...] = (
-    "event_time",
-    "started_at",
-    "first_seen",
-    "commit_ts",
-    "tick_time",
-    "last_event_at",
-    "src_timestamp",
-)
-
-
-def zorder_columns(table: TableSchema) -> tuple[str, ...]:
-    """The columns OPTIMIZE Z-orders `table` by: cluster, group_id and its event time, those it has and that are not
-    partition columns (Delta refuses to Z-order by a partition column)."""
-    names = [c for c in table.column_names if c not in table.partition_by]
-    event_time = next((c for c in EVENT_TIME_COLUMNS if c in names), None)
-    return tuple(c for c in (*FILTER_COLUMNS, event_time) if c is not None and c in names)
 
 
 @dataclass(frozen=True)

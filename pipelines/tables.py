@@ -47,11 +47,35 @@ class TableCatalog:
         return (self.config.data_dir / "tables" / table.name).resolve()
 
 
+# Columns the on-call queries filter on, besides a table's event time; Z-ordered when a table has them.
+FILTER_COLUMNS: tuple[str, ...] = ("cluster", "group_id")
+# A table's event time is the first of these it has (source timestamp last: every row has one).
+EVENT_TIME_COLUMNS: tuple[str, ...] = (
+    "event_time",
+    "started_at",
+    "first_seen",
+    "commit_ts",
+    "tick_time",
+    "last_event_at",
+    "src_timestamp",
+)
+
+
+def zorder_columns(table: TableSchema) -> tuple[str, ...]:
+    """The columns OPTIMIZE Z-orders `table` by: cluster, group_id and its event time, those it has and that are not
+    partition columns (Delta refuses to Z-order by a partition column)."""
+    names = [c for c in table.column_names if c not in table.partition_by]
+    event_time = next((c for c in EVENT_TIME_COLUMNS if c in names), None)
+    return tuple(c for c in (*FILTER_COLUMNS, event_time) if c is not None and c in names)
+
+
 def stats_columns(table: TableSchema) -> tuple[str, ...]:
     """The columns Delta keeps file statistics on: those the writes filter on (the record key, read back over the
-    batch's offset range by `existing_record_keys`). Statistics on every column (Delta's default: the first 32,
-    binary key/value and nested members included) cost time in every commit and skip nothing."""
-    return tuple(c for c in table.record_key if c not in table.partition_by)
+    batch's offset range by `existing_record_keys`) and those queries filter on and OPTIMIZE Z-orders by
+    (`zorder_columns`: Delta refuses to Z-order by a column without statistics). Statistics on every column
+    (Delta's default: the first 32, binary key/value and nested members included) cost time in every commit."""
+    wanted = (*table.record_key, *zorder_columns(table))
+    return tuple(dict.fromkeys(c for c in wanted if c not in table.partition_by))
 
 
 def _create_statement(catalog: TableCatalog, table: TableSchema) -> str:

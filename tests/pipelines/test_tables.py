@@ -17,7 +17,7 @@ from pipelines.tables import (
     stats_columns,
     upserting,
 )
-from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, QUARANTINE, TABLES
+from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, OFFSET_COMMITS, QUARANTINE, RECORD_KEY, TABLES
 
 
 def _quarantine_rows(spark, config: RadarConfig, n: int):  # type: ignore[no-untyped-def]
@@ -47,10 +47,12 @@ def test_names_follow_the_data_dir_and_appends_are_idempotent(spark, radar_confi
     assert register_existing_tables(spark, first) == [name]
     assert spark.sql(f"SELECT count(*) FROM {QUARANTINE.name}").first()[0] == 3  # `USE radar` + the first dir
     assert set(TABLES) >= {"offset_commits", "quarantine", "heartbeat_events"}
-    # statistics only on the record key, the columns the dedup read filters on (pipelines.tables.stats_columns)
+    # statistics only on the record key (the dedup read filters on it) and the Z-order columns (cluster, group,
+    # event time: queries filter on them, and Delta refuses to Z-order by a column without statistics)
     properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
     assert properties["delta.dataSkippingStatsColumns"] == ",".join(stats_columns(QUARANTINE))
-    assert set(stats_columns(QUARANTINE)) == set(QUARANTINE.record_key)
+    assert set(stats_columns(QUARANTINE)) == set(QUARANTINE.record_key) | {"src_timestamp"}
+    assert set(stats_columns(OFFSET_COMMITS)) == {*RECORD_KEY, "group_id", "commit_ts"}
 
 
 def _health_rows(spark, config: RadarConfig, rows: list[tuple[str, int, int]]):  # type: ignore[no-untyped-def]
