@@ -3,6 +3,7 @@ arriving; after a restart and a final catch-up every Kafka record is in bronze a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -105,7 +106,7 @@ def ingest_processes() -> Iterator[list[subprocess.Popen[bytes]]]:
     yield processes
     for process in processes:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+            kill_radar(process.pid)
             process.wait(30)
 
 
@@ -138,6 +139,34 @@ def checkpoint_ends(config: RadarConfig, query: str, topic: str) -> dict[tuple[s
     last = max(offsets.glob("[0-9]*"), key=lambda p: int(p.name))
     source = json.loads(last.read_text().splitlines()[2])
     return {(topic, int(partition)): int(end) for partition, end in source[topic].items()}
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def kill_radar(pid: int) -> None:
+    """SIGKILL `radar run`'s process group and, at the same instant, its Spark JVM's: the JVM runs in a session of
+    its own (so a terminal's Ctrl-C reaches only radar), and left alone it would exit by itself, running its
+    shutdown hooks, when its parent's pipe closes; a crash gives it no such chance."""
+    groups = []
+    for child in child_pids(pid):
+        with contextlib.suppress(ProcessLookupError):  # a child that just ended
+            if os.getpgid(child) == child:
+                groups.append(child)
+    os.killpg(pid, signal.SIGKILL)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
 
 
 def test_sigkill_loses_and_duplicates_nothing(
@@ -191,7 +220,7 @@ def test_sigkill_loses_and_duplicates_nothing(
                 delay = random.uniform(2.0, 15.0)
             assert process.poll() is None, log_path.read_text()[-3000:]
             time.sleep(delay)
-            os.killpg(process.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no shutdown hooks
+            kill_radar(process.pid)  # the Python driver and its Spark JVM, no shutdown hooks
             process.wait(30)
             log.close()
             moments.append((round(delay, 2), batch_in_flight(config)))
