@@ -15,6 +15,8 @@ The windowed rules resolve once their window holds no more evidence (a deadline 
 
 from __future__ import annotations
 
+from typing import Any
+
 from transforms.detectors.detections import DetectionBook
 from transforms.detectors.evidence import seconds
 from transforms.detectors.state import CompletedRebalance, GroupState, MemberState
@@ -127,10 +129,44 @@ def check_skips(state: GroupState, book: DetectionBook, now_ms: int, thresholds:
     )
 
 
+def _sync_window(state: GroupState, now_ms: int, thresholds: DetectorThresholds) -> list[list[Any]]:
+    return [e for e in state.sync_expiries if now_ms - e[0] <= thresholds.failing_generation_window_ms]
+
+
+def check_sync_expiries(state: GroupState, book: DetectionBook, now_ms: int, thresholds: DetectorThresholds) -> None:
+    """Members that join and never send SyncGroup, generation after generation: each generation the leader
+    completes is torn down again when the coordinator removes them on pending sync request expiration. The
+    generations in between do stabilise, so this detection ends only once the window holds no such removal."""
+    window = _sync_window(state, now_ms, thresholds)
+    generations = sorted({e[1] for e in window if e[1] is not None})
+    if state.sync_failing_id not in state.detections and len(window) < thresholds.failing_generation_attempts:
+        return
+    members = sorted({m for e in window for m in e[2]})
+    named = ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
+    summary = (
+        f"group {state.group_id} rebalanced {len(window)} times in {seconds(now_ms - window[0][0])} because members "
+        f"joined and never sent SyncGroup ({named}): the coordinator removed them on pending sync request "
+        f"expiration after generations {', '.join(str(g) for g in generations)}"
+    )
+    if state.sync_failing_id in state.detections:
+        book.update(state.sync_failing_id, at_ms=now_ms, summary=summary, refs=[e[3] for e in window])
+        return
+    state.sync_failing_id = book.open(
+        FAILING,
+        ("sync", window[0][0]),
+        at_ms=now_ms,
+        first_seen_ms=window[0][0],
+        summary=summary,
+        refs=[e[3] for e in window],
+        generation=window[0][1],
+    )
+
+
 def resolve_failing(book: DetectionBook, now_ms: int, generation: int | None) -> None:
-    """A stable generation/epoch was reached: the group-wide failing_generation detections end."""
+    """A stable generation/epoch was reached: the group-wide failing_generation detections end (not the one of
+    members failing to sync: generations keep stabilising between its removals)."""
     for row in book.open_of_kind(FAILING):
-        if row.get("member_id") is None:
+        if row.get("member_id") is None and row["detection_id"] != book.state.sync_failing_id:
             book.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; stable at {generation}")
 
 
@@ -334,6 +370,8 @@ def window_deadline(state: GroupState, thresholds: DetectorThresholds) -> int | 
         out.append(state.history[-1].stabilized_ms + thresholds.flapping_window_ms)
     if LEADER.value in kinds and state.leader_changes:
         out.append(state.leader_changes[-1] + thresholds.leader_window_ms)
+    if state.sync_failing_id in state.detections and state.sync_expiries:
+        out.append(state.sync_expiries[-1][0] + thresholds.failing_generation_window_ms)
     return min(out) if out else None
 
 
@@ -342,6 +380,14 @@ def resolve_windows(state: GroupState, book: DetectionBook, now_ms: int, thresho
     last_rebalance = state.history[-1].stabilized_ms if state.history else None
     unplanned = [h.stabilized_ms for h in state.history if h.cause not in PLANNED_CAUSES]
     last_unplanned = unplanned[-1] if unplanned else None
+    sync_id = state.sync_failing_id
+    last_expiry = state.sync_expiries[-1][0] if state.sync_expiries else None
+    if sync_id in state.detections and (
+        last_expiry is None or now_ms - last_expiry >= thresholds.failing_generation_window_ms
+    ):
+        row = state.detections[sync_id]
+        book.resolve(sync_id, at_ms=now_ms, summary=f"{row['summary']}; every member has synced since")
+        state.sync_failing_id = None
     for row in list(state.detections.values()):
         kind = row["kind"]
         if kind == STORM.value:

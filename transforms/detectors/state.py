@@ -152,6 +152,10 @@ class GroupState:
     skips: list[list[int]] = field(default_factory=list)
     """[time, generations never completed beyond the one a never-persisted generation explains]."""
     leader_changes: list[int] = field(default_factory=list)
+    sync_expiries: list[list[Any]] = field(default_factory=list)
+    """[time, generation, member ids, source ref]: members the coordinator removed for never sending SyncGroup."""
+    sync_failing_id: str | None = None
+    """The open failing_generation detection those removals raised (it outlives the generations in between)."""
     departures: list[list[Any]] = field(default_factory=list)
     """[time, identity] of every departure, for crash-loop detection."""
     offsets: dict[str, list[int]] = field(default_factory=dict)

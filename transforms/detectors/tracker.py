@@ -274,6 +274,7 @@ class GroupTracker:
         st.history = [h for h in st.history if now_ms - h.stabilized_ms <= horizon][-64:]
         st.skips = [s for s in st.skips if now_ms - s[0] <= keep]
         st.leader_changes = [t for t in st.leader_changes if now_ms - t <= keep]
+        st.sync_expiries = [e for e in st.sync_expiries if now_ms - e[0] <= keep]
         st.departures = [d for d in st.departures if now_ms - d[0] <= keep][-256:]
         st.signals = [s for s in st.signals if now_ms - s[0] <= keep][-256:]
         st.offsets = {k: v for k, v in st.offsets.items() if now_ms - v[1] <= OFFSETS_KEPT_MS}
@@ -1102,6 +1103,10 @@ class GroupTracker:
         now = event.event_time_ms
         if event.source == TelemetrySource.BROKER_LOG.value and event.detail("group_epoch") is None:
             old_generation = event.generation
+            unsynced = event.detail("sync_expired_members")
+            if unsynced:
+                st.sync_expiries.append([now, old_generation, unsynced.split(","), source_ref(event)])
+                generation_rules.check_sync_expiries(st, self.book, now, self.thresholds)
             reb = st.rebalance
             if reb is None:
                 if st.generation is None:

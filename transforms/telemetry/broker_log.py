@@ -67,6 +67,9 @@ _GROUP_CONTEXT = re.compile(r"\[Group(?:Id)? ([^\]\s]+)\]")
 _MEMBER_METADATA_FIELD = re.compile(r"(memberId|groupInstanceId|clientId|clientHost)=(Some\([^)]*\)|[^,)]*)")
 _CLIENT_REASON = re.compile(r"client reason: (.*?)\.?$")
 
+# Members that joined but never sent SyncGroup within the rebalance timeout: 4.x prints a Java set
+# ("Removing [m1, m2] on ..."), 3.x a Scala one ("Removing Set(m1) on ...", "HashSet(...)" past four members).
+_PENDING_SYNC_EXPIRED = re.compile(r"Removing (?:\w*Set\()?\[?([^\])]*?)[\])]? on pending sync request expiration")
 _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE), "heartbeat_expiration"),
     (re.compile(r"Removing member (\S+?) on LeaveGroup"), "member_left"),
@@ -75,6 +78,7 @@ _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Member (\S+?) (?:is )?joining group during"), "member_rejoined"),
     (re.compile(r"Updating metadata for member (\S+?) during"), "member_rejoined"),
     (re.compile(r"Leader (\S+?) re-joining group during"), "member_rejoined"),
+    (_PENDING_SYNC_EXPIRED, "failed_previous"),
 )
 
 # Client reasons (KIP-800) that say why a known member rejoined.
@@ -89,6 +93,12 @@ _CLIENT_REASON_CAUSES: tuple[tuple[str, str], ...] = (
     ("need to re-join with the given member-id", "member_joined"),
     ("poll timeout", "poll_timeout"),
 )
+
+
+def pending_sync_expired(reason: str) -> list[str]:
+    """Members a rebalance reason says were removed for never sending SyncGroup (empty for any other reason)."""
+    found = _PENDING_SYNC_EXPIRED.search(reason)
+    return [m.strip() for m in found.group(1).split(",") if m.strip()] if found else []
 
 
 def cause_of_reason(reason: str) -> tuple[str, str | None, str | None]:
@@ -132,6 +142,9 @@ def _rebalance_prepare(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     cause, member, client_reason = cause_of_reason(reason)
     details = _coordinator_details(line, m.group("partition"))
     details.update(state=m.group("state"), cause=cause, client_reason=client_reason)
+    unsynced = pending_sync_expired(reason)
+    if unsynced:
+        details["sync_expired_members"] = ",".join(unsynced)
     return line.event(
         Kind.REBALANCE_PREPARE,
         SOURCE,

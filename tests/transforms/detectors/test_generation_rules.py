@@ -3,6 +3,8 @@ cause of every rebalance, event by event."""
 
 from __future__ import annotations
 
+import json
+
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
 from transforms.detectors.thresholds import DetectorThresholds
 
@@ -47,7 +49,7 @@ def test_repeated_large_generation_skips_are_failing_generation() -> None:
 
 
 def test_prepares_climbing_without_a_stable_generation() -> None:
-    """A member that joins and never syncs: the coordinator keeps preparing, generations climb, nothing stabilises."""
+    """Repeated prepares from the old generation and nothing stabilises: failing_generation on the attempts."""
     s = Silver()
     t = BASE_MS
     s.generation(G, 3, [m("a", 0, 1)], t)
@@ -59,14 +61,68 @@ def test_prepares_climbing_without_a_stable_generation() -> None:
         t + 1000,
     )
     for i, generation in enumerate((4, 5, 6)):
-        s.broker(f"Group {G} removed members who haven't sent their sync requests: [stuck-1]", t + 31_000 + i * 30_000)
-        prepare(s, generation, "removing members [stuck-1] on pending sync request expiration", t + 31_000 + i * 30_000)
+        prepare(s, generation, f"Adding new member stuck-{i + 2} with group instance id None", t + 31_000 + i * 30_000)
     out = run(G, s.rows, t + 130_000, DetectorThresholds(rebalance_stuck_grace_ms=600_000))
     (failing,) = out.of_kind("failing_generation")
     assert failing["generation"] == 3 and failing["status"] == "open"
     assert "tried 4 times to leave generation 3" in failing["summary"]
     (rebalance,) = out.rebalances.values()
     assert rebalance["stabilized_at"] is None and rebalance["from_generation"] == 3
+
+
+def _joins_without_sync(s: Silver, t: int, cycles: int, *, java: bool) -> int:
+    """A member that joins and never sends SyncGroup, as a 4.3.1 broker logged it live (3.x: a Scala `Set(...)`):
+    the leader's sync completes each generation, the coordinator removes the member a rebalance timeout later,
+    the member rejoins with a new member id, and the group rebalances again, generation after generation."""
+    healthy = m("healthy-B", 0, 1, 2, 3)
+    s.generation(G, 1, [healthy], t)
+    for cycle in range(cycles):
+        generation = 2 + cycle
+        rogue = f"rogue-R-{cycle}"
+        at = t + 5_000 + cycle * 12_000
+        s.broker(
+            f"Pending dynamic member with id {rogue} joins group {G} in PreparingRebalance state. Adding to the "
+            "group now.",
+            at,
+            java=java,
+        )
+        s.broker(f"Stabilized group {G} generation {generation} with 2 members.", at + 1_000, java=java)
+        s.generation(G, generation, [healthy, m(rogue)], at + 1_010, leader="healthy-B")
+        unsynced = f"[{rogue}]" if java else f"Set({rogue})"
+        prepare(s, generation, f"Removing {unsynced} on pending sync request expiration", at + 11_000)
+    end = t + 5_000 + cycles * 12_000
+    s.broker(f"Stabilized group {G} generation {2 + cycles} with 1 members.", end, java=java)
+    s.generation(G, 2 + cycles, [healthy], end + 10)
+    return end
+
+
+def test_members_that_never_sync_fail_generation_after_generation() -> None:
+    for java in (True, False):
+        s = Silver()
+        t = BASE_MS
+        end = _joins_without_sync(s, t, 4, java=java)
+        out = run(G, s.rows, end + 60_000)
+        (failing,) = out.of_kind("failing_generation")
+        assert failing["status"] == "open", "the generations in between stabilise: they do not end it"
+        assert failing["generation"] == 2 and failing["member_id"] is None
+        assert "rebalanced 4 times in 36 s because members joined and never sent SyncGroup" in failing["summary"]
+        assert "rogue-R-0, rogue-R-1, rogue-R-2 and 1 more" in failing["summary"]
+        assert "after generations 2, 3, 4, 5" in failing["summary"]
+        assert int(failing["detected_at"].timestamp() * 1000) == t + 5_000 + 2 * 12_000 + 11_000
+        # each removal's "Preparing to rebalance" line (the telemetry topic holds three lines per cycle)
+        assert [ref["offset"] for ref in json.loads(failing["evidence"])] == [2, 5, 8, 11]
+        assert out.causes().count("failed_previous") == 4
+        later = run(G, s.rows, end + 11 * 60_000)
+        (resolved,) = later.of_kind("failing_generation")
+        assert resolved["status"] == "resolved" and "every member has synced since" in resolved["summary"]
+
+
+def test_one_member_that_never_synced_is_not_a_failing_generation() -> None:
+    s = Silver()
+    end = _joins_without_sync(s, BASE_MS, 2, java=True)
+    out = run(G, s.rows, end + 60_000)
+    assert out.of_kind("failing_generation") == []
+    assert out.causes().count("failed_previous") == 2
 
 
 def test_rebalance_stuck_past_the_rebalance_timeout() -> None:

@@ -51,6 +51,31 @@ def test_java_prepare_line_keeps_parenthesised_reason_whole() -> None:
     assert event.details["offsets_partition"] == "46"
 
 
+def test_pending_sync_expiration_names_the_members_that_never_synced() -> None:
+    """4.3.1 as logged live (a Java set), and 3.x's Scala sets (`Set(...)`, `HashSet(...)` past four members)."""
+    java = only_event(
+        f"[2026-11-23 16:22:22,553] INFO {J} Preparing to rebalance group g1 in state PreparingRebalance with old "
+        "generation 2 (reason: Removing [rogue-R-6a81d190-0471-420c-874f-45d5c9cb03f1] on pending sync request "
+        f"expiration). {JAVA}"
+    )
+    assert (java.generation, java.member_id) == (2, "rogue-R-6a81d190-0471-420c-874f-45d5c9cb03f1")
+    assert java.details["cause"] == "failed_previous"
+    assert java.details["sync_expired_members"] == "rogue-R-6a81d190-0471-420c-874f-45d5c9cb03f1"
+    scala = only_event(
+        "[2023-05-02 10:00:00,000] INFO [GroupCoordinator 1]: Preparing to rebalance group g2 in state "
+        "PreparingRebalance with old generation 7 (__consumer_offsets-3) (reason: Removing HashSet(a-1, b-2, c-3, "
+        f"d-4, e-5) on pending sync request expiration) {SCALA}"
+    )
+    assert scala.member_id is None and scala.details["cause"] == "failed_previous"
+    assert scala.details["sync_expired_members"] == "a-1,b-2,c-3,d-4,e-5"
+    assert cause_of_reason("Removing Set(x-1) on pending sync request expiration")[:2] == ("failed_previous", "x-1")
+    other = only_event(
+        f"{J} Preparing to rebalance group g in state PreparingRebalance with old generation 3 (reason: removing "
+        f"member m-1 on heartbeat expiration). {JAVA}"
+    )
+    assert "sync_expired_members" not in other.details
+
+
 def test_java_prepare_line_with_client_reason_ending_in_exception() -> None:
     event = only_event(
         f"{J} Preparing to rebalance group g in state PreparingRebalance with old generation 3 (reason: Member m-1 "
