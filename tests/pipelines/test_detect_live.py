@@ -8,6 +8,7 @@ gold; each group must show exactly its incident, and the healthy groups nothing.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
 from tests.pipelines.group_member import MemberProcess, create_topics
 from tests.pipelines.ingest_support import isolated_config
+from tests.pipelines.unsynced_member import UnsyncedMember
 from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -211,6 +213,15 @@ class Scenarios:
 
     # --- healthy -----------------------------------------------------------------------------------------------
 
+    def joins_without_sync(self, scenario: str, cycles: int = 4) -> UnsyncedMember:
+        """B (6 s max.poll.interval.ms: the group's rebalance timeout) leads; U joins, heartbeats and never sends
+        SyncGroup, `cycles` times; it runs beside the next scenarios (join it before the recording ends)."""
+        topic, group = self.group(scenario)
+        b = self.member(scenario, "B", topic, group, "--max-poll-interval-ms", "6000")
+        b.wait_for("assigned")
+        self.recording.moments[f"{scenario}/started"] = now_ms()
+        return UnsyncedMember(self.bootstrap, group, topic, cycles, client_id=f"{scenario}-U").start()
+
     def scale_out_and_clean_shutdown(self, scenario: str, protocol: str) -> None:
         topic, group = self.group(scenario)
         members = []
@@ -266,9 +277,12 @@ def recording(
         scenarios.stop_all()
         scenarios.poll_overruns("poll-overrun")
         scenarios.stop_all()
+        unsynced = scenarios.joins_without_sync("never-syncs")
         scenarios.crash_loop("crash-loop")
-        scenarios.stop_all()
         scenarios.second_consumer_zombie("second-consumer")
+        unsynced.join(120)
+        result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
+        scenarios.stop_all()
         scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
         scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
         # the static members stay up until detection has read everything (their close sends no LeaveGroup)
@@ -382,6 +396,25 @@ def test_crash_loop_is_membership_flapping(recording: Recording) -> None:
     assert str(DetectionKind.MEMBERSHIP_FLAPPING) in recording.kinds("crash-loop"), found
     (flapping,) = [d for d in found if d["kind"] == str(DetectionKind.MEMBERSHIP_FLAPPING)]
     assert "crashing-worker" in flapping["summary"]
+
+
+def test_a_member_that_never_syncs_is_a_failing_generation(recording: Recording) -> None:
+    """Classic, live: each generation the leader completes loses the member that joined without SyncGroup a
+    rebalance timeout later, four times; one failing_generation names them and the generations they failed."""
+    unsynced = recording.members["never-syncs/U"]
+    assert len(unsynced) == 4, unsynced
+    found = recording.of("never-syncs")
+    (failing,) = [d for d in found if d["kind"] == str(DetectionKind.FAILING_GENERATION)]
+    assert "never sent SyncGroup" in failing["summary"] and unsynced[0]["member"] in failing["summary"], failing
+    assert failing["generation"] == unsynced[0]["generation"], failing
+    assert len(json.loads(failing["evidence"])) == 4, failing
+    assert recording.kinds("never-syncs") <= {
+        str(DetectionKind.FAILING_GENERATION),
+        str(DetectionKind.MEMBERSHIP_FLAPPING),
+    }, [(d["kind"], d["member_id"], d["summary"]) for d in found]
+    group = recording.groups["never-syncs"]
+    causes = [r["cause"] for r in recording.rebalances if r["group_id"] == group and r["stabilized_at"] is not None]
+    assert causes.count("failed_previous") == 4, causes
 
 
 @pytest.mark.parametrize("scenario", ["healthy-classic", "healthy-kip848", "healthy-static"])

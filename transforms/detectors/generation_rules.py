@@ -141,7 +141,7 @@ def check_sync_expiries(state: GroupState, book: DetectionBook, now_ms: int, thr
     generations = sorted({e[1] for e in window if e[1] is not None})
     if state.sync_failing_id not in state.detections and len(window) < thresholds.failing_generation_attempts:
         return
-    members = sorted({m for e in window for m in e[2]})
+    members = list(dict.fromkeys(m for e in window for m in e[2]))  # in the order they were removed
     named = ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
     summary = (
         f"group {state.group_id} rebalanced {len(window)} times in {seconds(now_ms - window[0][0])} because members "
