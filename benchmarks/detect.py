@@ -113,11 +113,12 @@ def run_live(duration_s: float, stalls: int) -> dict[str, Any]:
     from pipelines.detect import DetectStage
     from pipelines.ingest import IngestStage
     from pipelines.local.broker import EmbeddedKafka
+    from pipelines.local.scenarios import MemberProcess
     from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.sources import kafka_stream
     from pipelines.streams import start_stages
-    from tests.pipelines.group_member import MemberProcess
     from tests.pipelines.group_member import create_topics as create_work_topics
+    from tests.pipelines.group_member import start_member
 
     config = load_config().with_data_dir(Path(tempfile.mkdtemp(prefix="radar-bench-detect-live-")))
     telemetry = config.kafka.telemetry_topics[0]
@@ -166,7 +167,7 @@ def run_live(duration_s: float, stalls: int) -> dict[str, Any]:
         poller.start()
 
         def member(group: str, topic: str, name: str, *extra: str, protocol: str = "classic") -> MemberProcess:
-            process = MemberProcess(out_dir, f"{group}-{name}-{len(members)}", bootstrap, topic, group, *extra,
+            process = start_member(out_dir, f"{group}-{name}-{len(members)}", bootstrap, topic, group, *extra,
                                     protocol=protocol)  # fmt: skip
             members.append(process)
             return process

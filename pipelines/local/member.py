@@ -5,8 +5,10 @@ polls, and every `--commit-every-s` synchronously commits offset 0 on every part
 batch-processing application it keeps working on partitions it *lost* (on_lost) until a commit fails, so a resumed
 zombie commits with its old generation. `--block-revoke-s S` makes it hang S seconds in its first revocation
 callback (an application stuck while the group waits for its partitions: the group cannot leave its
-generation). It runs until SIGTERM (a clean close: LeaveGroup) or `--run-s`, and prints one JSON line per
-assignment change and commit outcome, which the scenario runner waits on.
+generation); `--stall-after-s A --stall-s S` stops polling for S seconds A seconds after an assignment (a
+`max.poll.interval.ms` overrun), `--stalls N` times, each after a new assignment. It runs until SIGTERM (a clean
+close: LeaveGroup, unless `--instance-id` makes it static) or `--run-s`, and prints one JSON line per assignment
+change and commit outcome, which the scenario runner (and the live tests) wait on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def member_arguments() -> argparse.ArgumentParser:
     parser.add_argument("--max-poll-interval-ms", type=int, default=30000)
     parser.add_argument("--commit-every-s", type=float, default=0.5)
     parser.add_argument("--block-revoke-s", type=float, default=0.0, help="hang this long in the first revocation")
+    parser.add_argument("--stall-after-s", type=float, default=None, help="stop polling this long after assignment")
+    parser.add_argument("--stall-s", type=float, default=0.0, help="for this long (a max.poll.interval.ms overrun)")
+    parser.add_argument("--stalls", type=int, default=1, help="stall again after each new assignment, N times")
+    parser.add_argument("--instance-id", default=None, help="group.instance.id (static membership)")
     parser.add_argument("--run-s", type=float, default=600.0)
     return parser
 
@@ -57,6 +63,8 @@ def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.protocol == "classic":  # KIP-848 session and heartbeat are the group's, set on the broker
         settings.update({"session.timeout.ms": args.session_timeout_ms, "heartbeat.interval.ms": 500})
+    if args.instance_id:
+        settings["group.instance.id"] = args.instance_id
     return settings
 
 
@@ -78,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     held: dict[int, int] = {}  # partitions this process works on; a zombie keeps them after losing them
     blocked = False
+    assigned_at: list[float] = []
 
     def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
         held.update({p.partition: 0 for p in partitions})
+        assigned_at.append(time.monotonic())
         say(assigned=[p.partition for p in partitions], member=c.memberid())
 
     def revoked(_c: Consumer, partitions: list[TopicPartition]) -> None:
@@ -99,11 +109,24 @@ def main(argv: list[str] | None = None) -> int:
     consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked, on_lost=lost)
     started = time.monotonic()
     last_commit = 0.0
+    stalls = 0
+    stalled_at_assignment = 0  # how many assignments there had been at the last stall
     while not stopping and time.monotonic() - started < args.run_s:
         message = consumer.poll(0.1)
         if message is not None and message.error() is not None:
             say(poll_error=message.error().name())
         now = time.monotonic()
+        if (
+            args.stall_after_s is not None
+            and stalls < args.stalls
+            and len(assigned_at) > stalled_at_assignment
+            and now - assigned_at[stalled_at_assignment] > args.stall_after_s
+        ):
+            stalls += 1
+            stalled_at_assignment = len(assigned_at)
+            say(stalling=args.stall_s, stalling_member=consumer.memberid())
+            time.sleep(args.stall_s)
+            continue
         if now - last_commit < args.commit_every_s or not held:
             continue
         last_commit = now
@@ -114,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             say(commit_error=failure.args[0].name())
             held.clear()  # the application learns it is a zombie from the failed commit
     consumer.close()
+    if args.agent_topic:
+        say(agent={"produced": consumer.agent.produced, "dropped": consumer.agent.dropped})  # type: ignore[attr-defined]
     say(closed=True)
     return 0
 

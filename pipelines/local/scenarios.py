@@ -261,7 +261,7 @@ class MemberProcess:
                     continue
         return found
 
-    def wait_for(self, key: str, timeout_s: float, after: int = 0) -> None:
+    def wait_for(self, key: str, timeout_s: float = 30.0, after: int = 0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if any(key in line for line in self.lines()[after:]):

@@ -4,6 +4,7 @@ its healthy group, and a report that opens in headless Chromium with its charts 
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,11 @@ import pytest
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
 from pipelines.local.scenarios import SCENARIOS, Freeze, Kill, Leave, Start, Thaw, WaitFor, scenario_named
+from pipelines.oncall_queries import QUERIES_DIR, bind_parameters, parse_query
 from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.test_report import CHART_SLOTS, CHARTS_DRAWN, non_white_share
-from transforms.schemas import DetectionKind
+from transforms.schemas import TABLES, DetectionKind
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -103,3 +105,44 @@ def test_the_demo_report_opens_in_headless_chromium_with_its_charts(short_demo: 
     drawn, slots = seen.evaluated
     assert slots >= 3 and drawn >= slots  # both groups' timelines, billing's detections
     assert non_white_share(seen.screenshot_png) > 0.02
+
+
+def demo_query(spark: Any, demo: DemoResult, name: str, **params: str) -> list[dict[str, Any]]:
+    """An on-call query of queries/ over the tables the demo wrote: each table the query names is the demo's Delta
+    table (a temporary view by its plain name, as `radar sql` registers them), dropped again afterwards."""
+    query = parse_query(QUERIES_DIR / f"{name}.sql")
+    names = [t for t in TABLES if re.search(rf"\b{t}\b", query.sql)]
+    try:
+        for table in names:
+            spark.read.format("delta").load(str(demo.data_dir / "tables" / table)).createOrReplaceTempView(table)
+        rows = [r.asDict(recursive=True) for r in spark.sql(bind_parameters(query.sql, params)).collect()]
+    finally:
+        for table in names:
+            spark.catalog.dropTempView(table)
+    assert all(tuple(row) == query.output_columns for row in rows), name
+    return rows
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_oncall_queries_answer_on_the_demos_tables(spark: Any, short_demo: DemoResult) -> None:
+    billing, orders = short_demo.groups["billing"], short_demo.groups["orders"]
+    (expiry,) = [d for d in short_demo.detections if d["kind"] == "heartbeat_expiration" and d["group_id"] == billing]
+    history = demo_query(spark, short_demo, "group_rebalance_history", group_id=billing)
+    assert {r["group_id"] for r in history} == {billing}
+    assert any(expiry["member_id"] in (r["expired"] or []) and r["cause"] == "heartbeat_expiration" for r in history)
+    open_now = demo_query(spark, short_demo, "open_detections")
+    assert (billing, "zombie_commit", "critical") in {(r["group_id"], r["kind"], r["severity"]) for r in open_now}
+    assert orders not in {r["group_id"] for r in open_now}
+    expired = demo_query(spark, short_demo, "expired_members_last_hour")
+    assert [(r["group_id"], r["member_id"]) for r in expired] == [(billing, expiry["member_id"])]
+    assert expired[0]["client_host"] == "127.0.0.1" and expired[0]["client_id"]
+    zombies = demo_query(spark, short_demo, "zombie_commits_by_host")
+    assert [(r["groups"], r["client_host"]) for r in zombies] == [([billing], "127.0.0.1")]
+    assert zombies[0]["detections"] >= 1 and zombies[0]["evidence_records"] >= 1
+    most = demo_query(spark, short_demo, "groups_rebalancing_most")
+    counts = {r["group_id"]: r["rebalances"] for r in most}
+    assert set(counts) >= {billing, orders} and all(n > 0 for n in counts.values())
+    assert [r["rebalances"] for r in most] == sorted(counts.values(), reverse=True)
+    assert "heartbeat_expiration" in next(r["causes"] for r in most if r["group_id"] == billing)

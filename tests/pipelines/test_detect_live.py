@@ -24,9 +24,10 @@ from pipelines.clock import ClockTickEmitter
 from pipelines.config import RadarConfig
 from pipelines.detect import DetectStage
 from pipelines.ingest import IngestStage
+from pipelines.local.scenarios import MemberProcess
 from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
-from tests.pipelines.group_member import MemberProcess, create_topics
+from tests.pipelines.group_member import create_topics, start_member
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.unsynced_member import UnsyncedMember
 from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
@@ -79,7 +80,7 @@ class Scenarios:
     def member(
         self, scenario: str, name: str, topic: str, group: str, *extra: str, protocol: str = "classic"
     ) -> MemberProcess:
-        started = MemberProcess(
+        started = start_member(
             self.out_dir,
             f"{scenario}-{name}-{len(self.running)}",
             self.bootstrap,

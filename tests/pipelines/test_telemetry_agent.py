@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from emitters.agent import RadarConsumer, instrument
-from tests.pipelines.group_member import MemberProcess, create_topics, read_records
+from tests.pipelines.group_member import create_topics, read_records, start_member
 from transforms.telemetry.json_events import RadarEventV1
 
 RECORDS = 150_000
@@ -163,11 +163,11 @@ def overruns(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Ove
     topic, group, telemetry = f"work-{tag}", f"group-{tag}", f"telemetry-{tag}"
     create_topics(bootstrap, {topic: 4, telemetry: 1})
     out_dir = tmp_path_factory.mktemp("overruns")
-    b = MemberProcess(out_dir, "B", bootstrap, topic, group)
+    b = start_member(out_dir, "B", bootstrap, topic, group)
     members = [b]
     try:
         b.wait_for("assigned")
-        c = MemberProcess(
+        c = start_member(
             out_dir,
             "C",
             bootstrap,
