@@ -13,8 +13,9 @@ Modules:
 - `tracker`: `GroupTracker` (accept / advance_to / next_wakeup / is_expired / snapshot / restore), `TrackerOutput`.
 
 When each kind resolves:
-- failing_generation: group-wide, when a stable generation/epoch is reached; per KIP-848/1071 member, when the
-  member catches up with the target assignment or leaves the group.
+- failing_generation: group-wide, when a stable generation/epoch is reached (members failing to send SyncGroup:
+  when the window holds no such removal); per KIP-848/1071 member, when the member catches up with the target
+  assignment or leaves the group.
 - heartbeat_expiration: when the group has stabilised without the member (or after `incident_quiet_ms`).
 - heartbeat_at_risk: on the member's next heartbeat, or when it leaves the group.
 - zombie_commit: after `incident_quiet_ms` without another commit from the zombie.

@@ -8,6 +8,10 @@ failing_generation (resolves when the group reaches a stable generation/epoch ag
 - stuck: a rebalance open longer than the members' rebalance timeout plus a grace;
 - skips: persisted classic generations skipping numbers beyond the one a stabilised-but-never-persisted
   generation explains (N -> N+2 is healthy), adding up to `failing_generation_skips` over >= 2 transitions;
+- unsynced: >= `failing_generation_attempts` removals "on pending sync request expiration" (members that joined and
+  never sent SyncGroup) within the window; the leader completes each generation in between, so a stable successor
+  does not end it: it resolves once the window holds no such removal. It covers the leader that never syncs too,
+  which a log-only view cannot see otherwise (the coordinator logs "Stabilized group" before the leader's sync);
 - KIP-848/1071: a member behind the target-assignment epoch (or with partitions pending revocation) for longer
   than its rebalance timeout.
 The windowed rules resolve once their window holds no more evidence (a deadline evaluates it).
