@@ -128,16 +128,21 @@ def demo_query(spark: Any, demo: DemoResult, name: str, **params: str) -> list[d
 @pytest.mark.slow
 def test_the_oncall_queries_answer_on_the_demos_tables(spark: Any, short_demo: DemoResult) -> None:
     billing, orders = short_demo.groups["billing"], short_demo.groups["orders"]
-    (expiry,) = [d for d in short_demo.detections if d["kind"] == "heartbeat_expiration" and d["group_id"] == billing]
+    # billing-a expires while frozen; the zombie's abandoned member id may expire a session later as well
+    expiries = [d for d in short_demo.detections if d["kind"] == "heartbeat_expiration" and d["group_id"] == billing]
+    expired_ids = {d["member_id"] for d in expiries}
+    first = min(expiries, key=lambda d: d["detected_at"])
     history = demo_query(spark, short_demo, "group_rebalance_history", group_id=billing)
     assert {r["group_id"] for r in history} == {billing}
-    assert any(expiry["member_id"] in (r["expired"] or []) and r["cause"] == "heartbeat_expiration" for r in history)
+    assert any(first["member_id"] in (r["expired"] or []) and r["cause"] == "heartbeat_expiration" for r in history)
     open_now = demo_query(spark, short_demo, "open_detections")
     assert (billing, "zombie_commit", "critical") in {(r["group_id"], r["kind"], r["severity"]) for r in open_now}
     assert orders not in {r["group_id"] for r in open_now}
     expired = demo_query(spark, short_demo, "expired_members_last_hour")
-    assert [(r["group_id"], r["member_id"]) for r in expired] == [(billing, expiry["member_id"])]
-    assert expired[0]["client_host"] == "127.0.0.1" and expired[0]["client_id"]
+    # rows come from completed rebalances: the abandoned id's expiry may still be in an open one when the demo ends
+    assert (billing, first["member_id"]) in {(r["group_id"], r["member_id"]) for r in expired}
+    assert {(r["group_id"], r["member_id"]) for r in expired} <= {(billing, m) for m in expired_ids}
+    assert all(r["client_host"] == "127.0.0.1" and r["client_id"] == "billing-a" for r in expired), expired
     zombies = demo_query(spark, short_demo, "zombie_commits_by_host")
     assert [(r["groups"], r["client_host"]) for r in zombies] == [([billing], "127.0.0.1")]
     assert zombies[0]["detections"] >= 1 and zombies[0]["evidence_records"] >= 1
