@@ -144,6 +144,7 @@ def run_live(duration_s: float, stalls: int) -> dict[str, Any]:
         location = str(TableCatalog(config).location(DETECTIONS))
         started = time.monotonic()
         while detect_query.lastProgress is None or not (Path(location) / "_delta_log").is_dir():
+            queries.raise_failures()  # a query that died (e.g. a Python worker that never connected back) ends it
             if time.monotonic() - started > 600:
                 raise RuntimeError("the detection query made no progress in 10 minutes")
             time.sleep(1)
