@@ -136,7 +136,9 @@ def run_live(duration_s: float, stalls: int) -> dict[str, Any]:
         spark = build_spark_session(config)
         source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
         telemetry_source = kafka_stream(spark, config, [telemetry], bootstrap)
-        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name="bench")
+        ingest = IngestStage(
+            spark, config, source, telemetry_source=telemetry_source, checkpoint_name="bench", from_kafka=True
+        )
         detect = DetectStage(spark, config, checkpoint_name="bench")
         stack.enter_context(ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms))
         queries = start_stages(stack, [ingest, detect])

@@ -114,13 +114,18 @@ def timed_passthrough(spark: SparkSession, source: DataFrame, config: RadarConfi
     return measured(time.perf_counter() - started, delta_rows(spark, path))
 
 
-def timed_ingest(spark: SparkSession, source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
+def timed_ingest(
+    spark: SparkSession, source: DataFrame, config: RadarConfig, name: str, *, from_kafka: bool = False
+) -> dict[str, Any]:
     """The real offsets query (decode + bronze + every silver table), timed from start to termination."""
     bronze = TableCatalog(config).location(OFFSETS_RAW)
     assert bronze is not None
     before = delta_rows(spark, bronze)
     started = time.perf_counter()
-    queries = IngestStage(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=()).start()
+    stage = IngestStage(
+        spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=(), from_kafka=from_kafka
+    )
+    queries = stage.start()
     queries.await_all()
     seconds = time.perf_counter() - started
     return measured(seconds, delta_rows(spark, bronze) - before)
@@ -203,7 +208,7 @@ def run(config: RadarConfig, count: int) -> dict[str, Any]:
             spark, kafka_stream(spark, kafka_config, [topic], bootstrap), kafka_config, "broker"
         )
         result["broker_to_silver"] = timed_ingest(
-            spark, kafka_stream(spark, kafka_config, [topic], bootstrap), kafka_config, "broker"
+            spark, kafka_stream(spark, kafka_config, [topic], bootstrap), kafka_config, "broker", from_kafka=True
         )
         result["max_offsets_per_trigger"] = config.kafka.max_offsets_per_trigger
     for kind in ("dump", "broker"):

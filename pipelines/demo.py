@@ -239,7 +239,9 @@ def run_demo(
             source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
             telemetry_source = kafka_stream(spark, config, list(config.kafka.telemetry_topics), bootstrap)
             checkpoint = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
-            ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint)
+            ingest = IngestStage(
+                spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
+            )
             detect = DetectStage(spark, config, checkpoint_name=checkpoint)
             queries = start_stages(stack, [ingest, detect])
             view.monitor = "monitor running: ingest + detection, a clock tick every second"

@@ -180,13 +180,17 @@ def routed_batch_tables(
     bronze: TableSchema,
     *,
     with_unreadable_source_rows: bool = False,
+    records_may_repeat: bool = True,
 ) -> BatchTables:
     """A stage's tables of one micro-batch: route the batch once (mapInArrow, cached while the tables are
-    written), then bronze and every target table that received rows."""
+    written), then bronze and every target table that received rows.
+
+    `records_may_repeat=False` for a Kafka source: a Kafka micro-batch reads each offset once, so the in-batch
+    dedup (a shuffle per micro-batch) is left out; a replay batch may bring a dump and its copy together."""
 
     @contextmanager
     def tables_of(source_batch: DataFrame) -> Iterator[dict[str, DataFrame]]:
-        batch = distinct_records(source_batch).persist()
+        batch = (distinct_records(source_batch) if records_may_repeat else source_batch).persist()
         routed = route(batch).persist()
         try:
             present = {row["target"] for row in routed.select("target").distinct().collect()}
@@ -206,15 +210,27 @@ def routed_batch_tables(
     return tables_of
 
 
-def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY) -> BatchWriter:
-    """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine."""
-    tables_of = routed_batch_tables(config, route_offsets, split_decoded, OFFSETS_RAW, with_unreadable_source_rows=True)
+def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY, *, from_kafka: bool = False) -> BatchWriter:
+    """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine (a
+    Kafka source has no dump lines: `from_kafka` leaves that check and the in-batch dedup out)."""
+    tables_of = routed_batch_tables(
+        config,
+        route_offsets,
+        split_decoded,
+        OFFSETS_RAW,
+        with_unreadable_source_rows=not from_kafka,
+        records_may_repeat=not from_kafka,
+    )
     return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
 
 
-def telemetry_batch_writer(config: RadarConfig, app_id: str = TELEMETRY_QUERY) -> BatchWriter:
+def telemetry_batch_writer(
+    config: RadarConfig, app_id: str = TELEMETRY_QUERY, *, from_kafka: bool = False
+) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events."""
-    tables_of = routed_batch_tables(config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW)
+    tables_of = routed_batch_tables(
+        config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW, records_may_repeat=not from_kafka
+    )
     return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
 
 
@@ -237,8 +253,10 @@ class IngestStage(Stage):
         checkpoint_name: str = "ingest",
         available_now: bool = False,
         telemetry_topics: Sequence[str] | None = None,
+        from_kafka: bool = False,
     ) -> None:
         super().__init__()
+        self.from_kafka = from_kafka  # sources from `kafka_stream`: no repeated record within a batch, no dump lines
         self.spark, self.config, self.source, self.telemetry_source = spark, config, source, telemetry_source
         self.checkpoint_name = checkpoint_name
         self.trigger = Trigger(available_now, config.ingest.trigger_interval)
@@ -256,11 +274,13 @@ class IngestStage(Stage):
         ensure_tables(self.spark, self.config)
         offsets_topic = self.config.kafka.offsets_topic
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
-        started = [self._start(offsets_rows, OFFSETS_QUERY, partial(offsets_batch_writer, self.config))]
+        writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka)
+        started = [self._start(offsets_rows, OFFSETS_QUERY, writer)]
         if self.telemetry_topics:
             rows = self.source if self.telemetry_source is None else self.telemetry_source
             telemetry_rows = rows.where(F.col("topic").isin(*self.telemetry_topics) & F.col("source_error").isNull())
-            started.append(self._start(telemetry_rows, TELEMETRY_QUERY, partial(telemetry_batch_writer, self.config)))
+            writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka)
+            started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
         return RunningQueries(tuple(started))
 
 

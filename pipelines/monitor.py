@@ -110,7 +110,9 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
         telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap)
         checkpoint = kafka_checkpoint_name(config, kafka_cluster_id(spark, config, bootstrap))
-        ingest = IngestStage(spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint)
+        ingest = IngestStage(
+            spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
+        )
         detect = DetectStage(spark, config, checkpoint_name=checkpoint)
         clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch

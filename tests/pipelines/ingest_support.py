@@ -145,7 +145,13 @@ def run_kafka_ingest_now(
     topics = [config.kafka.offsets_topic, *telemetry_topics]
     source = kafka_stream(spark, config, topics, bootstrap)
     queries: RunningQueries = IngestStage(
-        spark, config, source, checkpoint_name=checkpoint_name, available_now=True, telemetry_topics=telemetry_topics
+        spark,
+        config,
+        source,
+        checkpoint_name=checkpoint_name,
+        available_now=True,
+        telemetry_topics=telemetry_topics,
+        from_kafka=True,
     ).start()
     queries.await_all()  # raises the query's exception if it failed
 

@@ -310,7 +310,13 @@ def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, boot
     offsets = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
     telemetry_rows = kafka_stream(spark, config, [result.telemetry_topic], bootstrap)
     ingest = IngestStage(
-        spark, config, offsets, telemetry_source=telemetry_rows, checkpoint_name="live", available_now=True
+        spark,
+        config,
+        offsets,
+        telemetry_source=telemetry_rows,
+        checkpoint_name="live",
+        available_now=True,
+        from_kafka=True,
     )
     with ingest:
         for query in ingest.queries:

@@ -59,7 +59,9 @@ def running() -> Iterator[list[RunningQueries]]:
 def start_running_ingest(spark: SparkSession, config: RadarConfig, bootstrap: str, topic: str) -> RunningQueries:
     """Both queries with the processing-time trigger of `radar run`, over `__consumer_offsets` and `topic`."""
     source = kafka_stream(spark, config, [config.kafka.offsets_topic, topic], bootstrap)
-    return IngestStage(spark, config, source, checkpoint_name="running", telemetry_topics=(topic,)).start()
+    return IngestStage(
+        spark, config, source, checkpoint_name="running", telemetry_topics=(topic,), from_kafka=True
+    ).start()
 
 
 def committed(spark: SparkSession, config: RadarConfig, group: str) -> list[Commit]:

@@ -114,7 +114,7 @@ def test_shipped_and_agent_telemetry_lands_in_heartbeat_events(
     config = radar_config.model_copy(update={"kafka": kafka})
     source = kafka_stream(spark, config, [classic.telemetry_topic], kafka_broker.bootstrap_servers)
     queries = IngestStage(
-        spark, config, source, checkpoint_name=f"telemetry-{classic.group}", available_now=True
+        spark, config, source, checkpoint_name=f"telemetry-{classic.group}", available_now=True, from_kafka=True
     ).start()
     for query in queries.all:
         query.awaitTermination(120)
