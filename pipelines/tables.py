@@ -8,14 +8,15 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
-from transforms.schemas import TABLES, TableSchema
+from transforms.schemas import RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
 
@@ -133,7 +134,9 @@ def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, ap
         writer.save(str(location))
 
 
-def existing_record_keys(df: DataFrame, config: RadarConfig, table: TableSchema) -> DataFrame | None:
+def existing_record_keys(
+    df: DataFrame, config: RadarConfig, table: TableSchema, ranges: list[Row] | None = None
+) -> DataFrame | None:
     """The `record_key` values of `table` among the records of `df`: the table read only over the batch's offset range
     per (cluster, topic, partition), so Delta's file statistics skip the rest. None when the table is empty."""
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
@@ -143,11 +146,7 @@ def existing_record_keys(df: DataFrame, config: RadarConfig, table: TableSchema)
     spark = df.sparkSession
     if location is not None and not (location / "_delta_log").is_dir():
         return None
-    ranges = (
-        df.groupBy("cluster", "src_topic", "src_partition")
-        .agg(F.min("src_offset").alias("low"), F.max("src_offset").alias("high"))
-        .collect()
-    )
+    ranges = source_ranges(df) if ranges is None else ranges
     if not ranges:
         return None
     within = None
@@ -165,18 +164,122 @@ def existing_record_keys(df: DataFrame, config: RadarConfig, table: TableSchema)
     return rows.where(within).select(*table.record_key).distinct().localCheckpoint(eager=True)
 
 
+@dataclass
+class HeldOffsets:
+    """The highest source offset per (cluster, topic, partition) a local table holds, true at Delta `version`."""
+
+    version: int
+    highest: dict[tuple[object, object, object], int]
+
+
+# By table folder, in this process: what the appends of this process know a table holds. A streaming append of new
+# offsets (every micro-batch from Kafka) starts above it, so its record-key check needs no read of the table: two
+# Spark jobs and a Delta snapshot per table and micro-batch saved. Another writer's commit (the version moved)
+# makes it unknown again, and the next check reads the table.
+_HELD: dict[str, HeldOffsets] = {}
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def log_version(location: Path) -> int | None:
+    """The newest committed version of the local Delta table at `location` (its newest commit file); None without
+    a log."""
+    log = location / "_delta_log"
+    if not log.is_dir():
+        return None
+    versions = [int(m[1]) for p in log.iterdir() if (m := _COMMIT_FILE.match(p.name))]
+    return max(versions) if versions else None
+
+
+def _held_offsets(spark: SparkSession, location: Path) -> HeldOffsets | None:
+    """What the table holds, from this process's knowledge while the table's version is the one it knows, else
+    read (one scan of the key columns) and remembered."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    version = log_version(location)
+    if version is None:
+        return None
+    held = _HELD.get(str(location))
+    if held is not None and held.version == version:
+        return held
+    rows = (
+        spark.read.format("delta")
+        .load(str(location))
+        .groupBy("cluster", "src_topic", "src_partition")
+        .agg(F.max("src_offset").alias("highest"))
+        .collect()
+    )
+    held = HeldOffsets(version, {(r["cluster"], r["src_topic"], r["src_partition"]): int(r["highest"]) for r in rows})
+    _HELD[str(location)] = held
+    return held
+
+
+def held_offsets_known(location: Path) -> dict[tuple[object, object, object], int] | None:
+    """What this process knows the table at `location` holds, if that is still its current version (for tests and
+    diagnostics)."""
+    held = _HELD.get(str(location))
+    return dict(held.highest) if held is not None and held.version == log_version(location) else None
+
+
+def _note_append(location: Path, before: HeldOffsets | None, ranges: list[Row]) -> None:
+    """After an append: the table now holds the batch's offsets too, if the append was the only commit since."""
+    after = log_version(location)
+    if before is None or after is None or after not in (before.version, before.version + 1):
+        _HELD.pop(str(location), None)
+        return
+    highest = dict(before.highest)
+    for r in ranges:
+        key = (r["cluster"], r["src_topic"], r["src_partition"])
+        highest[key] = max(highest.get(key, -1), int(r["high"]))
+    _HELD[str(location)] = HeldOffsets(after, highest)
+
+
+def source_ranges(df: DataFrame) -> list[Row]:
+    """(cluster, src_topic, src_partition, low, high): the source offsets a batch of rows covers."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    return (
+        df.groupBy("cluster", "src_topic", "src_partition")
+        .agg(F.min("src_offset").alias("low"), F.max("src_offset").alias("high"))
+        .collect()
+    )
+
+
 def append_new_records(df: DataFrame, config: RadarConfig, table: TableSchema, app_id: str, version: int) -> None:
     """`append_idempotent`, leaving out rows of records the table already holds (by its `record_key`): the same
     record replayed through another dump file, another set of files or another checkpoint is written once.
-    Tables without a record key are appended as they are."""
+    Tables without a record key are appended as they are.
+
+    A local table keyed by source record whose held offsets this process knows (`HeldOffsets`) is not read when
+    every partition of the batch starts above them: none of its records can be there."""
+    location = TableCatalog(config).location(table)
+    if location is not None and table.record_key[: len(RECORD_KEY)] == RECORD_KEY:
+        ranges = source_ranges(df)
+        if any(r["src_partition"] is None or r["low"] is None for r in ranges):
+            held = None  # dump lines that are no record: their key is their file and line
+        else:
+            held = _held_offsets(df.sparkSession, location)
+        beyond = held is not None and all(
+            r["low"] > held.highest.get((r["cluster"], r["src_topic"], r["src_partition"]), -1) for r in ranges
+        )
+        existing = None if beyond else existing_record_keys(df, config, table, ranges)
+        df = _without(df, existing, table)
+        append_idempotent(df, config, table, app_id, version)
+        if held is not None:
+            _note_append(location, held, ranges)
+        return
     existing = existing_record_keys(df, config, table) if table.record_key else None
-    if existing is not None:
-        same = [df[key].eqNullSafe(existing[key]) for key in table.record_key]
-        condition = same[0]
-        for one in same[1:]:
-            condition = condition & one
-        df = df.join(existing, condition, "left_anti")
-    append_idempotent(df, config, table, app_id, version)
+    append_idempotent(_without(df, existing, table), config, table, app_id, version)
+
+
+def _without(df: DataFrame, existing: DataFrame | None, table: TableSchema) -> DataFrame:
+    """`df` less the rows whose record key is among `existing`."""
+    if existing is None:
+        return df
+    same = [df[key].eqNullSafe(existing[key]) for key in table.record_key]
+    condition = same[0]
+    for one in same[1:]:
+        condition = condition & one
+    return df.join(existing, condition, "left_anti")
 
 
 def upsert_by_key(df: DataFrame, config: RadarConfig, table: TableSchema, keys: Sequence[str]) -> None:

@@ -12,7 +12,9 @@ from pipelines.streams import TableWriter
 from pipelines.tables import (
     TableCatalog,
     append_idempotent,
+    append_new_records,
     ensure_tables,
+    held_offsets_known,
     register_existing_tables,
     stats_columns,
     upserting,
@@ -20,14 +22,14 @@ from pipelines.tables import (
 from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, OFFSET_COMMITS, QUARANTINE, RECORD_KEY, TABLES
 
 
-def _quarantine_rows(spark, config: RadarConfig, n: int):  # type: ignore[no-untyped-def]
-    given = {"cluster": config.cluster, "src_topic": "t", "src_partition": 0, "stage": "read_dump", "kind": "malformed"}
+def _quarantine_rows(spark, config: RadarConfig, n: int, first: int = 0, partition: int = 0):  # type: ignore[no-untyped-def]
+    given = {"cluster": config.cluster, "src_topic": "t", "src_partition": partition, "stage": "decode_offsets"}
     rows = [
         tuple(
-            {**given, "src_offset": i, "reason": f"bad {i}", "value": b"x"}.get(name)
+            {**given, "kind": "malformed", "src_offset": i, "reason": f"bad {i}", "value": b"x"}.get(name)
             for name in QUARANTINE.column_names
         )
-        for i in range(n)
+        for i in range(first, first + n)
     ]
     return spark.createDataFrame(rows, QUARANTINE.ddl)
 
@@ -83,3 +85,35 @@ def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
     assert state() == [("a", 1, 2), ("b", 4, 1)]
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
     assert state() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]
+
+
+@pytest.mark.spark
+def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noticed(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A streaming append of new offsets needs no read of the table (what this process appended is known); a
+    commit by another writer makes that unknown, and the next append reads the table again: no record twice."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+
+    def offsets() -> list[tuple[int, int]]:
+        rows = spark.read.format("delta").load(str(location)).select("src_partition", "src_offset").collect()
+        return sorted((r[0], r[1]) for r in rows)
+
+    append_new_records(_quarantine_rows(spark, config, 10), config, QUARANTINE, "run:q", 0)
+    assert held_offsets_known(location) == {(config.cluster, "t", 0): 9}
+    append_new_records(_quarantine_rows(spark, config, 10, first=10), config, QUARANTINE, "run:q", 1)
+    assert held_offsets_known(location) == {(config.cluster, "t", 0): 19}
+    # another writer (another process, a replay) commits offsets 20-25 of partition 0 and 0-4 of partition 1
+    append_idempotent(_quarantine_rows(spark, config, 6, first=20), config, QUARANTINE, "other:q", 0)
+    append_idempotent(_quarantine_rows(spark, config, 5, partition=1), config, QUARANTINE, "other:q", 1)
+    assert held_offsets_known(location) is None
+    append_new_records(_quarantine_rows(spark, config, 10, first=20), config, QUARANTINE, "run:q", 2)
+    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3)
+    assert offsets() == [(0, i) for i in range(30)] + [(1, i) for i in range(8)]
+    assert held_offsets_known(location) == {(config.cluster, "t", 0): 29, (config.cluster, "t", 1): 7}
+    # a batch overlapping what the table holds (a replayed dump under another checkpoint) writes only what is new
+    append_new_records(_quarantine_rows(spark, config, 10, first=25), config, QUARANTINE, "replay:q", 0)
+    assert offsets() == [(0, i) for i in range(35)] + [(1, i) for i in range(8)]
