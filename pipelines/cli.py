@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipelines.config import ConfigError, RadarConfig, load_config
 from pipelines.dump import DumpFormatError
+from pipelines.phases import mark, phase
 
 
 def _config(args: argparse.Namespace) -> RadarConfig:
@@ -56,8 +57,9 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from pipelines.dump import check_dump_files
-    from pipelines.monitor import run_replay
+    with phase("import pipelines"):
+        from pipelines.dump import check_dump_files
+        from pipelines.monitor import run_replay
 
     config = _config(args)
     check_dump_files(args.input)  # a typo is said before anything else, and before Spark starts
@@ -86,14 +88,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _detections(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    with phase("import pipelines"):
+        from rich.console import Console
 
-    from pipelines.detections_view import load_detections, render_detections
-    from pipelines.session import build_spark_session
+        from pipelines.detections_view import load_detections, render_detections
+        from pipelines.session import build_spark_session
 
     config = _config(args)
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
-    rows = load_detections(build_spark_session(config), config, group=args.group, open_only=args.open)
+    spark = build_spark_session(config)
+    with phase("load detections"):
+        rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
         part
         for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
@@ -104,24 +109,28 @@ def _detections(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from pyspark.errors import AnalysisException
+    with phase("import pipelines"):
+        from pyspark.errors import AnalysisException
 
-    from pipelines.oncall_queries import bind_parameters
-    from pipelines.session import build_spark_session
-    from pipelines.tables import register_existing_tables
+        from pipelines.oncall_queries import bind_parameters
+        from pipelines.session import build_spark_session
+        from pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
     spark = build_spark_session(config)
-    present = register_existing_tables(spark, config)
+    with phase("register tables"):
+        present = register_existing_tables(spark, config)
     try:
-        result = spark.sql(query)
+        with phase("query"):
+            result = spark.sql(query)
         if args.format == "json":
             for row in result.toLocalIterator():
                 print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
         else:
-            result.show(args.limit, truncate=False)
+            with phase("query"):
+                result.show(args.limit, truncate=False)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
         raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
     return 0
@@ -464,10 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    mark("main")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with phase(f"command {args.command}"):
+            return int(args.func(args) or 0)
     except (DumpFormatError, ConfigError, FileNotFoundError, ValueError, TimeoutError) as exc:
         print(f"radar {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -34,6 +34,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import (
@@ -416,7 +417,8 @@ class DetectStage(Stage):
         self.binding = binding
 
     def start_queries(self) -> RunningQueries:
-        ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
+        with phase("detect tables"):
+            ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
         tracked = tracked_groups(
             detector_input(self.spark, self.config), self.config, self.binding or default_binding()
         )

@@ -21,6 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.phases import phase
 from pipelines.streams import (
     BatchTables,
     BatchWriter,
@@ -253,7 +254,8 @@ class IngestStage(Stage):
         return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
 
     def start_queries(self) -> RunningQueries:
-        ensure_tables(self.spark, self.config)
+        with phase("ingest tables"):
+            ensure_tables(self.spark, self.config)
         offsets_topic = self.config.kafka.offsets_topic
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
         started = [self._start(offsets_rows, OFFSETS_QUERY, partial(offsets_batch_writer, self.config))]
@@ -305,7 +307,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
 
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
-    with stage:
+    with phase("ingest queries"), stage:
         stage.queries.await_with_progress("radar replay")
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.detect import DetectStage, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
+from pipelines.phases import phase
 from pipelines.streams import run_until_stopped, start_stages
 from pipelines.tables import TableCatalog, count_if_exists
 from transforms.schemas import DETECTIONS
@@ -63,13 +64,17 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     spark = build_spark_session(config)
     ingest_dumps(spark, config, paths)
-    seal_replay_time(spark, config)
-    with DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True) as detect:
+    with phase("seal replay time"):
+        seal_replay_time(spark, config)
+    detect_stage = DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
+    with phase("detect query"), detect_stage as detect:
         detect.queries.await_with_progress("radar replay")
-    summary = summarise_detections(spark, config)
+    with phase("summary"):
+        summary = summarise_detections(spark, config)
     for line in summary.lines():
         print(f"radar replay: {line}", file=sys.stderr)
-    return table_counts(spark, config), summary
+    with phase("counts"):
+        return table_counts(spark, config), summary
 
 
 def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:

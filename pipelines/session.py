@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pipelines.config import RadarConfig
 from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import spark_connector_jars
+from pipelines.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -159,7 +160,8 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         verify_formats(spark, config.spark.connectors)
         return spark
-    jars = spark_connector_jars(config)
+    with phase("connector jars"):
+        jars = spark_connector_jars(config)
     existing = SparkSession.getActiveSession()
     if existing is not None:
         loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
@@ -173,14 +175,17 @@ def build_spark_session(config: RadarConfig) -> SparkSession:
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session_conf = local_session_conf(config, jars)
-    launch_local_jvm(config, session_conf)
+    with phase("jvm launch"):
+        launch_local_jvm(config, session_conf)
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in session_conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(config.spark.log_level)
+    with phase("spark session"):
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(config.spark.log_level)
     try:
-        verify_formats(spark, config.spark.connectors)
+        with phase("verify formats"):
+            verify_formats(spark, config.spark.connectors)
     except SparkSessionError:
         spark.stop()
         raise
