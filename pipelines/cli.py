@@ -30,6 +30,11 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     return config
 
 
+def _delta_only(config: RadarConfig) -> RadarConfig:
+    """`config` for a command that only reads the tables: no Kafka connector jars to load or verify."""
+    return config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
+
+
 def _print_counts(command: str, counts: dict[str, int]) -> None:
     print(f"radar {command}: rows per table: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()), file=sys.stderr)
 
@@ -95,8 +100,7 @@ def _detections(args: argparse.Namespace) -> int:
         from pipelines.session import build_spark_session
 
     config = _config(args)
-    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
-    spark = build_spark_session(config)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("load detections"):
         rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
@@ -119,7 +123,7 @@ def _sql(args: argparse.Namespace) -> int:
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
-    spark = build_spark_session(config)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("register tables"):
         present = register_existing_tables(spark, config)
     try:

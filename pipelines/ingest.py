@@ -31,7 +31,7 @@ from pipelines.streams import (
     Trigger,
     start_query,
 )
-from pipelines.tables import TableCatalog, ensure_tables
+from pipelines.tables import TableCatalog, count_if_exists, ensure_tables
 from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
     DECODED_OFFSETS_BATCH,
@@ -296,9 +296,14 @@ def kafka_checkpoint_name(config: RadarConfig, cluster_id: str) -> str:
 
 
 def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
-    """Rows per table (for the summary users see after a run)."""
+    """Rows per table (for the summary users see after a run): from the Delta log where it can say
+    (`count_if_exists`), else a scan of the table by name (which fails loudly for a table that is not there)."""
     catalog = TableCatalog(config)
-    return {name: spark.table(catalog.name(table)).count() for name, table in TABLES.items()}
+    counts = {name: count_if_exists(spark, config, table) for name, table in TABLES.items()}
+    return {
+        name: count if count is not None else spark.table(catalog.name(TABLES[name])).count()
+        for name, count in counts.items()
+    }
 
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
