@@ -118,6 +118,7 @@ def _sql(args: argparse.Namespace) -> int:
 
         from pipelines.oncall_queries import bind_parameters
         from pipelines.session import build_spark_session
+        from pipelines.table_reference import tables_named_in
         from pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
@@ -125,7 +126,7 @@ def _sql(args: argparse.Namespace) -> int:
     config = _config(args)
     spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("register tables"):
-        present = register_existing_tables(spark, config)
+        present = register_existing_tables(spark, config, tables_named_in(query))
     try:
         with phase("query"):
             result = spark.sql(query)

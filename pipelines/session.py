@@ -175,13 +175,18 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         jars = spark_connector_jars(config)
     existing = SparkSession.getActiveSession()
     if existing is not None:
-        loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
-        if not {str(jar) for jar in jars} <= loaded:
-            raise SparkSessionError(
-                "A SparkSession already runs in this process without the connector jars, and jars are read "
-                "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first."
-            )
-        verify_formats(existing, config.spark.connectors)
+        # a session that resolves the formats serves (e.g. a delta-only command inside a process whose session was
+        # started with every connector, from another cache folder); one without our jars is told so
+        try:
+            verify_formats(existing, config.spark.connectors)
+        except SparkSessionError:
+            loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
+            if not {str(jar) for jar in jars} <= loaded:
+                raise SparkSessionError(
+                    "A SparkSession already runs in this process without the connector jars, and jars are read "
+                    "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first."
+                ) from None
+            raise
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable

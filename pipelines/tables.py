@@ -141,13 +141,16 @@ def _already_ensured(catalog: TableCatalog, table: TableSchema, app_id: str) -> 
     return location is None or (location / "_delta_log").is_dir()
 
 
-def register_existing_tables(spark: SparkSession, config: RadarConfig) -> list[str]:
-    """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns their names."""
+def register_existing_tables(spark: SparkSession, config: RadarConfig, named: Sequence[TableSchema] = ()) -> list[str]:
+    """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns the names of all
+    that exist. With `named` (the tables a query mentions), only those are registered: each registration loads the
+    table's Delta snapshot, seconds for all of them in a cold JVM; a query naming none (`SHOW TABLES`) gets all."""
     catalog = TableCatalog(config)
     if catalog.unity_catalog:
         return [catalog.name(t) for t in TABLES.values()]
     present = [t for t in TABLES.values() if (catalog.location(t) / "_delta_log").is_dir()]  # type: ignore[operator]
-    ensure_tables(spark, config, present)
+    wanted = [t for t in present if t in named] if named else present
+    ensure_tables(spark, config, wanted)
     spark.sql(f"USE {LOCAL_DATABASE}")
     return [catalog.name(t) for t in present]
 
