@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipelines.config import ConfigError, RadarConfig, load_config
 from pipelines.dump import DumpFormatError
+from pipelines.phases import mark, phase
 
 
 def _config(args: argparse.Namespace) -> RadarConfig:
@@ -27,6 +28,11 @@ def _config(args: argparse.Namespace) -> RadarConfig:
         spark = config.spark.model_copy(update={"jars_dir": Path(args.jars_dir)})
         config = config.model_copy(update={"spark": spark})
     return config
+
+
+def _delta_only(config: RadarConfig) -> RadarConfig:
+    """`config` for a command that only reads the tables: no Kafka connector jars to load or verify."""
+    return config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
 
 
 def _print_counts(command: str, counts: dict[str, int]) -> None:
@@ -56,8 +62,9 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from pipelines.dump import check_dump_files
-    from pipelines.monitor import run_replay
+    with phase("import pipelines"):
+        from pipelines.dump import check_dump_files
+        from pipelines.monitor import run_replay
 
     config = _config(args)
     check_dump_files(args.input)  # a typo is said before anything else, and before Spark starts
@@ -86,14 +93,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _detections(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    with phase("import pipelines"):
+        from rich.console import Console
 
-    from pipelines.detections_view import load_detections, render_detections
-    from pipelines.session import build_spark_session
+        from pipelines.detections_view import load_detections, render_detections
+        from pipelines.session import build_spark_session
 
     config = _config(args)
-    config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
-    rows = load_detections(build_spark_session(config), config, group=args.group, open_only=args.open)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
+    with phase("load detections"):
+        rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
         part
         for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
@@ -104,24 +113,29 @@ def _detections(args: argparse.Namespace) -> int:
 
 
 def _sql(args: argparse.Namespace) -> int:
-    from pyspark.errors import AnalysisException
+    with phase("import pipelines"):
+        from pyspark.errors import AnalysisException
 
-    from pipelines.oncall_queries import bind_parameters
-    from pipelines.session import build_spark_session
-    from pipelines.tables import register_existing_tables
+        from pipelines.oncall_queries import bind_parameters
+        from pipelines.session import build_spark_session
+        from pipelines.table_reference import tables_named_in
+        from pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
-    spark = build_spark_session(config)
-    present = register_existing_tables(spark, config)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
+    with phase("register tables"):
+        present = register_existing_tables(spark, config, tables_named_in(query))
     try:
-        result = spark.sql(query)
+        with phase("query"):
+            result = spark.sql(query)
         if args.format == "json":
             for row in result.toLocalIterator():
                 print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
         else:
-            result.show(args.limit, truncate=False)
+            with phase("query"):
+                result.show(args.limit, truncate=False)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
         raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
     return 0
@@ -464,10 +478,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    mark("main")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with phase(f"command {args.command}"):
+            return int(args.func(args) or 0)
     except (DumpFormatError, ConfigError, FileNotFoundError, ValueError, TimeoutError) as exc:
         print(f"radar {args.command}: {exc}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import (
@@ -363,9 +365,17 @@ def gold_batch_writer(config: RadarConfig) -> Callable[[DataFrame, int], None]:
         batch.persist()
         try:
             present = {row["target"] for row in batch.select("target").distinct().collect()}
-            for table in GOLD_TABLES.values():
-                if table.name in present:
-                    merge_gold(batch.where(F.col("target") == table.name), config, table)
+            targets = [table for table in GOLD_TABLES.values() if table.name in present]
+            if not targets:
+                return
+            # one MERGE per table, concurrently: each is mostly driver-side latency (as `TableWriter`'s appends)
+            with ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="radar-gold") as pool:
+                merges = [
+                    pool.submit(merge_gold, batch.where(F.col("target") == table.name), config, table)
+                    for table in targets
+                ]
+            for merge in merges:
+                merge.result()
         finally:
             batch.unpersist()
 
@@ -416,7 +426,8 @@ class DetectStage(Stage):
         self.binding = binding
 
     def start_queries(self) -> RunningQueries:
-        ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
+        with phase("detect tables"):
+            ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
         tracked = tracked_groups(
             detector_input(self.spark, self.config), self.config, self.binding or default_binding()
         )
@@ -451,16 +462,18 @@ REPLAY_END_EMITTER = "radar-replay@end-of-dump"
 
 
 def newest_event_ms(spark: SparkSession, config: RadarConfig) -> int | None:
-    """The newest event time over every detector source (earlier end-of-dump ticks excluded), epoch ms."""
-    newest: int | None = None
+    """The newest event time over every detector source (earlier end-of-dump ticks excluded), epoch ms. One Spark
+    job over the union of the per-source maxima (a job per source cost seconds each in a cold JVM)."""
+    maxima: DataFrame | None = None
     for name, time_column in DETECTOR_SOURCES.items():
         rows = _read_source(spark, config, SOURCE_TABLES[name], streaming=False)
         if name == CLOCK_TICKS.name:
             rows = rows.where(F.col("emitter").isNull() | (F.col("emitter") != F.lit(REPLAY_END_EMITTER)))
-        found = rows.select(F.max(F.unix_millis(time_column)).alias("newest")).first()
-        if found is not None and found["newest"] is not None:
-            newest = max(int(found["newest"]), newest or int(found["newest"]))
-    return newest
+        newest_here = rows.select(F.max(F.unix_millis(time_column)).alias("newest"))
+        maxima = newest_here if maxima is None else maxima.unionByName(newest_here)
+    assert maxima is not None
+    found = maxima.select(F.max("newest").alias("newest")).first()
+    return None if found is None or found["newest"] is None else int(found["newest"])
 
 
 def seal_replay_time(spark: SparkSession, config: RadarConfig) -> int | None:

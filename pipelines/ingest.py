@@ -21,6 +21,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.phases import phase
 from pipelines.streams import (
     BatchTables,
     BatchWriter,
@@ -30,7 +31,7 @@ from pipelines.streams import (
     Trigger,
     start_query,
 )
-from pipelines.tables import TableCatalog, ensure_tables
+from pipelines.tables import TableCatalog, count_if_exists, ensure_tables
 from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
     DECODED_OFFSETS_BATCH,
@@ -271,7 +272,8 @@ class IngestStage(Stage):
         return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
 
     def start_queries(self) -> RunningQueries:
-        ensure_tables(self.spark, self.config)
+        with phase("ingest tables"):
+            ensure_tables(self.spark, self.config)
         offsets_topic = self.config.kafka.offsets_topic
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
         writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka)
@@ -314,9 +316,14 @@ def kafka_checkpoint_name(config: RadarConfig, cluster_id: str) -> str:
 
 
 def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
-    """Rows per table (for the summary users see after a run)."""
+    """Rows per table (for the summary users see after a run): from the Delta log where it can say
+    (`count_if_exists`), else a scan of the table by name (which fails loudly for a table that is not there)."""
     catalog = TableCatalog(config)
-    return {name: spark.table(catalog.name(table)).count() for name, table in TABLES.items()}
+    counts = {name: count_if_exists(spark, config, table) for name, table in TABLES.items()}
+    return {
+        name: count if count is not None else spark.table(catalog.name(TABLES[name])).count()
+        for name, count in counts.items()
+    }
 
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
@@ -325,7 +332,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
 
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
     stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
-    with stage:
+    with phase("ingest queries"), stage:
         stage.queries.await_with_progress("radar replay")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
@@ -19,6 +20,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.detect import DetectStage, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
+from pipelines.phases import phase
 from pipelines.streams import run_until_stopped, start_stages
 from pipelines.tables import TableCatalog, count_if_exists
 from transforms.schemas import DETECTIONS
@@ -54,6 +56,16 @@ def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionS
     return DetectionSummary(counts, tuple(str(r["summary"]) for r in first))
 
 
+QUICK_START_MAX_DUMP_BYTES = 64 * 1024 * 1024
+"""Dump files up to this size (~200k records) replay in a JVM tuned to start fast (`session.QUICK_START_JAVA_OPTIONS`):
+their replay is short, so start-up dominates; a bigger backlog keeps the JIT that is faster in steady state."""
+
+
+def short_replay(paths: Sequence[str]) -> bool:
+    """Whether replaying `paths` is a short job (see `QUICK_START_MAX_DUMP_BYTES`)."""
+    return sum(Path(path).stat().st_size for path in paths) <= QUICK_START_MAX_DUMP_BYTES
+
+
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:
     """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
     detection to completion, and print the detections found; returns (rows per table, the summary)."""
@@ -61,15 +73,19 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
     from pipelines.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
-    spark = build_spark_session(config)
+    spark = build_spark_session(config, quick_start=short_replay(paths))
     ingest_dumps(spark, config, paths)
-    seal_replay_time(spark, config)
-    with DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True) as detect:
+    with phase("seal replay time"):
+        seal_replay_time(spark, config)
+    detect_stage = DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
+    with phase("detect query"), detect_stage as detect:
         detect.queries.await_with_progress("radar replay")
-    summary = summarise_detections(spark, config)
+    with phase("summary"):
+        summary = summarise_detections(spark, config)
     for line in summary.lines():
         print(f"radar replay: {line}", file=sys.stderr)
-    return table_counts(spark, config), summary
+    with phase("counts"):
+        return table_counts(spark, config), summary
 
 
 def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pipelines.config import RadarConfig
 from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import spark_connector_jars
+from pipelines.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -40,11 +41,20 @@ def on_databricks() -> bool:
     return "DATABRICKS_RUNTIME_VERSION" in os.environ
 
 
-def local_session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
-    """Everything a local session is started with; small and quiet because it runs on laptops and CI."""
+# A JVM that lives for one short command spends most of its time in cold code: C2 compiler threads then compete
+# with the work for the cores (measured on 2 cores: `radar sql` 52-75 s -> 33-35 s under load). A long-running
+# JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
+QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def local_session_conf(config: RadarConfig, jars: list[Path], *, quick_start: bool = False) -> dict[str, str]:
+    """Everything a local session is started with; small and quiet because it runs on laptops and CI.
+    `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`)."""
     data_dir = config.data_dir.expanduser().resolve()
     log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
     java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
+    if quick_start:
+        java_options += f" {QUICK_START_JAVA_OPTIONS}"
     conf = {
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
@@ -152,35 +162,46 @@ def kill_local_jvm() -> None:
         pass
 
 
-def build_spark_session(config: RadarConfig) -> SparkSession:
-    """The one SparkSession of this process, verified to resolve the configured formats."""
+def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> SparkSession:
+    """The one SparkSession of this process, verified to resolve the configured formats. `quick_start`: the
+    process runs one short command, so a new local JVM is tuned to start fast (see `QUICK_START_JAVA_OPTIONS`);
+    an existing session is used as it is."""
     quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
         verify_formats(spark, config.spark.connectors)
         return spark
-    jars = spark_connector_jars(config)
+    with phase("connector jars"):
+        jars = spark_connector_jars(config)
     existing = SparkSession.getActiveSession()
     if existing is not None:
-        loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
-        if not {str(jar) for jar in jars} <= loaded:
-            raise SparkSessionError(
-                "A SparkSession already runs in this process without the connector jars, and jars are read "
-                "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first."
-            )
-        verify_formats(existing, config.spark.connectors)
+        # a session that resolves the formats serves (e.g. a delta-only command inside a process whose session was
+        # started with every connector, from another cache folder); one without our jars is told so
+        try:
+            verify_formats(existing, config.spark.connectors)
+        except SparkSessionError:
+            loaded = set(existing.sparkContext.getConf().get("spark.jars", "").split(","))
+            if not {str(jar) for jar in jars} <= loaded:
+                raise SparkSessionError(
+                    "A SparkSession already runs in this process without the connector jars, and jars are read "
+                    "only at JVM start; stop it (spark.stop()) or build the session with build_spark_session first."
+                ) from None
+            raise
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session_conf = local_session_conf(config, jars)
-    launch_local_jvm(config, session_conf)
+    session_conf = local_session_conf(config, jars, quick_start=quick_start)
+    with phase("jvm launch"):
+        launch_local_jvm(config, session_conf)
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in session_conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(config.spark.log_level)
+    with phase("spark session"):
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(config.spark.log_level)
     try:
-        verify_formats(spark, config.spark.connectors)
+        with phase("verify formats"):
+            verify_formats(spark, config.spark.connectors)
     except SparkSessionError:
         spark.stop()
         raise

@@ -8,14 +8,15 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.delta_log import live_files, log_version, record_count
 from transforms.schemas import RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
@@ -88,34 +89,68 @@ def _create_statement(catalog: TableCatalog, table: TableSchema) -> str:
     return f"CREATE TABLE IF NOT EXISTS {catalog.name(table)} ({table.ddl}) USING DELTA{partition}{where}{properties}"
 
 
+# (table name -> (Spark application id, location)) of what `ensure_tables` created or registered in this process: a
+# name this session already points at an existing table in the same folder needs no DDL (each statement is a Delta
+# snapshot load: seconds in a cold JVM, and a replay ensured the same tables three times).
+_ENSURED: dict[str, tuple[str, str]] = {}
+# Statements run concurrently: a CREATE is mostly driver-side latency (a Delta commit), as table writes are.
+ENSURE_THREADS = 4
+
+
+def _ensure_table(spark: SparkSession, catalog: TableCatalog, table: TableSchema) -> None:
+    location = catalog.location(table)
+    if location is None:
+        spark.sql(_create_statement(catalog, table))
+        return
+    spark.sql(f"DROP TABLE IF EXISTS {catalog.name(table)}")  # external table: its files stay
+    if (location / "_delta_log").is_dir():
+        spark.sql(f"CREATE TABLE {catalog.name(table)} USING DELTA LOCATION '{location}'")
+    else:
+        spark.sql(_create_statement(catalog, table))
+
+
 def ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None) -> None:
     """Create missing tables (idempotent) and register local ones by name.
 
-    A local name is only a pointer to a folder, so it is re-pointed at this config's data dir every time: a
-    session that served another data dir must not read or write the old folder under the same name.
+    A local name is only a pointer to a folder, so it is re-pointed at this config's data dir unless this session
+    already pointed it there (and the table is still on disk): a session that served another data dir must not
+    read or write the old folder under the same name.
     """
     catalog = TableCatalog(config)
+    app_id = spark.sparkContext.applicationId
+    wanted = [
+        table
+        for table in (TABLES.values() if tables is None else tables)
+        if not _already_ensured(catalog, table, app_id)
+    ]
+    if not wanted:
+        return
     if not catalog.unity_catalog:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {LOCAL_DATABASE}")
-    for table in TABLES.values() if tables is None else tables:
-        location = catalog.location(table)
-        if location is None:
-            spark.sql(_create_statement(catalog, table))
-            continue
-        spark.sql(f"DROP TABLE IF EXISTS {catalog.name(table)}")  # external table: its files stay
-        if (location / "_delta_log").is_dir():
-            spark.sql(f"CREATE TABLE {catalog.name(table)} USING DELTA LOCATION '{location}'")
-        else:
-            spark.sql(_create_statement(catalog, table))
+    with ThreadPoolExecutor(max_workers=min(ENSURE_THREADS, len(wanted)), thread_name_prefix="radar-ddl") as pool:
+        for done in [pool.submit(_ensure_table, spark, catalog, table) for table in wanted]:
+            done.result()
+    for table in wanted:
+        _ENSURED[catalog.name(table)] = (app_id, str(catalog.location(table)))
 
 
-def register_existing_tables(spark: SparkSession, config: RadarConfig) -> list[str]:
-    """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns their names."""
+def _already_ensured(catalog: TableCatalog, table: TableSchema, app_id: str) -> bool:
+    location = catalog.location(table)
+    if _ENSURED.get(catalog.name(table)) != (app_id, str(location)):
+        return False
+    return location is None or (location / "_delta_log").is_dir()
+
+
+def register_existing_tables(spark: SparkSession, config: RadarConfig, named: Sequence[TableSchema] = ()) -> list[str]:
+    """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns the names of all
+    that exist. With `named` (the tables a query mentions), only those are registered: each registration loads the
+    table's Delta snapshot, seconds for all of them in a cold JVM; a query naming none (`SHOW TABLES`) gets all."""
     catalog = TableCatalog(config)
     if catalog.unity_catalog:
         return [catalog.name(t) for t in TABLES.values()]
     present = [t for t in TABLES.values() if (catalog.location(t) / "_delta_log").is_dir()]  # type: ignore[operator]
-    ensure_tables(spark, config, present)
+    wanted = [t for t in present if t in named] if named else present
+    ensure_tables(spark, config, wanted)
     spark.sql(f"USE {LOCAL_DATABASE}")
     return [catalog.name(t) for t in present]
 
@@ -144,8 +179,8 @@ def existing_record_keys(
     catalog = TableCatalog(config)
     location = catalog.location(table)
     spark = df.sparkSession
-    if location is not None and not (location / "_delta_log").is_dir():
-        return None
+    if location is not None and (not (location / "_delta_log").is_dir() or live_files(location) == []):
+        return None  # no table, or its log says it holds no file: nothing to read (two Spark jobs saved)
     ranges = source_ranges(df) if ranges is None else ranges
     if not ranges:
         return None
@@ -177,17 +212,6 @@ class HeldOffsets:
 # Spark jobs and a Delta snapshot per table and micro-batch saved. Another writer's commit (the version moved)
 # makes it unknown again, and the next check reads the table.
 _HELD: dict[str, HeldOffsets] = {}
-_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-
-
-def log_version(location: Path) -> int | None:
-    """The newest committed version of the local Delta table at `location` (its newest commit file); None without
-    a log."""
-    log = location / "_delta_log"
-    if not log.is_dir():
-        return None
-    versions = [int(m[1]) for p in log.iterdir() if (m := _COMMIT_FILE.match(p.name))]
-    return max(versions) if versions else None
 
 
 def _held_offsets(spark: SparkSession, location: Path) -> HeldOffsets | None:
@@ -309,11 +333,14 @@ def upserting(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame, RadarCo
 
 
 def count_if_exists(spark: SparkSession, config: RadarConfig, table: TableSchema) -> int | None:
-    """Rows of `table`, or None while it does not exist yet (the live status shows detections once they do)."""
+    """Rows of `table`, or None while it does not exist yet (the live status shows detections once they do). A
+    local table is counted from its Delta log (`pipelines.delta_log`: no Spark job), or scanned where the log
+    alone cannot say."""
     catalog = TableCatalog(config)
     location = catalog.location(table)
     if location is None:
         return spark.table(catalog.name(table)).count() if spark.catalog.tableExists(catalog.name(table)) else None
     if not (location / "_delta_log").is_dir():
         return None
-    return spark.read.format("delta").load(str(location)).count()
+    from_log = record_count(location)
+    return from_log if from_log is not None else spark.read.format("delta").load(str(location)).count()
