@@ -232,7 +232,11 @@ def _held_offsets(spark: SparkSession, location: Path) -> HeldOffsets | None:
         .agg(F.max("src_offset").alias("highest"))
         .collect()
     )
-    held = HeldOffsets(version, {(r["cluster"], r["src_topic"], r["src_partition"]): int(r["highest"]) for r in rows})
+    # a dump line that is no record (quarantine, stage read_dump) has no source offset: it bounds nothing
+    highest = {
+        (r["cluster"], r["src_topic"], r["src_partition"]): int(r["highest"]) for r in rows if r["highest"] is not None
+    }
+    held = HeldOffsets(version, highest)
     _HELD[str(location)] = held
     return held
 

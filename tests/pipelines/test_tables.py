@@ -99,8 +99,8 @@ def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noti
     assert location is not None
 
     def offsets() -> list[tuple[int, int]]:
-        rows = spark.read.format("delta").load(str(location)).select("src_partition", "src_offset").collect()
-        return sorted((r[0], r[1]) for r in rows)
+        rows = spark.read.format("delta").load(str(location)).where("src_offset IS NOT NULL")
+        return sorted((r[0], r[1]) for r in rows.select("src_partition", "src_offset").collect())
 
     append_new_records(_quarantine_rows(spark, config, 10), config, QUARANTINE, "run:q", 0)
     assert held_offsets_known(location) == {(config.cluster, "t", 0): 9}
@@ -117,3 +117,12 @@ def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noti
     # a batch overlapping what the table holds (a replayed dump under another checkpoint) writes only what is new
     append_new_records(_quarantine_rows(spark, config, 10, first=25), config, QUARANTINE, "replay:q", 0)
     assert offsets() == [(0, i) for i in range(35)] + [(1, i) for i in range(8)]
+    # a dump line that is no record (no topic, partition or offset) bounds nothing; records after it still append
+    line = _quarantine_rows(spark, config, 1).selectExpr(
+        *[f"CAST(NULL AS {c.ddl}) AS {c.name}" if c.name in ("src_topic", "src_partition", "src_offset") else c.name
+          for c in QUARANTINE.columns]
+    )  # fmt: skip
+    append_new_records(line, config, QUARANTINE, "replay:q", 1)
+    append_new_records(_quarantine_rows(spark, config, 2, first=35), config, QUARANTINE, "run:q", 4)
+    assert offsets() == [(0, i) for i in range(37)] + [(1, i) for i in range(8)]
+    assert spark.read.format("delta").load(str(location)).count() == 37 + 8 + 1
