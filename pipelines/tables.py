@@ -199,7 +199,7 @@ def existing_record_keys(
     return rows.where(within).select(*table.record_key).distinct().localCheckpoint(eager=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class HeldOffsets:
     """The highest source offset per (cluster, topic, partition) a local table holds, true at Delta `version`."""
 
