@@ -2,7 +2,8 @@
 
 Offsets and telemetry run as separate queries so garbage or a flood on a telemetry topic cannot stop or slow the
 offsets pipeline. Each micro-batch is decoded once (Arrow batches through `mapInArrow`) and split into the silver
-tables; every table write carries (txnAppId, txnVersion) so a batch replayed after a crash is written once.
+tables; every table write leaves out the records the table holds already, so a batch replayed after a crash is
+written once (`pipelines.tables.append_new_records`).
 
 This module holds what is ingest-specific (which rows each query reads, routing, splitting into tables); queries,
 triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`'.
@@ -10,11 +11,11 @@ triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
@@ -26,6 +27,7 @@ from pipelines.streams import (
     BatchTables,
     BatchWriter,
     RunningQueries,
+    SplitBatch,
     Stage,
     TableWriter,
     Trigger,
@@ -174,6 +176,50 @@ def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, 
 RoutedSplit = Callable[[DataFrame, RadarConfig], dict[str, DataFrame]]
 
 
+def routed_source_ranges(routed: DataFrame, config: RadarConfig) -> dict[str, list[Row]]:
+    """Per target table of a routed batch, the source offsets its rows cover per (cluster, topic, partition), as
+    `tables.source_ranges` gives them; the tables absent from the batch are absent. One Spark job for every
+    table (it also says which tables have rows), where each table's write used to run its own."""
+    found: dict[str, list[Row]] = {}
+    rows = (
+        routed.groupBy("target", "src_topic", "src_partition")
+        .agg(F.min("src_offset").alias("low"), F.max("src_offset").alias("high"))
+        .collect()
+    )
+    for r in rows:
+        found.setdefault(r["target"], []).append(
+            Row(
+                cluster=config.cluster,
+                src_topic=r["src_topic"],
+                src_partition=r["src_partition"],
+                low=r["low"],
+                high=r["high"],
+            )
+        )
+    return found
+
+
+def _spanning(ranges: Mapping[str, list[Row]]) -> list[Row]:
+    """The offsets all tables' rows of a Kafka batch cover together, per (cluster, topic, partition)."""
+    spans: dict[tuple[object, object, object], Row] = {}
+    for rows in ranges.values():
+        for r in rows:
+            key = (r["cluster"], r["src_topic"], r["src_partition"])
+            known = spans.get(key)
+            spans[key] = (
+                r
+                if known is None
+                else Row(
+                    cluster=r["cluster"],
+                    src_topic=r["src_topic"],
+                    src_partition=r["src_partition"],
+                    low=min(known["low"], r["low"]),
+                    high=max(known["high"], r["high"]),
+                )
+            )
+    return list(spans.values())
+
+
 def routed_batch_tables(
     config: RadarConfig,
     route: Callable[[DataFrame], DataFrame],
@@ -190,20 +236,23 @@ def routed_batch_tables(
     dedup (a shuffle per micro-batch) is left out; a replay batch may bring a dump and its copy together."""
 
     @contextmanager
-    def tables_of(source_batch: DataFrame) -> Iterator[dict[str, DataFrame]]:
+    def tables_of(source_batch: DataFrame) -> Iterator[SplitBatch]:
         batch = (distinct_records(source_batch) if records_may_repeat else source_batch).persist()
         routed = route(batch).persist()
         try:
-            present = {row["target"] for row in routed.select("target").distinct().collect()}
-            tables = {name: rows for name, rows in split(routed, config).items() if name in present}
+            ranges = routed_source_ranges(routed, config)
+            tables = {name: rows for name, rows in split(routed, config).items() if name in ranges}
             if with_unreadable_source_rows:
                 unreadable = _unreadable_source_rows(batch, config)
                 if not unreadable.isEmpty():
                     quarantine = tables.get(QUARANTINE.name)
                     tables[QUARANTINE.name] = unreadable if quarantine is None else quarantine.unionByName(unreadable)
-            if config.ingest.bronze_enabled and present:
+                    ranges.pop(QUARANTINE.name, None)  # its dump lines have no offsets: the write finds its own
+            if config.ingest.bronze_enabled and ranges:
                 tables[bronze.name] = _bronze(batch, config)
-            yield tables
+                if not records_may_repeat:  # a Kafka batch: bronze holds exactly the records routed
+                    ranges[bronze.name] = _spanning(ranges)
+            yield SplitBatch(tables, ranges)
         finally:
             routed.unpersist()
             batch.unpersist()

@@ -2,8 +2,8 @@
 
 - `start_query`: a named query with its checkpoint and trigger (processing time, or availableNow to completion).
 - `TableWriter`: the multi-table `foreachBatch` body: a stage turns each micro-batch into rows per table,
-  and every table is written concurrently and idempotently (appends carry Delta's txnAppId/txnVersion; a stage
-  that upserts passes its own `TableWrite`, e.g. a MERGE by deterministic ids).
+  and every table is written concurrently and idempotently (appends leave out the records a table holds, see
+  `tables.append_new_records`; a stage that upserts passes its own `TableWrite`, e.g. a MERGE by deterministic ids).
 - `RunningQueries`: the queries of a run, with await / stop / progress and failures turned into sentences.
 - `Stage`: one lifecycle (start, stop, context manager) so `radar run` composes stages; `run_until_stopped` keeps
   them running until Ctrl-C / SIGTERM / a deadline, and stops them cleanly (the current micro-batch completes).
@@ -24,24 +24,29 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
-from pipelines.tables import append_new_records
+from pipelines.tables import TableWrite, append_new_records
 from transforms.schemas import TABLES, TableSchema
 
 BatchWriter = Callable[[DataFrame, int], None]
 """A `foreachBatch` body: (micro-batch, batch id)."""
 
-TableWrite = Callable[[DataFrame, RadarConfig, TableSchema, str, int], None]
-"""How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id); must be idempotent
-for a replayed batch. `pipelines.tables.append_new_records` (append by transaction id, leaving out records the
-table already holds) is the default."""
 
-BatchTables = Callable[[DataFrame], AbstractContextManager[Mapping[str, DataFrame]]]
-"""A stage's split of one micro-batch into rows per table name; a context manager, so the stage can cache what it
-computed once (e.g. a routed batch) for the duration of the writes. Tables with no rows are left out."""
+@dataclass(frozen=True)
+class SplitBatch:
+    """One micro-batch as rows per table name (tables with no rows left out), and the source offsets each table's
+    rows cover where the stage computed them for all tables at once (one Spark job instead of one per table)."""
+
+    tables: Mapping[str, DataFrame]
+    source_ranges: Mapping[str, Sequence[Row]] = field(default_factory=dict)
+
+
+BatchTables = Callable[[DataFrame], AbstractContextManager[SplitBatch]]
+"""A stage's split of one micro-batch; a context manager, so the stage can cache what it computed once (e.g. a
+routed batch) for the duration of the writes."""
 
 
 @dataclass(frozen=True)
@@ -106,9 +111,9 @@ def start_query(
 
 @dataclass(frozen=True)
 class TableWriter:
-    """Writes micro-batches to several tables, each idempotently: appends by default (`append_new_records`: Delta
-    txnAppId `{app_id}:{table}`, txnVersion = batch id, and no record twice by the table's `record_key`), or any
-    other `TableWrite` (e.g. `tables.upserting`).
+    """Writes micro-batches to several tables, each idempotently: appends by default (`append_new_records`: no
+    record twice by the table's `record_key`, and where the table may hold some of them, Delta txnAppId
+    `{app_id}:{table}` with txnVersion = batch id), or any other `TableWrite` (e.g. `tables.upserting`).
 
     `app_id` must name the checkpoint: batch ids restart at 0 in every checkpoint, so one app id for two
     checkpoints writing the same tables would make the second skip its first batches as already written.
@@ -122,7 +127,9 @@ class TableWriter:
     # source batch as well would hold every binary key/value twice
     persist_batch: bool = True
 
-    def write_tables(self, tables: Mapping[str, DataFrame], batch_id: int) -> None:
+    def write_tables(
+        self, tables: Mapping[str, DataFrame], batch_id: int, source_ranges: Mapping[str, Sequence[Row]] | None = None
+    ) -> None:
         """Write one micro-batch to its tables concurrently: each Delta commit is mostly driver-side latency, so
         the tables' commits overlap instead of queueing. The first failure is raised after all writes finished,
         and the batch is retried whole (every write being idempotent on its own)."""
@@ -130,7 +137,15 @@ class TableWriter:
             return
         with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
             futures = [
-                pool.submit(self.write, rows, self.config, self.schemas[name], f"{self.app_id}:{name}", batch_id)
+                pool.submit(
+                    self.write,
+                    rows,
+                    self.config,
+                    self.schemas[name],
+                    f"{self.app_id}:{name}",
+                    batch_id,
+                    ranges=(source_ranges or {}).get(name),
+                )
                 for name, rows in tables.items()
             ]
         for future in futures:
@@ -147,8 +162,8 @@ class TableWriter:
             if self.persist_batch:
                 batch.persist()
             try:
-                with tables_of(batch) as tables:
-                    self.write_tables(tables, batch_id)
+                with tables_of(batch) as split:
+                    self.write_tables(split.tables, batch_id, split.source_ranges)
             finally:
                 if self.persist_batch:
                     batch.unpersist()

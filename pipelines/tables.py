@@ -8,10 +8,11 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -158,10 +159,18 @@ def register_existing_tables(spark: SparkSession, config: RadarConfig, named: Se
 def append_idempotent(df: DataFrame, config: RadarConfig, table: TableSchema, app_id: str, version: int) -> None:
     """Append a micro-batch once: Delta skips a (txnAppId, txnVersion) it has already committed, so a batch
     replayed after a crash writes nothing twice."""
+    append_rows(df, config, table, transaction=(app_id, version))
+
+
+def append_rows(
+    df: DataFrame, config: RadarConfig, table: TableSchema, *, transaction: tuple[str, int] | None = None
+) -> None:
+    """Append rows to a table; with `transaction` (txnAppId, txnVersion), once per transaction."""
     catalog = TableCatalog(config)
-    writer = df.select(*table.column_names).write.format("delta").mode("append")
     # columns may grow between releases: an older table takes the new columns on the next append
-    writer = writer.option("txnAppId", app_id).option("txnVersion", version).option("mergeSchema", "true")
+    writer = df.select(*table.column_names).write.format("delta").mode("append").option("mergeSchema", "true")
+    if transaction is not None:
+        writer = writer.option("txnAppId", transaction[0]).option("txnVersion", transaction[1])
     location = catalog.location(table)
     if location is None:
         writer.saveAsTable(catalog.name(table))
@@ -272,16 +281,31 @@ def source_ranges(df: DataFrame) -> list[Row]:
     )
 
 
-def append_new_records(df: DataFrame, config: RadarConfig, table: TableSchema, app_id: str, version: int) -> None:
+def append_new_records(
+    df: DataFrame,
+    config: RadarConfig,
+    table: TableSchema,
+    app_id: str,
+    version: int,
+    /,
+    *,
+    ranges: Sequence[Row] | None = None,
+) -> None:
     """`append_idempotent`, leaving out rows of records the table already holds (by its `record_key`): the same
     record replayed through another dump file, another set of files or another checkpoint is written once.
-    Tables without a record key are appended as they are.
+    Tables without a record key are appended as they are. `ranges`: the source offsets the rows cover, when the
+    stage computed them for all its tables at once (`source_ranges` otherwise: a Spark job per table).
 
     A local table keyed by source record whose held offsets this process knows (`HeldOffsets`) is not read when
-    every partition of the batch starts above them: none of its records can be there."""
+    every partition of the batch starts above them: none of its records can be there, so the rows are appended
+    as they are and without Delta's transaction id. That id is what made every append cost a full Delta state
+    reconstruction (Delta 4.4 looks the id up through `Snapshot.transactions`, a Spark job over the whole log,
+    although the checksum file holds it): here the record key already makes a replayed batch write nothing (its
+    records are held, so it takes the path below). When the table may hold some of the records, they are left
+    out, nothing is written if none is left, and the rest is appended with the transaction id as before."""
     location = TableCatalog(config).location(table)
     if location is not None and table.record_key[: len(RECORD_KEY)] == RECORD_KEY:
-        ranges = source_ranges(df)
+        ranges = source_ranges(df) if ranges is None else list(ranges)
         if any(r["src_partition"] is None or r["low"] is None for r in ranges):
             held = None  # dump lines that are no record: their key is their file and line
         else:
@@ -289,9 +313,13 @@ def append_new_records(df: DataFrame, config: RadarConfig, table: TableSchema, a
         beyond = held is not None and all(
             r["low"] > held.highest.get((r["cluster"], r["src_topic"], r["src_partition"]), -1) for r in ranges
         )
-        existing = None if beyond else existing_record_keys(df, config, table, ranges)
-        df = _without(df, existing, table)
-        append_idempotent(df, config, table, app_id, version)
+        if beyond:
+            append_rows(df, config, table)
+        else:
+            new = _without(df, existing_record_keys(df, config, table, ranges), table)
+            if new.isEmpty():
+                return  # a replayed batch: every record is held already, and an empty append is still a commit
+            append_idempotent(new, config, table, app_id, version)
         if held is not None:
             _note_append(location, held, ranges)
         return
@@ -327,10 +355,37 @@ def upsert_by_key(df: DataFrame, config: RadarConfig, table: TableSchema, keys: 
     target.alias("t").merge(rows, condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
 
 
-def upserting(keys: Mapping[str, Sequence[str]]) -> Callable[[DataFrame, RadarConfig, TableSchema, str, int], None]:
+class TableWrite(Protocol):
+    """How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id, and the source
+    offsets the rows cover where the stage knows them); must be idempotent for a replayed batch.
+    `append_new_records` (append, leaving out records the table already holds) is the default."""
+
+    def __call__(
+        self,
+        df: DataFrame,
+        config: RadarConfig,
+        table: TableSchema,
+        app_id: str,
+        version: int,
+        /,
+        *,
+        ranges: Sequence[Row] | None = None,
+    ) -> None: ...
+
+
+def upserting(keys: Mapping[str, Sequence[str]]) -> TableWrite:
     """A table write for `pipelines.streams` (a `TableWrite`) that upserts each table by its key columns."""
 
-    def upsert(df: DataFrame, config: RadarConfig, table: TableSchema, _app_id: str, _batch_id: int) -> None:
+    def upsert(
+        df: DataFrame,
+        config: RadarConfig,
+        table: TableSchema,
+        _app_id: str,
+        _batch_id: int,
+        /,
+        *,
+        ranges: Sequence[Row] | None = None,
+    ) -> None:
         upsert_by_key(df, config, table, keys[table.name])
 
     return upsert

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import RadarConfig
+from pipelines.delta_log import log_version
 from pipelines.streams import TableWriter
 from pipelines.tables import (
     TableCatalog,
@@ -114,6 +115,10 @@ def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noti
     append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3)
     assert offsets() == [(0, i) for i in range(30)] + [(1, i) for i in range(8)]
     assert held_offsets_known(location) == {(config.cluster, "t", 0): 29, (config.cluster, "t", 1): 7}
+    # the same batch again (a retry after a crash): every record is held, so nothing is committed at all
+    version = log_version(location)
+    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3)
+    assert log_version(location) == version
     # a batch overlapping what the table holds (a replayed dump under another checkpoint) writes only what is new
     append_new_records(_quarantine_rows(spark, config, 10, first=25), config, QUARANTINE, "replay:q", 0)
     assert offsets() == [(0, i) for i in range(35)] + [(1, i) for i in range(8)]
