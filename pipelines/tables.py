@@ -316,10 +316,14 @@ def append_new_records(
         if beyond:
             append_rows(df, config, table)
         else:
-            new = _without(df, existing_record_keys(df, config, table, ranges), table)
-            if new.isEmpty():
-                return  # a replayed batch: every record is held already, and an empty append is still a commit
-            append_idempotent(new, config, table, app_id, version)
+            # cached: the emptiness check and the append would each evaluate the anti-join
+            new = _without(df, existing_record_keys(df, config, table, ranges), table).persist()
+            try:
+                if new.isEmpty():
+                    return  # a replayed batch: every record is held already, and an empty append is still a commit
+                append_idempotent(new, config, table, app_id, version)
+            finally:
+                new.unpersist()
         if held is not None:
             _note_append(location, held, ranges)
         return
