@@ -50,32 +50,18 @@ def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]
     group_metadata = []
     for index in range(64):  # distinct group states, reused: the decoder's cost does not depend on repetition
         version = 3 + index % 2
-        value = {
-            "protocolType": "consumer",
-            "generation": 1 + index,
-            "protocol": "range",
-            "leader": "consumer-payments-0-5f0c9a9e",
-            "currentStateTimestamp": BASE_TS,
-            "members": consumer_members(10, version),
-        }
+        value = {"protocolType": "consumer", "generation": 1 + index, "protocol": "range",
+                 "leader": "consumer-payments-0-5f0c9a9e", "currentStateTimestamp": BASE_TS,
+                 "members": consumer_members(10, version)}
         group_metadata.append(encode_coordinator_record(2, {"group": f"bench-group-{index}"}, version, value))
     kip848 = []
     for record_type in KIP848_TYPES:
         spec = RECORD_TYPES[record_type]
         key = example_value(spec.key, spec.key.valid.low)
-        kip848.append(
-            encode_coordinator_record(
-                record_type, key, spec.value.valid.high, example_value(spec.value, spec.value.valid.high)
-            )
-        )
-    keys = [
-        encode_coordinator_record(1, {"group": f"bench-group-{g}", "topic": f"topic-{t}", "partition": p}, None, None)[
-            0
-        ]
-        for g in range(200)
-        for t in range(4)
-        for p in range(12)
-    ]
+        kip848.append(encode_coordinator_record(record_type, key, spec.value.valid.high,
+                                                example_value(spec.value, spec.value.valid.high)))
+    keys = [encode_coordinator_record(1, {"group": f"bench-group-{g}", "topic": f"topic-{t}", "partition": p}, None,
+                                      None)[0] for g in range(200) for t in range(4) for p in range(12)]
     mix: Counter[str] = Counter()
     records: list[Record] = []
     for index in range(count):
@@ -88,13 +74,8 @@ def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]
             mix["group_metadata_v3_v4_10_members"] += 1
         else:
             version = 3 + index % 2
-            value = {
-                "offset": index,
-                "leaderEpoch": 5,
-                "metadata": "",
-                "commitTimestamp": BASE_TS + index,
-                "topicId": TOPIC_ID,
-            }
+            value = {"offset": index, "leaderEpoch": 5, "metadata": "", "commitTimestamp": BASE_TS + index,
+                     "topicId": TOPIC_ID}
             _, encoded = encode_coordinator_record(1, {"group": "g", "topic": "t", "partition": 0}, version, value)
             records.append((keys[index % len(keys)], encoded))
             mix["offset_commit_v3_v4"] += 1
@@ -106,9 +87,9 @@ def passthrough_writer(path: Path) -> Callable[[DataFrame, int], None]:
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = batch.select("key", "value", "topic", "partition", "offset", "timestamp")
-        rows.write.format("delta").mode("append").option("txnAppId", "passthrough").option("txnVersion", batch_id).save(
-            str(path)
-        )
+        rows.write.format("delta").mode("append").option("txnAppId", "passthrough").option(
+            "txnVersion", batch_id
+        ).save(str(path))
 
     return write
 
@@ -183,15 +164,8 @@ def write_dump(records: list[Record], path: Path) -> None:
 def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 1_000_000,
-            "compression.type": "lz4",
-        }
-    )
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4"})
     for index, (key, value) in enumerate(records):
         while True:
             try:
