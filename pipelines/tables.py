@@ -234,6 +234,10 @@ def _held_offsets(spark: SparkSession, location: Path) -> HeldOffsets | None:
     held = _HELD.get(str(location))
     if held is not None and held.version == version:
         return held
+    if live_files(location) == [] and log_version(location) == version:  # a new table, by its log: nothing to read
+        held = HeldOffsets(version, {})
+        _HELD[str(location)] = held
+        return held
     rows = (
         spark.read.format("delta")
         .load(str(location))
