@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.sql import Row
 
 from pipelines.config import RadarConfig
 from pipelines.delta_log import log_version
@@ -89,6 +90,38 @@ def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
 
 
 @pytest.mark.spark
+def test_the_first_append_into_a_new_table_reads_nothing(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A new table's log says it holds no file: its first append (every replay into a new data dir, the demo's first
+    batch) runs the same Spark jobs as any later append above the held offsets, with no read of the table."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+    context = spark.sparkContext
+
+    def jobs_of_append(batch_id: int, first: int) -> int:
+        rows = _quarantine_rows(spark, config, 10, first=first).persist()
+        rows.count()  # the rows' own job, outside the count
+        ranges = [Row(cluster=config.cluster, src_topic="t", src_partition=0, low=first, high=first + 9)]
+        group = f"first-append-{tmp_path.name}-{batch_id}"
+        context.setJobGroup(group, "an append above the held offsets")
+        try:
+            append_new_records(rows, config, QUARANTINE, "run:q", batch_id, ranges=ranges)
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+        rows.unpersist()
+        return len(context.statusTracker().getJobIdsForGroup(group))
+
+    first = jobs_of_append(0, 0)
+    assert held_offsets_known(location) == {(config.cluster, "t", 0): 9}
+    later = jobs_of_append(1, 10)
+    assert held_offsets_known(location) == {(config.cluster, "t", 0): 19}
+    assert first == later > 0
+    assert spark.read.format("delta").load(str(location)).count() == 20
+
+
 def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noticed(  # type: ignore[no-untyped-def]
     spark, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
