@@ -100,7 +100,7 @@ def _detections(args: argparse.Namespace) -> int:
         from pipelines.session import build_spark_session
 
     config = _config(args)
-    spark = build_spark_session(_delta_only(config), quick_start=True)
+    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True)
     with phase("load detections"):
         rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
@@ -124,7 +124,7 @@ def _sql(args: argparse.Namespace) -> int:
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
-    spark = build_spark_session(_delta_only(config), quick_start=True)
+    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True)
     with phase("register tables"):
         present = register_existing_tables(spark, config, tables_named_in(query))
     try:

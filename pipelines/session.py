@@ -7,6 +7,7 @@ after creation and fails loudly when a configured format does not resolve.
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
@@ -14,9 +15,10 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from pipelines.class_archive import ClassArchive, class_archive, settle_class_archive
 from pipelines.config import RadarConfig
 from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
-from pipelines.jvm import spark_connector_jars
+from pipelines.jvm import default_cache_dir, spark_connector_jars
 from pipelines.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -47,14 +49,18 @@ def on_databricks() -> bool:
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
-def local_session_conf(config: RadarConfig, jars: list[Path], *, quick_start: bool = False) -> dict[str, str]:
+def local_session_conf(
+    config: RadarConfig, jars: list[Path], *, quick_start: bool = False, archive: ClassArchive | None = None
+) -> dict[str, str]:
     """Everything a local session is started with; small and quiet because it runs on laptops and CI.
-    `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`)."""
+    `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`), mapping or dumping `archive`."""
     data_dir = config.data_dir.expanduser().resolve()
     log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
     java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
     if quick_start:
         java_options += f" {QUICK_START_JAVA_OPTIONS}"
+        if archive is not None:
+            java_options += f" {archive.java_options}"
     conf = {
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
@@ -162,10 +168,33 @@ def kill_local_jvm() -> None:
         pass
 
 
-def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> SparkSession:
+def quick_start_archive(config: RadarConfig, jars: list[Path]) -> ClassArchive | None:
+    """The class-data archive a short command's JVM maps (or dumps, the first time), unless turned off."""
+    if not config.spark.class_archive:
+        return None
+    from pyspark.find_spark_home import _find_spark_home
+
+    archive_dir = config.spark.class_archive_dir or default_cache_dir(config).parent / "class-archives"
+    return class_archive(archive_dir, jars, Path(_find_spark_home()))
+
+
+def _settle_archive_at_exit(archive: ClassArchive) -> None:
+    """At exit: end the JVM (its shutdown hook stops Spark), let it write the archive, move that into place."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None:
+        settle_class_archive(archive, process)
+
+
+def build_spark_session(
+    config: RadarConfig, *, quick_start: bool = False, archive_classes: bool = False
+) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats. `quick_start`: the
     process runs one short command, so a new local JVM is tuned to start fast (see `QUICK_START_JAVA_OPTIONS`);
-    an existing session is used as it is."""
+    `archive_classes`: it also maps a class-data archive (`pipelines.class_archive`), for commands whose time is
+    mostly the JVM's cold start (`radar sql`, `radar detections`; a replay's is its queries: measured no faster).
+    An existing session is used as it is."""
     quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
@@ -190,9 +219,12 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session_conf = local_session_conf(config, jars, quick_start=quick_start)
+    archive = quick_start_archive(config, jars) if quick_start and archive_classes else None
+    session_conf = local_session_conf(config, jars, quick_start=quick_start, archive=archive)
     with phase("jvm launch"):
-        launch_local_jvm(config, session_conf)
+        launched = launch_local_jvm(config, session_conf) is not None
+    if launched and archive is not None and archive.pending is not None:
+        atexit.register(_settle_archive_at_exit, archive)
     builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
     for key, value in session_conf.items():
         builder = builder.config(key, value)

@@ -152,6 +152,7 @@ def register_existing_tables(spark: SparkSession, config: RadarConfig, named: Se
     present = [t for t in TABLES.values() if (catalog.location(t) / "_delta_log").is_dir()]  # type: ignore[operator]
     wanted = [t for t in present if t in named] if named else present
     ensure_tables(spark, config, wanted)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {LOCAL_DATABASE}")  # a data dir with no table yet has none
     spark.sql(f"USE {LOCAL_DATABASE}")
     return [catalog.name(t) for t in present]
 
