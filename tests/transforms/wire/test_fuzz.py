@@ -15,7 +15,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.transforms.wire.codec_fuzz import FuzzReport, Seed, build_seeds, check, random_value, run
+from tests.transforms.wire.codec_fuzz import (
+    FuzzReport,
+    Seed,
+    build_seeds,
+    check,
+    least_cpu_seconds,
+    random_value,
+    run,
+)
 from transforms.wire import primitives as prim
 from transforms.wire.consumer_protocol import EmbeddedDecode
 from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
@@ -35,7 +43,9 @@ API_NAMES = {api.name for api in APIS.values()}
 def _assert_clean(report: FuzzReport) -> None:
     examples = "\n".join(report.other_exceptions[:5])
     assert report.other_exception_count == 0, f"non-DecodeError exceptions:\n{examples}"
-    assert report.max_seconds < MAX_SECONDS_PER_INPUT, f"slowest: {report.max_seconds:.3f} CPU s, {report.slowest}"
+    if report.max_seconds >= MAX_SECONDS_PER_INPUT and report.slowest_call is not None:
+        again = least_cpu_seconds(*report.slowest_call)  # seen once: 0.29 s for a 21-byte input, in CI only
+        assert again < MAX_SECONDS_PER_INPUT, f"slowest: {again:.3f} CPU s on every try, {report.slowest}"
 
 
 def test_every_seed_decodes() -> None:
@@ -74,7 +84,8 @@ def test_every_truncation_is_malformed_at_an_offset_inside_the_input(seed: Seed)
         else:
             # Only the embedded ConsumerProtocol decoders return their errors instead of raising them.
             assert isinstance(result, EmbeddedDecode) and result.error is not None, f"{seed.label} cut at {len(data)}"
-        assert time.process_time() - start < MAX_SECONDS_PER_INPUT
+        elapsed = time.process_time() - start
+        assert elapsed < MAX_SECONDS_PER_INPUT or least_cpu_seconds(seed.decode, data) < MAX_SECONDS_PER_INPUT
 
 
 def _every_offset(seeds: list[Seed], patches: tuple[bytes, ...]) -> Iterator[tuple[Seed, bytes]]:
@@ -159,7 +170,7 @@ def test_a_2_31_length_in_a_20_byte_value_fails_fast_without_allocating(name: st
         tracemalloc.stop()
     error = info.value
     assert (error.kind, error.offset, error.record_type, error.part) == ("malformed", offset, record_type, "value")
-    assert elapsed < 0.05
+    assert elapsed < 0.05 or least_cpu_seconds(lambda data: decode_coordinator_record(key, data), value) < 0.05
     assert peak < 64 * 1024
 
 
