@@ -183,6 +183,8 @@ def _settle_archive_at_exit(archive: ClassArchive) -> None:
     from pyspark import SparkContext
 
     process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        print("radar: saving the JVM's class-data archive once, so later commands start faster ...", file=sys.stderr)
     if process is not None:
         settle_class_archive(archive, process)
 

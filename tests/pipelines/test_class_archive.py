@@ -96,5 +96,7 @@ def test_radar_sql_dumps_the_archive_once_then_maps_it(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr[-3000:]
         assert not [line for line in done.stderr.splitlines() if any(n in line for n in NOISE)], done.stderr
         outputs.append(done.stdout)
+        saving = [line for line in done.stderr.splitlines() if "class-data archive" in line]
+        assert len(saving) == (1 if len(outputs) == 1 else 0), done.stderr  # the one-time wait is announced
         assert [p.suffix for p in archives.iterdir()] == [".jsa"]  # complete, under its final name, and only that
     assert outputs[0] == outputs[1] and "42" in outputs[0]
