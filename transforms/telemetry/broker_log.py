@@ -34,7 +34,16 @@ Wording by version (Apache Kafka source):
   expired.", "Member M left the consumer group.", static: "Static member M with instance id I joins the consumer
   group using the consumer protocol.", "Static member with instance id I re-joins the consumer group using the
   consumer protocol. Created a new member M2 to replace the existing member M1.", "Static Member M with instance
-  id I (temporarily) left the consumer group.".
+  id I (temporarily) left the consumer group.", refused static members: "Static member M with instance id I is
+  fenced by existing member M0." (FENCED_INSTANCE_ID) or "... cannot join the group because the instance id is is
+  owned by member M0." (UNRELEASED_INSTANCE_ID, the source's doubled "is").
+- KIP-1071 streams groups (4.1+, read in a 4.2-era source), lines prefixed `[GroupId G][MemberId M] `: "Member joins
+  the streams group.", "Member M left the streams group.", "Bumped streams group epoch to E with metadata hash H and
+  validated topic epoch T.", "Member's new assignment state: epoch=E, previousEpoch=P, state=S, ...", and
+  "[GroupId G] Streams member M fenced from the group because the member session expired.".
+- Classic, both coordinators: a replaced static member's later requests are refused with "Request memberId=M for
+  static member with groupInstanceId=I is fenced by current (4.x: existing) memberId=M2 during operation OP" (OP
+  heartbeat, join-group, sync-group, leave-group, offset-commit, txn-offset-commit; the line names no group).
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ from transforms.telemetry.log_line import (
     instance_id_value,
     split_log_line,
 )
+from transforms.wire.error_codes import ErrorCode as E
 
 SOURCE = TelemetrySource.BROKER_LOG
 Kind = HeartbeatEventKind
@@ -64,6 +74,9 @@ BROKER_MARKERS: tuple[str, ...] = (
 
 _COORDINATOR_PREFIX = re.compile(r"\[GroupCoordinator (?:(\d+)\]|id=(\d+)(?: topic=\S+)?(?: partition=(\d+))?\])")
 _GROUP_CONTEXT = re.compile(r"\[Group(?:Id)? ([^\]\s]+)\]")
+_MEMBER_CONTEXT = re.compile(r"\[MemberId ([^\]\s]+)\]")
+# A member list as the coordinator prints it: Java `[a, b]`, Scala `Set(a, b)` / `HashSet(a, b)`.
+_MEMBER_LIST = re.compile(r"^\s*(?:\w*Set\()?\[?(.*?)[\])]?\s*\.?\s*$")
 _MEMBER_METADATA_FIELD = re.compile(r"(memberId|groupInstanceId|clientId|clientHost)=(Some\([^)]*\)|[^,)]*)")
 _CLIENT_REASON = re.compile(r"client reason: (.*?)\.?$")
 
@@ -101,6 +114,13 @@ def pending_sync_expired(reason: str) -> list[str]:
     return [m.strip() for m in found.group(1).split(",") if m.strip()] if found else []
 
 
+def member_list(printed: str) -> str:
+    """`[a, b]` (4.x), `Set(a, b)` / `HashSet(a, b)` (3.x Scala) -> `a,b`, the list form `details` use."""
+    found = _MEMBER_LIST.match(printed)
+    inner = found.group(1) if found else printed
+    return ",".join(m.strip() for m in inner.split(",") if m.strip())
+
+
 def cause_of_reason(reason: str) -> tuple[str, str | None, str | None]:
     """(cause, member id, client reason) of a coordinator rebalance reason, cause as in DESIGN §6."""
     client_reason_found = _CLIENT_REASON.search(reason)
@@ -120,6 +140,14 @@ def _group(found_group: str | None, line: LogLine) -> str | None:
     if found_group:
         return found_group
     context = _GROUP_CONTEXT.search(line.message)
+    return context.group(1) if context else None
+
+
+def _member(found_member: str | None, line: LogLine) -> str | None:
+    """A member named in the message, else the `[MemberId M]` context of the 4.x streams-group lines."""
+    if found_member:
+        return found_member
+    context = _MEMBER_CONTEXT.search(line.message)
     return context.group(1) if context else None
 
 
@@ -289,9 +317,15 @@ def _adding_new_member(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
 
 
 def _dynamic_member_unknown_id(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """Classic "... joins group G in S state" (4.x also "in state S"), or KIP-848 "... joins the consumer group"
+    (a classic-protocol member of a consumer group, context `[GroupId G]`)."""
     details = _coordinator_details(line)
-    details.update(state=m.group(2), pending="true")
-    return line.event(Kind.JOIN, SOURCE, group_id=m.group(1), member_id=m.group(3), details=details)
+    details.update(state=m.group("state") or m.group("state_"), pending="true")
+    if m.group("group") is None:
+        details["protocol"] = "classic"
+    return line.event(
+        Kind.JOIN, SOURCE, group_id=_group(m.group("group"), line), member_id=m.group("member"), details=details
+    )
 
 
 def _pending_member_joins(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
@@ -383,8 +417,17 @@ def _static_consumer_group_join(m: re.Match[str], line: LogLine) -> HeartbeatEve
 
 def _group_epoch_bumped(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
-    details.update(group_epoch=m.group(1), metadata_hash=m.group(2), protocol="consumer", cause="epoch_bump")
-    return line.event(Kind.REBALANCE_PREPARE, SOURCE, group_id=_group(None, line), details=details)
+    protocol = "streams" if m.group("streams") else "consumer"
+    details.update(
+        group_epoch=m.group("epoch"),
+        metadata_hash=m.group("hash"),
+        validated_topology_epoch=m.group("topology"),
+        protocol=protocol,
+        cause="epoch_bump",
+    )
+    return line.event(
+        Kind.REBALANCE_PREPARE, SOURCE, group_id=_group(None, line), member_id=_member(None, line), details=details
+    )
 
 
 def _target_assignment(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
@@ -395,13 +438,15 @@ def _target_assignment(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
 
 def _member_assignment_state(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
-    details.update(previous_member_epoch=m.group(3), member_state=m.group(4))
+    details.update(previous_member_epoch=m.group("previous"), member_state=m.group("state"))
+    if m.group("member") is None:
+        details["protocol"] = "streams"
     return line.event(
         Kind.ASSIGNMENT,
         SOURCE,
         group_id=_group(None, line),
-        member_id=m.group(1),
-        member_epoch=int(m.group(2)),
+        member_id=_member(m.group("member"), line),
+        member_epoch=int(m.group("epoch")),
         details=details,
     )
 
@@ -411,20 +456,124 @@ def _fenced_session_expired(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         Kind.MEMBER_EXPIRED,
         SOURCE,
         group_id=_group(None, line),
-        member_id=m.group(1),
+        member_id=m.group("member"),
         reason="session expired",
-        details={**_coordinator_details(line), "protocol": "consumer"},
+        details={**_coordinator_details(line), "protocol": "streams" if m.group("streams") else "consumer"},
     )
 
 
 def _fenced_other(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = {**_coordinator_details(line), "fenced": "true"}
+    if m.group("streams"):
+        details["protocol"] = "streams"
     return line.event(
         Kind.MEMBER_REMOVED,
         SOURCE,
         group_id=_group(None, line),
-        member_id=m.group(1),
-        reason=m.group(2).rstrip("."),
-        details={**_coordinator_details(line), "fenced": "true"},
+        member_id=m.group("member"),
+        reason=m.group("reason").rstrip("."),
+        details=details,
+    )
+
+
+# The operation a static member's refused request was (3.x Scala `validateStaticMember`, 4.x
+# `ClassicGroup.validateMember`); a refused LeaveGroup has no kind of its own and reads as a failed heartbeat.
+_FENCED_OPERATION_KINDS: dict[str, HeartbeatEventKind] = {
+    "heartbeat": Kind.HEARTBEAT_FAILED,
+    "join-group": Kind.JOIN_FAILED,
+    "sync-group": Kind.SYNC_FAILED,
+    "offset-commit": Kind.COMMIT_FAILED,
+    "txn-offset-commit": Kind.COMMIT_FAILED,
+}
+
+
+def _static_request_fenced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """A request from a static member's replaced (zombie) member id, refused with FENCED_INSTANCE_ID. The line
+    names no group (neither the 3.x nor the 4.x coordinator prints one), so only the line's context can."""
+    operation = m.group("operation")
+    details = _coordinator_details(line)
+    details.update(operation=operation, current_member_id=m.group("current"), static="true")
+    return line.event(
+        _FENCED_OPERATION_KINDS.get(operation, Kind.HEARTBEAT_FAILED),
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group("member"),
+        group_instance_id=instance_id_value(m.group("instance")),
+        error=E.FENCED_INSTANCE_ID.name,
+        reason=f"static member fenced during {operation}",
+        details=details,
+    )
+
+
+def _consumer_group_static_refused(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848: a static member's heartbeat refused because another member holds (or still owns) its instance id."""
+    fenced = m.group("fenced") is not None
+    details = {**_coordinator_details(line), "protocol": "consumer", "static": "true"}
+    details["current_member_id"] = m.group("current").rstrip(".")
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=m.group("member"),
+        group_instance_id=m.group("instance"),
+        error=E.FENCED_INSTANCE_ID.name if fenced else E.UNRELEASED_INSTANCE_ID.name,
+        reason="instance id fenced by existing member" if fenced else "instance id still owned by another member",
+        details=details,
+    )
+
+
+def _classic_static_left(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """4.x classic group: a static member's explicit LeaveGroup (an admin removal or a closing client); unlike a
+    KIP-848 static member's temporary leave (epoch -2) it is a departure."""
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(m.group("group"), line),
+        member_id=m.group("member"),
+        group_instance_id=instance_id_value(m.group("instance")),
+        reason=m.group("reason"),
+        details={**_coordinator_details(line), "static": "true"},
+    )
+
+
+def _pending_member_left(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(m.group("group"), line),
+        member_id=m.group("member"),
+        reason=m.group("reason"),
+        details={**_coordinator_details(line), "pending": "true"},
+    )
+
+
+def _rebalance_not_completed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.JOIN_FAILED,
+        SOURCE,
+        group_id=m.group(1),
+        reason="could not complete rebalance because no members rejoined",
+        details=_coordinator_details(line),
+    )
+
+
+def _streams_group_join(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=_member(None, line),
+        details={**_coordinator_details(line), "protocol": "streams"},
+    )
+
+
+def _streams_group_leave(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=_member(m.group(1), line),
+        details={**_coordinator_details(line), "protocol": "streams"},
     )
 
 
@@ -445,7 +594,7 @@ def _members_removed_unjoined(m: re.Match[str], line: LogLine) -> HeartbeatEvent
         SOURCE,
         group_id=m.group(1),
         reason=f"members who haven't {m.group(2)}",
-        details={**_coordinator_details(line), "members": m.group(3).strip()},
+        details={**_coordinator_details(line), "members": member_list(m.group(3))},
     )
 
 
@@ -478,6 +627,22 @@ RULES = RuleTable.of(
             re.compile(r"Member (\S+) in group (\S+) has failed, removing it from the group"),
             _member_failed,
         ),
+        MessageRule(  # 4.x classic; the generic rule below would not read the instance id
+            "through explicit",
+            re.compile(
+                r"Static Member (?P<member>\S+) with instance id (?P<instance>\S+) has left group (?:(?P<group>\S+) )?"
+                r"through explicit `LeaveGroup` request(?:; client reason: (?P<reason>.*?))?\s*$"
+            ),
+            _classic_static_left,
+        ),
+        MessageRule(  # 3.x "Pending member with memberId=M has left group G ...", 4.x "[Group G] Pending member M ..."
+            "through explicit",
+            re.compile(
+                r"Pending member (?:with memberId=)?(?P<member>\S+) has left group (?:(?P<group>\S+) )?"
+                r"through explicit `LeaveGroup` request(?:; client reason: (?P<reason>.*?))?\s*$"
+            ),
+            _pending_member_left,
+        ),
         MessageRule(
             "through explicit",
             re.compile(
@@ -495,10 +660,10 @@ RULES = RuleTable.of(
             _static_member_replaced,
         ),
         MessageRule(
-            "unknown member id joins group",
+            "Dynamic ",
             re.compile(
-                r"Dynamic [Mm]ember with unknown member id joins group (\S+) in (\w+) state\. "
-                r"Created a new member id (\S+)"
+                r"Dynamic [Mm]ember with unknown member id joins (?:group (?P<group>\S+) in (?:state (?P<state>\w+)|"
+                r"(?P<state_>\w+) state)|the consumer group)\. Created a new member id (?P<member>[^\s.]+)"
             ),
             _dynamic_member_unknown_id,
         ),
@@ -544,8 +709,11 @@ RULES = RuleTable.of(
             _joins_consumer_group,
         ),
         MessageRule(
-            "Bumped group epoch",
-            re.compile(r"Bumped group epoch to (\d+)(?: with metadata hash (-?\d+))?"),
+            "group epoch to",
+            re.compile(
+                r"Bumped (?P<streams>streams )?group epoch to (?P<epoch>\d+)(?: with metadata hash (?P<hash>-?\d+))?"
+                r"(?: and validated topic epoch (?P<topology>-?\d+))?"
+            ),
             _group_epoch_bumped,
         ),
         MessageRule(
@@ -553,19 +721,60 @@ RULES = RuleTable.of(
             re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor in (\d+)ms"),
             _target_assignment,
         ),
-        MessageRule(
+        MessageRule(  # consumer groups "Member M new ...", streams groups "[MemberId M] Member's new ..."
             "new assignment state",
-            re.compile(r"Member (\S+) new assignment state: epoch=(-?\d+), previousEpoch=(-?\d+), state=(\w+)"),
+            re.compile(
+                r"Member(?: (?P<member>\S+)|'s) new assignment state: epoch=(?P<epoch>-?\d+), "
+                r"previousEpoch=(?P<previous>-?\d+), state=(?P<state>\w+)"
+            ),
             _member_assignment_state,
         ),
         MessageRule(
             "session expired",
-            # 4.0 says "its session expired", 4.3 "the member session expired"
-            re.compile(r"Member (\S+) fenced from the group because (?:its|the member) session expired"),
+            # 3.7 says "its session expired", 4.x "the member session expired"; streams groups "Streams member M"
+            re.compile(
+                r"(?:(?P<streams>Streams m)|M)ember (?P<member>\S+) fenced from the group because "
+                r"(?:its|the member) session expired"
+            ),
             _fenced_session_expired,
         ),
         MessageRule(
-            "fenced from the group", re.compile(r"Member (\S+) fenced from the group because (.*)$"), _fenced_other
+            "fenced from the group",
+            re.compile(
+                r"(?:(?P<streams>Streams m)|M)ember (?P<member>\S+) fenced from the group because (?P<reason>.*)$"
+            ),
+            _fenced_other,
+        ),
+        MessageRule(
+            "Member joins the streams group",
+            re.compile(r"Member joins the streams group"),
+            _streams_group_join,
+        ),
+        MessageRule(
+            "left the streams group",
+            re.compile(r"Member (\S+) left the streams group"),
+            _streams_group_leave,
+        ),
+        MessageRule(
+            "is fenced by",
+            re.compile(
+                r"Request memberId=(?P<member>\S+) for static member with groupInstanceId=(?P<instance>\S+) is fenced "
+                r"by (?:current|existing) memberId=(?P<current>\S+) during operation (?P<operation>[\w-]+)"
+            ),
+            _static_request_fenced,
+        ),
+        MessageRule(
+            "with instance id",
+            re.compile(
+                r"Static member (?P<member>\S+) with instance id (?P<instance>\S+) (?:(?P<fenced>is fenced by existing "
+                r"member)|cannot join the group because the instance id is(?: is)? owned by member) (?P<current>\S+)"
+            ),
+            _consumer_group_static_refused,
+        ),
+        MessageRule(
+            "could not complete rebalance",
+            re.compile(r"Group (\S+) could not complete rebalance because no members rejoined"),
+            _rebalance_not_completed,
         ),
         MessageRule(
             "temporarily left the consumer group",

@@ -318,3 +318,212 @@ def test_kip848_static_member_left_and_temporarily_left(word: str) -> None:
         f"{J} [GroupId orders] Static {word} u2N8 with instance id orders-0 temporarily left the consumer group."
     )
     assert temporary.details["temporary"] == "true"
+
+
+# --- Wording audited against the coordinator sources (docs/telemetry-wording.md, "Source audit"). Each case is a
+# line built from the format string of the named file and version, with the fields the detectors read.
+STREAMS = "[GroupId app][MemberId Xq3-m]"
+SCALA_STATIC_FENCED = (
+    "[GroupCoordinator 1]: Request memberId=c-1-old for static member with groupInstanceId=Some(inst-1) is fenced by "
+    "current memberId=c-1-new during operation {op}"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "fields", "details"),
+    [
+        # GroupCoordinator.scala 3.x: a zombie static member's request, refused (no group in the line)
+        (
+            SCALA_STATIC_FENCED.format(op="offset-commit") + f" {SCALA}",
+            K.COMMIT_FAILED,
+            {"member_id": "c-1-old", "group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID", "group_id": None},
+            {"operation": "offset-commit", "current_member_id": "c-1-new"},
+        ),
+        (
+            SCALA_STATIC_FENCED.format(op="heartbeat") + f" {SCALA}",
+            K.HEARTBEAT_FAILED,
+            {"member_id": "c-1-old", "error": "FENCED_INSTANCE_ID"},
+            {"operation": "heartbeat"},
+        ),
+        # classic/ClassicGroup.java 4.x: "existing" instead of "current", the instance id printed bare
+        (
+            f"{J} Request memberId=c-1-old for static member with groupInstanceId=inst-1 is fenced by existing "
+            f"memberId=c-1-new during operation sync-group {JAVA}",
+            K.SYNC_FAILED,
+            {"member_id": "c-1-old", "group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
+            {"operation": "sync-group", "offsets_partition": "46"},
+        ),
+        # GroupCoordinator.scala 3.x: a member that never completed its join leaves
+        (
+            "[GroupCoordinator 1]: Pending member with memberId=c-9 has left group g through explicit `LeaveGroup` "
+            f"request {SCALA}",
+            K.LEAVE,
+            {"group_id": "g", "member_id": "c-9"},
+            {"pending": "true"},
+        ),
+        # GroupMetadataManager.java 4.x: the same, and a static member's explicit leave in a classic group
+        (
+            f"{J} [Group g] Pending member c-9 has left group through explicit `LeaveGroup` request; client reason: "
+            f"not provided {JAVA}",
+            K.LEAVE,
+            {"group_id": "g", "member_id": "c-9", "reason": "not provided"},
+            {"pending": "true"},
+        ),
+        (
+            f"{J} [Group g] Static Member c-1 with instance id inst-1 has left group through explicit `LeaveGroup` "
+            f"request; client reason: the consumer is being closed {JAVA}",
+            K.LEAVE,
+            {
+                "group_id": "g",
+                "member_id": "c-1",
+                "group_instance_id": "inst-1",
+                "reason": "the consumer is being closed",
+            },
+            {"static": "true"},
+        ),
+        # GroupCoordinator.scala 3.x prints a Scala set of the members it drops for not rejoining
+        (
+            f"[GroupCoordinator 1]: Group g removed dynamic members who haven't joined: Set(c-1, c-2) {SCALA}",
+            K.MEMBER_REMOVED,
+            {"group_id": "g"},
+            {"members": "c-1,c-2"},
+        ),
+        (
+            f"{J} Group g removed dynamic members who haven't joined: [c-1, c-2] {JAVA}",
+            K.MEMBER_REMOVED,
+            {"group_id": "g"},
+            {"members": "c-1,c-2"},
+        ),
+        # GroupCoordinator.scala 3.x (ERROR) / GroupMetadataManager.java 4.x (ERROR, final period)
+        (
+            f"[GroupCoordinator 1]: Group g could not complete rebalance because no members rejoined {SCALA}",
+            K.JOIN_FAILED,
+            {"group_id": "g"},
+            {},
+        ),
+        (
+            f"{J} Group g could not complete rebalance because no members rejoined. {JAVA}",
+            K.JOIN_FAILED,
+            {"group_id": "g"},
+            {},
+        ),
+        # GroupMetadataManager.java 4.x: "in state S" where 3.x said "in S state"
+        (
+            f"{J} Dynamic member with unknown member id joins group g in state Stable. Created a new member id c-3 "
+            f"and added the member to the group. {JAVA}",
+            K.JOIN,
+            {"group_id": "g", "member_id": "c-3"},
+            {"state": "Stable", "pending": "true"},
+        ),
+        # GroupMetadataManager.java 4.x, KIP-848 consumer group joined over the classic protocol
+        (
+            f"{J} [GroupId g] Dynamic member with unknown member id joins the consumer group. Created a new member id "
+            f"c-3 and requesting the member to rejoin with this id. {JAVA}",
+            K.JOIN,
+            {"group_id": "g", "member_id": "c-3"},
+            {"protocol": "classic", "pending": "true"},
+        ),
+        # GroupMetadataManager.java 3.7+/4.x, KIP-848 static members
+        (
+            f"{J} [GroupId g] Static member c-2 with instance id inst-1 is fenced by existing member c-1. {JAVA}",
+            K.HEARTBEAT_FAILED,
+            {"group_id": "g", "member_id": "c-2", "group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
+            {"current_member_id": "c-1"},
+        ),
+        (
+            f"{J} [GroupId g] Static member c-2 with instance id inst-1 cannot join the group because the instance id "
+            f"is is owned by member c-1. {JAVA}",
+            K.HEARTBEAT_FAILED,
+            {"group_id": "g", "member_id": "c-2", "error": "UNRELEASED_INSTANCE_ID"},
+            {"current_member_id": "c-1"},
+        ),
+        # GroupMetadataManager.java 3.7+/4.x: the other fencing reasons of a consumer group
+        (
+            f"{J} [GroupId g] Member c-1 fenced from the group because it failed to transition from epoch 4 within "
+            f"300000ms. {JAVA}",
+            K.MEMBER_REMOVED,
+            {"group_id": "g", "member_id": "c-1", "reason": "it failed to transition from epoch 4 within 300000ms"},
+            {"fenced": "true"},
+        ),
+        (
+            f"{J} [GroupId g] Member c-1 fenced from the group because the classic member failed to join within the "
+            f"rebalance timeout. {JAVA}",
+            K.MEMBER_REMOVED,
+            {"member_id": "c-1", "reason": "the classic member failed to join within the rebalance timeout"},
+            {"fenced": "true"},
+        ),
+        # GroupMetadataManager.java 4.2-era trunk (KIP-1071 streams groups)
+        (
+            f"{J} {STREAMS} Member joins the streams group. {JAVA}",
+            K.JOIN,
+            {"group_id": "app", "member_id": "Xq3-m"},
+            {"protocol": "streams"},
+        ),
+        (
+            f"{J} {STREAMS} Member Xq3-m left the streams group. {JAVA}",
+            K.LEAVE,
+            {"group_id": "app", "member_id": "Xq3-m"},
+            {"protocol": "streams"},
+        ),
+        (
+            f"{J} [GroupId app] Streams member Xq3-m fenced from the group because the member session expired.. {JAVA}",
+            K.MEMBER_EXPIRED,
+            {"group_id": "app", "member_id": "Xq3-m", "reason": "session expired"},
+            {"protocol": "streams"},
+        ),
+        (
+            f"{J} [GroupId app] Member Xq3-m fenced from the group because it failed to transition from epoch 5 "
+            f"within 300000ms. {JAVA}",
+            K.MEMBER_REMOVED,
+            {"group_id": "app", "member_id": "Xq3-m"},
+            {"fenced": "true"},
+        ),
+        (
+            f"{J} {STREAMS} Bumped streams group epoch to 7 with metadata hash -12345 and validated topic epoch 0. "
+            f"{JAVA}",
+            K.REBALANCE_PREPARE,
+            {"group_id": "app", "member_id": "Xq3-m"},
+            {"group_epoch": "7", "metadata_hash": "-12345", "protocol": "streams", "cause": "epoch_bump"},
+        ),
+        (
+            f"{J} {STREAMS} Member's new assignment state: epoch=7, previousEpoch=6, state=STABLE, "
+            f"assignedTasks=TasksTuple(activeTasks={{0=[0]}}) and tasksPendingRevocation=TasksTuple(). {JAVA}",
+            K.ASSIGNMENT,
+            {"group_id": "app", "member_id": "Xq3-m", "member_epoch": 7},
+            {"previous_member_epoch": "6", "member_state": "STABLE", "protocol": "streams"},
+        ),
+        # GroupMetadataManager.java 4.1+: the consumer-group epoch bump carries the metadata hash
+        (
+            f"{J} [GroupId g] Bumped group epoch to 12 with metadata hash 987. {JAVA}",
+            K.REBALANCE_PREPARE,
+            {"group_id": "g"},
+            {"group_epoch": "12", "metadata_hash": "987", "protocol": "consumer"},
+        ),
+    ],
+)
+def test_audited_coordinator_wording(text: str, kind: K, fields: dict[str, object], details: dict[str, str]) -> None:
+    event = only_event(text)
+    assert event.event is kind
+    for name, value in fields.items():
+        assert getattr(event, name) == value, name
+    for key, value in details.items():
+        assert event.details.get(key) == value, key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # GroupCoordinator.scala 3.x / GroupMetadataManager.java 4.x: a late timer, not an expiry
+        f"{J} Received notification of heartbeat expiration for member c-1 after group g had already been unloaded "
+        f"or deleted. {JAVA}",
+        # GroupMetadataManager.java 4.x: a refused downgrade says "consumer group", not a join or leave
+        f"{J} Cannot downgrade consumer group g to classic group because the online downgrade is disabled. {JAVA}",
+        # GroupMetadataManager.java 4.x: the topology of a streams group is not a membership change
+        f"{J} [GroupId app][MemberId Xq3-m] Member joined with stale topology epoch 3 {JAVA}",
+        # a member list elsewhere in a message that is not the coordinator's
+        "Requested to drop members who haven't paid: Set(a, b)",
+        "Static member of the club with instance id 7 is fenced by existing member rules",
+    ],
+)
+def test_audited_near_misses_produce_no_event(text: str) -> None:
+    assert not parse_broker_log_line(text, TS).recognised
