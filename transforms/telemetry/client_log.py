@@ -359,6 +359,95 @@ def _partitions_change(change: str) -> EventBuilder:
     return build
 
 
+def _offset_commit_failed_response(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """A refused OffsetCommit: classic "OffsetCommit failed with Generation{...}: <message>" or "... due to group
+    instance id I fenced" (ConsumerCoordinator), KIP-848 "OffsetCommit failed with E", "... for member M with stale
+    member epoch error. Last epoch sent: N" and "... due to group instance id fenced: I" (CommitRequestManager)."""
+    text = line.message[m.start() :]
+    if m.group("stale_member"):
+        error: str | None = E.STALE_MEMBER_EPOCH.name
+    elif "group instance id" in text and "fenced" in text:
+        error = E.FENCED_INSTANCE_ID.name
+    else:
+        error = m.group("error") or error_name_in_text(text)
+    epoch = m.group("epoch")
+    instance = m.group("instance") or m.group("fenced_instance")
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        generation=_generation(line),
+        member_id=_generation_member(line) or m.group("stale_member"),
+        member_epoch=int(epoch) if epoch and epoch.lstrip("-").isdigit() else None,
+        group_instance_id=instance_id_value(instance),
+        error=error,
+        reason=(m.group("message") or "").strip() or None,
+        details=_protocol_details(line),
+    )
+
+
+def _generation_cleared_before_sync(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """The heartbeat thread reset the generation while SyncGroup was in flight: the rebalance is marked failed.
+    The Generation printed is the reset one (-1, no member), so it is not the sent generation."""
+    return line.event(
+        Kind.SYNC_FAILED,
+        SOURCE,
+        reason="generation reset by the heartbeat thread before the SyncGroup response",
+        details=_protocol_details(line, member_state=m.group(1), generation_reset="true"),
+    )
+
+
+# KIP-848 clients (AbstractHeartbeatRequestManager 3.7+/4.x, ConsumerHeartbeatRequestManager 4.x,
+# StreamsGroupHeartbeatRequestManager 4.1+): which heartbeat failures say what about membership.
+def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    if m.group("fenced_member"):
+        error, member = E.FENCED_MEMBER_EPOCH.name, m.group("fenced_member")
+    elif m.group("unknown_member"):
+        error, member = E.UNKNOWN_MEMBER_ID.name, m.group("unknown_member")
+    elif m.group("instance_state"):
+        fenced = m.group("instance_state") == "fenced"
+        error, member = (E.FENCED_INSTANCE_ID.name if fenced else E.UNRELEASED_INSTANCE_ID.name), None
+    else:
+        error, member = m.group("error"), None
+    epoch = m.group("epoch")
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        member_id=member,
+        member_epoch=int(epoch) if epoch is not None else None,
+        group_instance_id=instance_id_value(m.group("instance")),
+        error=error,
+        reason=f"{m.group('api')} failed with {error}",
+        details=_protocol_details(line, api=m.group("api"), protocol=m.group("api").split("Group")[0].lower()),
+    )
+
+
+def _poll_timer_expired_rejoin(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848 client, at the poll() after the overrun: names the member (the earlier warning does not)."""
+    return line.event(
+        Kind.POLL_TIMEOUT,
+        SOURCE,
+        member_id=m.group(2),
+        reason="max.poll.interval.ms exceeded",
+        details=_protocol_details(line, exceeded_ms=m.group(1), late="true", protocol="consumer"),
+    )
+
+
+def _lost(reason: str, cause: str) -> EventBuilder:
+    """A client saying it is no longer a member (the agent's `member_removed` with change=lost)."""
+
+    def build(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+        partitions = m.group(1).strip().rstrip(".") if m.re.groups else None
+        extra = {"partitions": partitions, "partition_count": _partition_count(partitions)} if partitions else {}
+        return line.event(
+            Kind.MEMBER_REMOVED,
+            SOURCE,
+            reason=reason,
+            details=_protocol_details(line, change="lost", cause=cause, **extra),
+        )
+
+    return build
+
+
 def _thread_replaced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     return line.event(
         Kind.LEAVE,
@@ -461,6 +550,39 @@ RULES = RuleTable.of(
         ),
         MessageRule("Committed offset", re.compile(r"Committed offset (\d+) for partition (\S+)"), _committed),
         MessageRule(
+            "OffsetCommit failed",
+            re.compile(
+                r"OffsetCommit failed (?:with (?:" + _GENERATION_TEXT + r"|(?P<error>[A-Z][A-Z_]+))"
+                r"(?: due to group instance id (?P<instance>\S+) fenced)?(?:: (?P<message>.*))?$"
+                r"|for member (?P<stale_member>\S+) with stale member epoch error\. Last epoch sent: (?P<epoch>\S+)"
+                r"|due to group instance id fenced: (?P<fenced_instance>\S+))"
+            ),
+            _offset_commit_failed_response,
+        ),
+        MessageRule(
+            "before receiving SyncGroup response",
+            re.compile(
+                r"Generation data was cleared by heartbeat thread to .* and state is now (\w+) before receiving "
+                r"SyncGroup response"
+            ),
+            _generation_cleared_before_sync,
+        ),
+        MessageRule(
+            "GroupHeartbeatRequest failed",
+            re.compile(
+                r"(?P<api>(?:Consumer|Streams|Share)GroupHeartbeatRequest) failed (?:for member (?P<fenced_member>\S+) "
+                r"because epoch (?P<epoch>-?\d+) is fenced|because member (?P<unknown_member>\S+?)\.? is unknown"
+                r"|due to (?P<instance_state>fenced|unreleased) instance id (?P<instance>[^\s:]+)"
+                r"|because of (?P<error>[A-Z][A-Z_]+):)"
+            ),
+            _group_heartbeat_failed,
+        ),
+        MessageRule(
+            "will rejoin the group now",
+            re.compile(r"exceeded approximately by (\d+) ms\. Member (\S+) will rejoin the group now"),
+            _poll_timer_expired_rejoin,
+        ),
+        MessageRule(
             "Requesting followup rebalance be scheduled immediately",
             re.compile(r"Requesting followup rebalance be scheduled immediately by (\S+) due to (.*)$"),
             _followup_immediate,
@@ -512,6 +634,31 @@ RULES = RuleTable.of(
         MessageRule(
             "Finished unstable assignment", re.compile(r"Finished unstable assignment of tasks"), _unstable_assignment
         ),
+        MessageRule(  # StreamsRebalanceListener 2.8+/3.x/4.x (ERROR): the assignment carried SHUTDOWN_REQUESTED
+            "is requesting to shutdown the application",
+            re.compile(r"A Kafka Streams client in this Kafka Streams application is requesting to shutdown"),
+            _fixed(Kind.SHUTDOWN_REQUESTED, "a client requested the application to shut down"),
+        ),
+        MessageRule(  # StreamsGroupHeartbeatRequestManager 4.1+ (WARN), the coordinator's SHUTDOWN_APPLICATION status
+            "requested a shutdown for the entire application",
+            re.compile(r"Membership is in the following statuses: .*requested a shutdown for the entire application"),
+            _fixed(Kind.SHUTDOWN_REQUESTED, "a member requested the application to shut down", protocol="streams"),
+        ),
+        MessageRule(  # StreamsRebalanceListener 3.x/4.x (INFO): AssignorError.VERSION_PROBING in the assignment
+            "Received version probing code",
+            re.compile(r"Received version probing code VERSION_PROBING"),
+            _fixed(Kind.VERSION_PROBING, "version probing"),
+        ),
+        MessageRule(  # StreamThread 3.x/4.x (INFO): a corrupted task enforces a rebalance
+            "got corrupted. Triggering a rebalance",
+            re.compile(r"Active task\(s\) got corrupted\. Triggering a rebalance"),
+            _fixed(Kind.FOLLOWUP_REBALANCE, "active tasks corrupted", cause="task_corrupted"),
+        ),
+        MessageRule(  # StreamThread 3.x/4.x (WARN): TaskMigratedException, the thread dropped out of the group
+            "Detected that the thread is being fenced",
+            re.compile(r"Detected that the thread is being fenced"),
+            _lost("thread fenced: it missed a rebalance and dropped out of the consumer group", "task_migrated"),
+        ),
         MessageRule(
             "Detected that shutdown was requested",
             re.compile(r"Detected that shutdown was requested"),
@@ -542,10 +689,10 @@ RULES = RuleTable.of(
             re.compile(r"Revoke previously assigned partitions:? ?(.*)$"),
             _partitions_change("revoked"),
         ),
-        MessageRule(
+        MessageRule(  # onPartitionsLost: the member was fenced or expired (the agent's member_removed, lost)
             "Lost previously assigned partitions",
             re.compile(r"Lost previously assigned partitions:? ?(.*)$"),
-            _partitions_change("lost"),
+            _lost("partitions lost", "generation_reset"),
         ),
         MessageRule(
             "Replacing thread in the streams uncaught exception handler",

@@ -36,6 +36,14 @@ ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "This server does not host this topic-partition": E.UNKNOWN_TOPIC_OR_PARTITION.name,
     "The metadata field of the offset request was too large": E.OFFSET_METADATA_TOO_LARGE.name,
     "The request timed out": E.REQUEST_TIMED_OUT.name,
+    # AbstractCoordinator's own wording for FENCED_INSTANCE_ID in JoinGroup/SyncGroup failures.
+    "has been fenced by another instance": E.FENCED_INSTANCE_ID.name,
+    # librdkafka's `rd_kafka_err2str` texts (rdkafka.c) where they differ from Kafka's own messages.
+    "Broker: Unknown member": E.UNKNOWN_MEMBER_ID.name,
+    "Broker: Group rebalance in progress": E.REBALANCE_IN_PROGRESS.name,
+    "Broker: Static consumer fenced by other consumer with same group.instance.id": E.FENCED_INSTANCE_ID.name,
+    "Broker: Not coordinator": E.NOT_COORDINATOR.name,
+    "Broker: Coordinator not available": E.COORDINATOR_NOT_AVAILABLE.name,
 }
 
 _ERROR_NAME_TOKEN = re.compile(r"\b[A-Z][A-Z_]{3,}\b")

@@ -152,3 +152,190 @@ def test_join_request_with_member_id_in_reason() -> None:
 )
 def test_near_misses_produce_no_event(text: str) -> None:
     assert not parse_client_log_line(text, TS).recognised
+
+
+# --- Wording audited against the client sources (docs/telemetry-wording.md, "Source audit"). Each case is a line
+# built from the format string of the named file and version, with the fields the detectors read.
+GEN5 = "Generation{generationId=5, memberId='consumer-CG-1-0a1b', protocol='range'}"
+NO_GEN = "Generation{generationId=-1, memberId='', protocol='null'}"
+THREAD = "stream-thread [app-225712b8-b54d-4043-a7e1-c489ee4f8fd5-StreamThread-1]"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "fields", "details"),
+    [
+        # ConsumerCoordinator 3.x/4.x (INFO): a refused commit, with the generation it was sent in
+        (
+            f"{PREFIX} OffsetCommit failed with {GEN5}: The coordinator is not aware of this member.",
+            K.COMMIT_FAILED,
+            {"generation": 5, "member_id": "consumer-CG-1-0a1b", "error": "UNKNOWN_MEMBER_ID"},
+            {},
+        ),
+        (
+            f"{PREFIX} OffsetCommit failed with {GEN5}: Specified group generation id is not valid.",
+            K.COMMIT_FAILED,
+            {"generation": 5, "error": "ILLEGAL_GENERATION"},
+            {},
+        ),
+        (
+            f"{PREFIX} OffsetCommit failed with {GEN5} due to group instance id inst-1 fenced",
+            K.COMMIT_FAILED,
+            {"generation": 5, "group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
+            {},
+        ),
+        # CommitRequestManager 3.7+/4.x (ERROR), the KIP-848 consumer
+        (
+            f"{PREFIX} OffsetCommit failed for member Mx2 with stale member epoch error. Last epoch sent: 4",
+            K.COMMIT_FAILED,
+            {"member_id": "Mx2", "member_epoch": 4, "error": "STALE_MEMBER_EPOCH", "group_id": "CG"},
+            {},
+        ),
+        (f"{PREFIX} OffsetCommit failed with UNKNOWN_MEMBER_ID", K.COMMIT_FAILED, {"error": "UNKNOWN_MEMBER_ID"}, {}),
+        (
+            f"{PREFIX} OffsetCommit failed due to group instance id fenced: inst-1",
+            K.COMMIT_FAILED,
+            {"group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
+            {},
+        ),
+        # AbstractCoordinator 3.x/4.x (ERROR): a static member fenced while joining or syncing
+        (
+            f"{PREFIX} JoinGroup failed: The group instance id inst-1 has been fenced by another instance. "
+            f"Sent generation was {GEN5}",
+            K.JOIN_FAILED,
+            {"generation": 5, "error": "FENCED_INSTANCE_ID"},
+            {},
+        ),
+        (
+            f"{PREFIX} SyncGroup failed: The group instance id inst-1 has been fenced by another instance. "
+            f"Sent generation was {GEN5}",
+            K.SYNC_FAILED,
+            {"error": "FENCED_INSTANCE_ID"},
+            {},
+        ),
+        # AbstractCoordinator 3.x/4.x (INFO): the printed generation is the reset one, not the one sent
+        (
+            f"{PREFIX} Generation data was cleared by heartbeat thread to {NO_GEN} and state is now "
+            "PREPARING_REBALANCE before receiving SyncGroup response, marking this rebalance as failed and retry",
+            K.SYNC_FAILED,
+            {"generation": None, "member_id": None},
+            {"member_state": "PREPARING_REBALANCE", "generation_reset": "true"},
+        ),
+        # ConsumerCoordinator 3.x / ConsumerRebalanceListenerInvoker 4.x (INFO): onPartitionsLost
+        (
+            f"{PREFIX} Lost previously assigned partitions t-0, t-1",
+            K.MEMBER_REMOVED,
+            {"group_id": "CG", "client_id": "consumer-CG-1"},
+            {"change": "lost", "partition_count": "2"},
+        ),
+        # AbstractHeartbeatRequestManager 3.7+/4.x (INFO, via logInfo "{} in {}ms: {}")
+        (
+            f"{PREFIX} ConsumerGroupHeartbeatRequest failed for member Mx2 because epoch 5 is fenced. in 0ms: The "
+            "consumer group member has a smaller member epoch (5) than the one known by the group coordinator (6).",
+            K.HEARTBEAT_FAILED,
+            {"member_id": "Mx2", "member_epoch": 5, "error": "FENCED_MEMBER_EPOCH"},
+            {"protocol": "consumer"},
+        ),
+        (
+            f"{PREFIX} ConsumerGroupHeartbeatRequest failed because member Mx2 is unknown. in 0ms: null",
+            K.HEARTBEAT_FAILED,
+            {"member_id": "Mx2", "error": "UNKNOWN_MEMBER_ID"},
+            {},
+        ),
+        # AbstractHeartbeatRequestManager 3.7+/4.x (ERROR, every error response; the only one at WARN level)
+        (
+            f"{PREFIX} ConsumerGroupHeartbeatRequest failed because of FENCED_MEMBER_EPOCH: ClientResponse("
+            "receivedTimeMs=1, latencyMs=2, disconnected=false)",
+            K.HEARTBEAT_FAILED,
+            {"error": "FENCED_MEMBER_EPOCH"},
+            {},
+        ),
+        # ConsumerHeartbeatRequestManager 4.x (ERROR)
+        (
+            f"{PREFIX} ConsumerGroupHeartbeatRequest failed due to fenced instance id inst-1: msg. This is expected "
+            "in the case that the member was removed from the group by an admin client, and another member joined "
+            "using the same group instance id.",
+            K.HEARTBEAT_FAILED,
+            {"group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
+            {},
+        ),
+        (
+            f"{PREFIX} ConsumerGroupHeartbeatRequest failed due to unreleased instance id inst-1: msg",
+            K.HEARTBEAT_FAILED,
+            {"error": "UNRELEASED_INSTANCE_ID"},
+            {},
+        ),
+        # StreamsGroupHeartbeatRequestManager 4.1+ (INFO)
+        (
+            f"{PREFIX} StreamsGroupHeartbeatRequest failed for member Mx2 because epoch 5 is fenced. in 0ms: x",
+            K.HEARTBEAT_FAILED,
+            {"member_id": "Mx2", "member_epoch": 5, "error": "FENCED_MEMBER_EPOCH"},
+            {"protocol": "streams"},
+        ),
+        # AbstractHeartbeatRequestManager 3.7+/4.x (WARN), at the poll() after the overrun
+        (
+            f"{PREFIX} Time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, "
+            "exceeded approximately by 1234 ms. Member Mx2 will rejoin the group now.",
+            K.POLL_TIMEOUT,
+            {"member_id": "Mx2"},
+            {"exceeded_ms": "1234", "late": "true"},
+        ),
+        # StreamsRebalanceListener 2.8+/3.x/4.x (ERROR)
+        (
+            f"{THREAD} A Kafka Streams client in this Kafka Streams application is requesting to shutdown the "
+            "application",
+            K.SHUTDOWN_REQUESTED,
+            {"group_id": "app"},
+            {},
+        ),
+        # StreamsGroupHeartbeatRequestManager 4.1+ (WARN): the coordinator's SHUTDOWN_APPLICATION status
+        (
+            f"{PREFIX} Membership is in the following statuses: (2) Streams group member Mx9 encountered a fatal "
+            "error and requested a shutdown for the entire application.",
+            K.SHUTDOWN_REQUESTED,
+            {"group_id": "CG"},
+            {"protocol": "streams"},
+        ),
+        # StreamsRebalanceListener 3.x/4.x (INFO)
+        (f"{THREAD} Received version probing code VERSION_PROBING", K.VERSION_PROBING, {"group_id": "app"}, {}),
+        # StreamThread 3.x/4.x (INFO / WARN)
+        (
+            f"{THREAD} Active task(s) got corrupted. Triggering a rebalance.",
+            K.FOLLOWUP_REBALANCE,
+            {"group_id": "app"},
+            {"cause": "task_corrupted"},
+        ),
+        (
+            f"{THREAD} Detected that the thread is being fenced. This implies that this thread missed a rebalance "
+            "and dropped out of the consumer group. Will close out all assigned tasks and rejoin the consumer group.",
+            K.MEMBER_REMOVED,
+            {"group_id": "app"},
+            {"change": "lost", "cause": "task_migrated"},
+        ),
+    ],
+)
+def test_audited_client_wording(text: str, kind: K, fields: dict[str, object], details: dict[str, str]) -> None:
+    event = only_event(f"[2025-06-30 13:13:14,468] INFO {text}")
+    assert event.event is kind
+    for name, value in fields.items():
+        assert getattr(event, name) == value, name
+    for key, value in details.items():
+        assert event.details.get(key) == value, key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # AbstractCoordinator 3.x/4.x: duplicates of the more specific line logged just before (see the audit)
+        f"{PREFIX} Resetting generation and member id due to: encountered UNKNOWN_MEMBER_ID from HEARTBEAT response",
+        f"{PREFIX} Giving away all assigned partitions as lost since generation/memberID has been reset,indicating "
+        "that consumer is in old state or no longer part of the group",
+        # AbstractMembershipManager 3.7+/4.x: state-machine narration, not read
+        f"{PREFIX} Member Mx2 with epoch 5 transitioned from STABLE to FENCED.",
+        # CommitRequestManager 3.7+/4.x: not a membership failure
+        f"{PREFIX} OffsetCommit timeout expired so it won't be retried anymore",
+        f"{PREFIX} ConsumerGroupHeartbeatRequest failed because the group coordinator b1:9092 (id: 1) is incorrect.",
+        f"{THREAD} Received version probing code of a different kind",
+    ],
+)
+def test_audited_client_near_misses_produce_no_event(text: str) -> None:
+    assert not parse_client_log_line(f"[2025-06-30 13:13:14,468] INFO {text}", TS).recognised
