@@ -4,7 +4,8 @@ Detection is a registry: `parse_telemetry_record` asks each `RecordDetector` in 
 answer. The default chain is `protocol_frames.protocol_frame_detector` (binary `radar.frame/1` records of
 a tap, decoded with `transforms.wire`), then one detector for UTF-8 text, which splits the record into lines
 and reads each as JSON (`radar.event/*`, librdkafka stats, or a JSON-wrapped log line with a `message`) or as a plain
-broker/client log line. Other binary formats plug in as detectors placed before the text one:
+broker/client log line (Java consumer, Kafka Streams or librdkafka). Other binary formats plug in as detectors placed
+before the text one:
 
     parse_telemetry_record(value, ts, detectors=(my_detector, *DEFAULT_DETECTORS))
 
@@ -22,6 +23,7 @@ from transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_
 from transforms.telemetry.client_log import looks_like_client_log, parse_client_message
 from transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
 from transforms.telemetry.json_events import is_radar_event, parse_radar_event
+from transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
 from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
 from transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
 from transforms.telemetry.protocol_frames import protocol_frame_detector
@@ -40,12 +42,12 @@ def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:
     event = parse_broker_message(line)
     if event is not None:
         return ParseOutcome((event,), TelemetrySource.BROKER_LOG)
-    event = parse_client_message(line)
+    event = parse_client_message(line) or parse_librdkafka_message(line)
     if event is not None:
         return ParseOutcome((event,), TelemetrySource.CLIENT_LOG)
     if looks_like_broker_log(hint):
         return ParseOutcome.unrecognised(TelemetrySource.BROKER_LOG, "no known group-coordinator message")
-    if looks_like_client_log(hint):
+    if looks_like_client_log(hint) or looks_like_librdkafka_log(hint):
         return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
     return ParseOutcome.unrecognised(None, "text matches no known log message")
 
