@@ -15,6 +15,7 @@ input: empty, oversized, non-UTF-8 or unknown records are unrecognised outcomes,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -36,6 +37,8 @@ MAX_TEXT_LINE_CHARS = 16 << 10
 _MESSAGE_KEYS = ("message", "msg", "log", "@message")
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "date")
 _LOGGER_KEYS = ("logger", "logger_name", "loggerName", "log.logger")
+# A shipper's own field for the consumer group, for lines that do not name it (librdkafka's never do).
+_GROUP_KEYS = ("group_id", "groupId", "group.id", "consumer_group")
 
 
 def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:
@@ -98,6 +101,9 @@ def parse_json_wrapped_log(obj: dict[str, Any], message: str, context: RecordCon
         logger=logger,
         host=_wrapped_host(obj),
     )
+    group_id = _first_text(obj, _GROUP_KEYS)
+    if line.group_id is None and group_id is not None:
+        line = dataclasses.replace(line, group_id=group_id)
     return _text_outcome(line, f"{logger or ''} {line.message}")
 
 

@@ -122,10 +122,12 @@ def test_librdkafka_wording(text: str, kind: K, fields: dict[str, object], detai
         assert event.details.get(key) == value, key
 
 
-def test_json_wrapped_librdkafka_line() -> None:
-    record = json.dumps({"@timestamp": "2024-05-01T12:00:02Z", "message": stderr(4, "MAXPOLL", MAXPOLL)})
+def test_json_wrapped_librdkafka_line_takes_the_shippers_group() -> None:
+    message = stderr(4, "MAXPOLL", MAXPOLL)
+    record = json.dumps({"@timestamp": "2024-05-01T12:00:02Z", "group_id": "orders", "message": message})
     event = only_event(record)
-    assert event.event is K.POLL_TIMEOUT
+    assert (event.event, event.group_id, event.event_time) == (K.POLL_TIMEOUT, "orders", 1_700_000_000_123)
+    assert only_event(json.dumps({"message": message})).group_id is None
 
 
 @pytest.mark.parametrize(
