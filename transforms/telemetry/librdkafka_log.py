@@ -17,10 +17,10 @@ lines (HEARTBEAT, JOINGROUP, SYNCGROUP... at `%7`) are debug output and not reli
 - FATAL (EMERG, only when the application listens for error events): "Fatal error: E: Fatal consumer error: E"
 
 The default layout's own time (epoch seconds, ms) is the event time, even over a JSON shipper's timestamp: it is
-when librdkafka logged. None of these names the group: the client name's `client.id` part (`client.id#consumer-N`) is kept as the client
-id, and the group comes only from a JSON shipper's `group_id` field (without one the detectors cannot use the
-event). Errors
-are `rd_kafka_err2str` texts ("Broker: Unknown member"), mapped back to Kafka error names by `kafka_errors`.
+when librdkafka logged. None of these names the group: the `client.id` part of the client name
+(`client.id#consumer-N`) is kept as the client id, and the group comes only from a JSON shipper's `group_id` field
+(without one the detectors cannot use the event). Errors are `rd_kafka_err2str` texts ("Broker: Unknown member"),
+mapped back to Kafka error names by `kafka_errors`.
 """
 
 from __future__ import annotations
