@@ -359,29 +359,40 @@ def _partitions_change(change: str) -> EventBuilder:
     return build
 
 
+_COMMIT_PARTITION = re.compile(r"on partition (\S+) for offset (-?\d+)")
+_COMMIT_FENCED_INSTANCE = re.compile(r"due to group instance id (\S+) fenced")
+
+
 def _offset_commit_failed_response(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     """A refused OffsetCommit: classic "OffsetCommit failed with Generation{...}: <message>" or "... due to group
     instance id I fenced" (ConsumerCoordinator), KIP-848 "OffsetCommit failed with E", "... for member M with stale
-    member epoch error. Last epoch sent: N" and "... due to group instance id fenced: I" (CommitRequestManager)."""
-    text = line.message[m.start() :]
+    member epoch error. Last epoch sent: N", "... due to group instance id fenced: I" (CommitRequestManager 3.8+;
+    3.7 adds " on partition P for offset O", or says "OffsetCommit failed on partition P for offset O: <message>")."""
+    rest = m.group("rest") or ""
     if m.group("stale_member"):
         error: str | None = E.STALE_MEMBER_EPOCH.name
-    elif "group instance id" in text and "fenced" in text:
+    elif m.group("fenced_instance") or _COMMIT_FENCED_INSTANCE.search(rest):
         error = E.FENCED_INSTANCE_ID.name
     else:
-        error = m.group("error") or error_name_in_text(text)
+        error = m.group("error") or error_name_in_text(rest)
+    fenced = _COMMIT_FENCED_INSTANCE.search(rest)
+    partition = _COMMIT_PARTITION.search(rest)
+    message = rest.split(": ", 1)[1] if ": " in rest else None
     epoch = m.group("epoch")
-    instance = m.group("instance") or m.group("fenced_instance")
     return line.event(
         Kind.COMMIT_FAILED,
         SOURCE,
         generation=_generation(line),
         member_id=_generation_member(line) or m.group("stale_member"),
         member_epoch=int(epoch) if epoch and epoch.lstrip("-").isdigit() else None,
-        group_instance_id=instance_id_value(instance),
+        group_instance_id=instance_id_value(m.group("fenced_instance") or (fenced.group(1) if fenced else None)),
         error=error,
-        reason=(m.group("message") or "").strip() or None,
-        details=_protocol_details(line),
+        reason=(message or "").strip() or None,
+        details=_protocol_details(
+            line,
+            partition=partition.group(1) if partition else None,
+            offset=partition.group(2) if partition else None,
+        ),
     )
 
 
@@ -396,8 +407,9 @@ def _generation_cleared_before_sync(m: re.Match[str], line: LogLine) -> Heartbea
     )
 
 
-# KIP-848 clients (AbstractHeartbeatRequestManager 3.7+/4.x, ConsumerHeartbeatRequestManager 4.x,
-# StreamsGroupHeartbeatRequestManager 4.1+): which heartbeat failures say what about membership.
+# KIP-848 clients (HeartbeatRequestManager 3.7-3.8 "GroupHeartbeatRequest ...", AbstractHeartbeatRequestManager /
+# ConsumerHeartbeatRequestManager 3.9+/4.x "ConsumerGroupHeartbeatRequest ...", StreamsGroupHeartbeatRequestManager
+# 4.1+): which heartbeat failures say what about membership.
 def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     if m.group("fenced_member"):
         error, member = E.FENCED_MEMBER_EPOCH.name, m.group("fenced_member")
@@ -417,7 +429,9 @@ def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         group_instance_id=instance_id_value(m.group("instance")),
         error=error,
         reason=f"{m.group('api')} failed with {error}",
-        details=_protocol_details(line, api=m.group("api"), protocol=m.group("api").split("Group")[0].lower()),
+        details=_protocol_details(
+            line, api=m.group("api"), protocol=m.group("api").split("Group")[0].lower() or "consumer"
+        ),
     )
 
 
@@ -552,10 +566,9 @@ RULES = RuleTable.of(
         MessageRule(
             "OffsetCommit failed",
             re.compile(
-                r"OffsetCommit failed (?:with (?:" + _GENERATION_TEXT + r"|(?P<error>[A-Z][A-Z_]+))"
-                r"(?: due to group instance id (?P<instance>\S+) fenced)?(?:: (?P<message>.*))?$"
+                r"OffsetCommit failed (?:with (?:" + _GENERATION_TEXT + r"|(?P<error>[A-Z][A-Z_]+\b))"
                 r"|for member (?P<stale_member>\S+) with stale member epoch error\. Last epoch sent: (?P<epoch>\S+)"
-                r"|due to group instance id fenced: (?P<fenced_instance>\S+))"
+                r"|due to group instance id fenced: (?P<fenced_instance>\S+)|(?=on partition ))(?P<rest>.*)$"
             ),
             _offset_commit_failed_response,
         ),
@@ -568,10 +581,11 @@ RULES = RuleTable.of(
             _generation_cleared_before_sync,
         ),
         MessageRule(
-            "GroupHeartbeatRequest failed",
+            "GroupHeartbeat",
             re.compile(
-                r"(?P<api>(?:Consumer|Streams|Share)GroupHeartbeatRequest) failed (?:for member (?P<fenced_member>\S+) "
-                r"because epoch (?P<epoch>-?\d+) is fenced|because member (?P<unknown_member>\S+?)\.? is unknown"
+                r"(?P<api>(?:Consumer|Streams|Share)?GroupHeartbeat(?:Request)?) failed "
+                r"(?:for member (?P<fenced_member>\S+) because epoch (?P<epoch>-?\d+) is fenced"
+                r"|because member (?P<unknown_member>\S+?)\.? is unknown"
                 r"|due to (?P<instance_state>fenced|unreleased) instance id (?P<instance>[^\s:]+)"
                 r"|because of (?P<error>[A-Z][A-Z_]+):)"
             ),

@@ -183,7 +183,7 @@ THREAD = "stream-thread [app-225712b8-b54d-4043-a7e1-c489ee4f8fd5-StreamThread-1
             {"generation": 5, "group_instance_id": "inst-1", "error": "FENCED_INSTANCE_ID"},
             {},
         ),
-        # CommitRequestManager 3.7+/4.x (ERROR), the KIP-848 consumer
+        # CommitRequestManager 3.9+/4.x (ERROR), the KIP-848 consumer (3.8 already has the last two)
         (
             f"{PREFIX} OffsetCommit failed for member Mx2 with stale member epoch error. Last epoch sent: 4",
             K.COMMIT_FAILED,
@@ -249,6 +249,33 @@ THREAD = "stream-thread [app-225712b8-b54d-4043-a7e1-c489ee4f8fd5-StreamThread-1
             {"error": "FENCED_MEMBER_EPOCH"},
             {},
         ),
+        # HeartbeatRequestManager 3.7-3.8: the same without "Consumer" (INFO), and "GroupHeartbeat failed" (ERROR)
+        (
+            f"{PREFIX} GroupHeartbeatRequest failed for member Mx2 because epoch 5 is fenced. in 0ms: x",
+            K.HEARTBEAT_FAILED,
+            {"member_id": "Mx2", "member_epoch": 5, "error": "FENCED_MEMBER_EPOCH"},
+            {"protocol": "consumer"},
+        ),
+        (
+            f"{PREFIX} GroupHeartbeat failed because of UNKNOWN_MEMBER_ID: ClientResponse(receivedTimeMs=1)",
+            K.HEARTBEAT_FAILED,
+            {"error": "UNKNOWN_MEMBER_ID"},
+            {},
+        ),
+        # CommitRequestManager 3.7 (ERROR): the partition and offset in the line
+        (
+            f"{PREFIX} OffsetCommit failed with UNKNOWN_MEMBER_ID on partition t-0 for offset 42",
+            K.COMMIT_FAILED,
+            {"error": "UNKNOWN_MEMBER_ID"},
+            {"partition": "t-0", "offset": "42"},
+        ),
+        (
+            f"{PREFIX} OffsetCommit failed on partition t-0 for offset 42: The coordinator is not aware of this "
+            "member.",
+            K.COMMIT_FAILED,
+            {"error": "UNKNOWN_MEMBER_ID", "reason": "The coordinator is not aware of this member."},
+            {"partition": "t-0", "offset": "42"},
+        ),
         # ConsumerHeartbeatRequestManager 4.x (ERROR)
         (
             f"{PREFIX} ConsumerGroupHeartbeatRequest failed due to fenced instance id inst-1: msg. This is expected "
@@ -271,7 +298,7 @@ THREAD = "stream-thread [app-225712b8-b54d-4043-a7e1-c489ee4f8fd5-StreamThread-1
             {"member_id": "Mx2", "member_epoch": 5, "error": "FENCED_MEMBER_EPOCH"},
             {"protocol": "streams"},
         ),
-        # AbstractHeartbeatRequestManager 3.7+/4.x (WARN), at the poll() after the overrun
+        # HeartbeatRequestManager 3.8, AbstractHeartbeatRequestManager 3.9+/4.x (WARN), at the poll() after the overrun
         (
             f"{PREFIX} Time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, "
             "exceeded approximately by 1234 ms. Member Mx2 will rejoin the group now.",
