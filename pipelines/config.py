@@ -137,6 +137,11 @@ class DetectConfig(FrozenSection):
     # How long after an event its telemetry may still arrive (telemetry lags the records it explains).
     lateness_ms: int = Field(default=2000, ge=0)
     trigger_interval: str = "1 second"
+    # A live run's gold query MERGEs `rebalances` and `group_health` from `detector_output` this often: they are off
+    # the detection query's path, and a longer trigger coalesces many detection batches into one upsert.
+    gold_trigger_interval: str = "5 seconds"
+    # `radar maintain` deletes `detector_output` rows staged longer ago than this (the gold query has MERGEd them).
+    staged_retention_hours: int = Field(default=24, gt=0)
     # `radar run` writes a radar.clock/1 tick this often, so event time advances while every group is silent.
     tick_interval_ms: int = Field(default=1000, gt=0)
     # State TTL in event time: this long after a group's last activity the tracker is asked whether the group is

@@ -245,7 +245,7 @@ def run_demo(
             detect = DetectStage(spark, config, checkpoint_name=checkpoint)
             queries = start_stages(stack, [ingest, detect])
             view.monitor = "monitor running: ingest + detection, a clock tick every second"
-            detection_batches = DetectionBatches(detect.queries)
+            detection_batches = DetectionBatches([detect.detection_query])
             while True:
                 queries.raise_failures()
                 if detection_batches.advanced():  # a Delta read is a Spark job: only after a new detection batch

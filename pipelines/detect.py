@@ -9,6 +9,14 @@ RocksDB; the tracker decides only on events at or below the watermark, in its ow
 depends on the events and the final watermark, not on how micro-batches cut them. Gold rows are MERGEd by their
 deterministic ids, never appended, and an older version of a row never replaces a newer one.
 
+Where the gold MERGEs run: a Delta MERGE rebuilds the table's state, materialises its source and rewrites files
+(0.7 s alone on an idle 2-core machine, 5 s under a live run's load, three of them in every detection micro-batch
+before this split). Live, the detection query MERGEs only `detections` and appends the new versions of `rebalances`
+and `group_health` rows to `detector_output` (a blind append: no table state); the gold query MERGEs them from there
+on its own, slower trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a
+stop drains it. To completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths
+end in the same gold rows (tested).
+
 The watermark's end in a replay: the watermark trails the newest event by `detect.lateness_ms`, so at the end of a
 dump the events of its last `lateness_ms` would stay buffered (and the deadlines due in that window unevaluated).
 Before the replay's detection runs, `seal_replay_time` appends one clock tick (emitter `REPLAY_END_EMITTER`) at
@@ -22,10 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -42,6 +51,8 @@ from transforms.schemas import (
     CLOCK_TICKS,
     DETECTIONS,
     DETECTOR_INPUT,
+    DETECTOR_OUTPUT,
+    EMIT_SEQ_COLUMN,
     GOLD_TABLES,
     GROUP_HEALTH,
     GROUP_METADATA,
@@ -49,12 +60,14 @@ from transforms.schemas import (
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
     REBALANCES,
-    Column,
+    STAGED_GOLD_TABLES,
     DetectionStatus,
     TableSchema,
+    routed_gold_columns,
 )
 
 DETECT_QUERY = "radar-detect"
+GOLD_QUERY = "radar-gold"
 # Each silver source of the detectors and the column holding its event time (others use src_timestamp).
 DETECTOR_SOURCES: dict[str, str] = {
     OFFSET_COMMITS.name: "src_timestamp",
@@ -66,9 +79,6 @@ DETECTOR_SOURCES: dict[str, str] = {
 SOURCE_TABLES: dict[str, TableSchema] = {
     t.name: t for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, CLOCK_TICKS)
 }
-# Routed output: which gold table a row goes to, and the order of rows one key emitted (for in-batch dedup).
-TARGET_COLUMN = Column("target", "STRING", "rebalances | detections | group_health")
-EMIT_SEQ_COLUMN = Column("emit_seq", "BIGINT", "per-key emission counter: later rows of one key replace earlier")
 STATE_DDL = "snapshot BINARY, emitted BIGINT"
 KEY_COLUMNS: dict[str, tuple[str, ...]] = {
     REBALANCES.name: ("rebalance_id",),
@@ -123,23 +133,7 @@ def detector_input(spark: SparkSession, config: RadarConfig, *, streaming: bool 
 
 # --- the routed output shape ------------------------------------------------------------------------------------
 
-
-def routed_output_columns(tables: Iterable[TableSchema] = GOLD_TABLES.values()) -> tuple[Column, ...]:
-    """`target`, `emit_seq`, then every gold column once (a name shared by two tables must share its type)."""
-    columns: dict[str, Column] = {}
-    for table in tables:
-        for column in table.columns:
-            known = columns.get(column.name)
-            if known is not None and known.ddl != column.ddl:
-                raise ValueError(
-                    f"gold column {column.name} is {known.ddl} in one table and {column.ddl} in {table.name}: "
-                    "a routed row cannot carry both; rename one of them in transforms/schemas.py"
-                )
-            columns.setdefault(column.name, column)
-    return (TARGET_COLUMN, EMIT_SEQ_COLUMN, *columns.values())
-
-
-ROUTED_OUTPUT_COLUMNS = routed_output_columns()
+ROUTED_OUTPUT_COLUMNS = routed_gold_columns(GOLD_TABLES.values())
 ROUTED_OUTPUT_DDL = ", ".join(f"`{c.name}` {c.ddl}" for c in ROUTED_OUTPUT_COLUMNS)
 
 
@@ -358,31 +352,49 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
     )
 
 
-def gold_batch_writer(config: RadarConfig) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch body: route the batch's rows to the three gold tables (tables with no rows are skipped)."""
+def append_staged(rows: DataFrame, config: RadarConfig) -> None:
+    """Append routed rows of the staged gold tables to `detector_output` (a blind Delta append: no table state is
+    read, unlike a MERGE's, so it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`)."""
+    catalog = TableCatalog(config)
+    given = {"staged_at": F.current_timestamp()}
+    staged = rows.select(*(given.get(c.name, F.col(c.name)).cast(c.ddl).alias(c.name) for c in DETECTOR_OUTPUT.columns))
+    location = catalog.location(DETECTOR_OUTPUT)
+    if location is None:
+        staged.write.format("delta").mode("append").saveAsTable(catalog.name(DETECTOR_OUTPUT))
+    else:
+        staged.write.format("delta").mode("append").save(str(location))
+
+
+def gold_batch_writer(config: RadarConfig, *, stage: bool = False) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch body: MERGE the batch's rows into the gold tables they name (tables with no rows are
+    skipped). `stage`: MERGE only `detections`, and append the versions of the staged gold tables
+    (`STAGED_GOLD_TABLES`) to `detector_output` for the gold query (`GoldStage`) to MERGE off this query's path."""
+    staged_names = {table.name for table in STAGED_GOLD_TABLES}
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
         try:
             present = {row["target"] for row in batch.select("target").distinct().collect()}
-            targets = [table for table in GOLD_TABLES.values() if table.name in present]
-            if not targets:
+            merged = [t for t in GOLD_TABLES.values() if t.name in present and not (stage and t.name in staged_names)]
+            writes: list[Callable[[], None]] = [
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table) for table in merged
+            ]
+            if stage and present & staged_names:
+                writes.append(partial(append_staged, batch.where(F.col("target").isin(*staged_names)), config))
+            if not writes:
                 return
-            # one MERGE per table, concurrently: each is mostly driver-side latency (as `TableWriter`'s appends)
-            with ThreadPoolExecutor(max_workers=len(targets), thread_name_prefix="radar-gold") as pool:
-                merges = [
-                    pool.submit(merge_gold, batch.where(F.col("target") == table.name), config, table)
-                    for table in targets
-                ]
-            for merge in merges:
-                merge.result()
+            # concurrently: each write is mostly driver-side latency (as `TableWriter`'s appends)
+            with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="radar-gold") as pool:
+                done = [pool.submit(write_one) for write_one in writes]
+            for future in done:
+                future.result()
         finally:
             batch.unpersist()
 
     return write
 
 
-# --- the query ---------------------------------------------------------------------------------------------------
+# --- the queries -------------------------------------------------------------------------------------------------
 
 
 def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding) -> DataFrame:
@@ -406,8 +418,35 @@ def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerB
     )
 
 
+def start_gold_query(
+    spark: SparkSession, config: RadarConfig, checkpoint_name: str, trigger: Trigger
+) -> StreamingQuery:
+    """`detector_output` (a Delta stream) -> MERGE into `rebalances` and `group_health`. Rows `radar maintain`
+    deletes are skipped, not replayed (`skipChangeCommits`)."""
+    catalog = TableCatalog(config)
+    location = catalog.location(DETECTOR_OUTPUT)
+    reader = spark.readStream.option("skipChangeCommits", "true")
+    rows = (
+        reader.table(catalog.name(DETECTOR_OUTPUT)) if location is None else reader.format("delta").load(str(location))
+    )
+    return start_query(
+        rows,
+        f"{GOLD_QUERY}-{checkpoint_name}",
+        config.checkpoint_dir / checkpoint_name / GOLD_QUERY,
+        gold_batch_writer(config),
+        trigger,
+    )
+
+
 class DetectStage(Stage):
-    """The detection query as a stage of a run: silver Delta streams -> trackers -> gold MERGE."""
+    """The detection as a stage of a run: silver Delta streams -> trackers -> gold.
+
+    Live (processing-time trigger) it is two queries: the detection query MERGEs `detections` and appends the other
+    gold rows to `detector_output`, and the gold query MERGEs those on its own, slower trigger
+    (`detect.gold_trigger_interval`), so a detection never waits for history and health upserts. Stopping drains
+    `detector_output` (the gold query once more, to completion). To completion (availableNow, `radar replay`) it is
+    the detection query alone, MERGEing every gold table itself: nothing waits on it, and the gold tables end equal.
+    """
 
     name = "detect"
 
@@ -425,9 +464,14 @@ class DetectStage(Stage):
         self.trigger = Trigger(available_now, config.detect.trigger_interval)
         self.binding = binding
 
+    @property
+    def staged(self) -> bool:
+        return not self.trigger.available_now
+
     def start_queries(self) -> RunningQueries:
+        tables = [*SOURCE_TABLES.values(), *GOLD_TABLES.values(), *([DETECTOR_OUTPUT] if self.staged else [])]
         with phase("detect tables"):
-            ensure_tables(self.spark, self.config, [*SOURCE_TABLES.values(), *GOLD_TABLES.values()])
+            ensure_tables(self.spark, self.config, tables)
         tracked = tracked_groups(
             detector_input(self.spark, self.config), self.config, self.binding or default_binding()
         )
@@ -435,10 +479,30 @@ class DetectStage(Stage):
             tracked,
             f"{DETECT_QUERY}-{self.checkpoint_name}",
             self.config.checkpoint_dir / self.checkpoint_name / DETECT_QUERY,
-            gold_batch_writer(self.config),
+            gold_batch_writer(self.config, stage=self.staged),
             self.trigger,
         )
-        return RunningQueries((query,))
+        if not self.staged:
+            return RunningQueries((query,))
+        gold_trigger = Trigger(False, self.config.detect.gold_trigger_interval)
+        return RunningQueries((query, start_gold_query(self.spark, self.config, self.checkpoint_name, gold_trigger)))
+
+    @property
+    def detection_query(self) -> StreamingQuery:
+        """The query that MERGEs `detections` (the first of the stage's queries)."""
+        return self.queries.all[0]
+
+    def stop(self) -> None:
+        super().stop()
+        if self.staged and self._queries is not None:
+            self.drain_staged()
+
+    def drain_staged(self) -> None:
+        """MERGE what `detector_output` still holds for the gold query (availableNow on its checkpoint): a stopped
+        run leaves `rebalances` and `group_health` complete. A failure here is left for the next start to redo."""
+        with phase("drain detector_output"):
+            drain = start_gold_query(self.spark, self.config, self.checkpoint_name, Trigger(True))
+            RunningQueries((drain,)).await_all_or_raise()
 
 
 def start_detect(
@@ -448,11 +512,11 @@ def start_detect(
     checkpoint_name: str = "detect",
     available_now: bool = False,
     binding: TrackerBinding | None = None,
-) -> StreamingQuery:
-    """Start the detection query alone (outside a run's stages); returns the running query."""
+) -> DetectStage:
+    """Start the detection stage alone (outside a run's stages); returns the started stage (`stop()` it)."""
     stage = DetectStage(spark, config, checkpoint_name=checkpoint_name, available_now=available_now, binding=binding)
-    (query,) = stage.start().all
-    return query
+    stage.start()
+    return stage
 
 
 # --- the end of a replay's time ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
-from transforms.schemas import TABLES, TableSchema
+from transforms.schemas import DETECTOR_OUTPUT, TABLES, TableSchema
 
 # Delta refuses VACUUM below this retention unless its safety check is turned off (delta.deletedFileRetentionDuration
 # defaults to 7 days): readers and streams still on an older version need those files.
@@ -42,12 +42,14 @@ class MaintainResult:
     after: TableDetail
     vacuum_retention_hours: int
     files_vacuumed: int
+    rows_expired: int | None = None  # rows of a table with a row retention (`detector_output`) deleted first
 
     def line(self) -> str:
         """One line for the user: the commands, files before and after, files deleted."""
         zorder = f" ZORDER BY ({', '.join(self.zorder_by)})" if self.zorder_by else ""
+        expired = "" if self.rows_expired is None else f"DELETE of rows past retention: {self.rows_expired:,} rows; "
         return (
-            f"{self.table}: OPTIMIZE{zorder}: {self.before.files:,} -> {self.after.files:,} files "
+            f"{self.table}: {expired}OPTIMIZE{zorder}: {self.before.files:,} -> {self.after.files:,} files "
             f"({human_bytes(self.before.size_bytes)} -> {human_bytes(self.after.size_bytes)}); "
             f"VACUUM RETAIN {self.vacuum_retention_hours} HOURS: {self.files_vacuumed:,} files deleted"
         )
@@ -91,16 +93,25 @@ def vacuum(spark: SparkSession, name: str, hours: int) -> int:
     return doomed
 
 
+def expire_staged_rows(spark: SparkSession, config: RadarConfig, name: str) -> int:
+    """Delete `detector_output` rows staged more than `detect.staged_retention_hours` ago (the gold query MERGEd
+    them long since; its stream skips this change commit); returns how many rows went."""
+    hours = config.detect.staged_retention_hours
+    deleted = spark.sql(f"DELETE FROM {name} WHERE staged_at < current_timestamp() - INTERVAL {hours} HOURS").first()
+    return int(deleted["num_affected_rows"]) if deleted is not None and deleted["num_affected_rows"] is not None else 0
+
+
 def maintain_table(spark: SparkSession, config: RadarConfig, table: TableSchema) -> MaintainResult:
-    """OPTIMIZE (Z-ordered) then VACUUM one existing table."""
+    """OPTIMIZE (Z-ordered) then VACUUM one existing table (`detector_output`: its expired rows deleted first)."""
     name = TableCatalog(config).name(table)
+    expired = expire_staged_rows(spark, config, name) if table is DETECTOR_OUTPUT else None
     before = describe_detail(spark, name)
     zorder = zorder_columns(table)
     zorder_clause = f" ZORDER BY ({', '.join(f'`{c}`' for c in zorder)})" if zorder else ""
     spark.sql(f"OPTIMIZE {name}{zorder_clause}").collect()
     hours = retention_hours(config)
     vacuumed = vacuum(spark, name, hours)
-    return MaintainResult(name, zorder, before, describe_detail(spark, name), hours, vacuumed)
+    return MaintainResult(name, zorder, before, describe_detail(spark, name), hours, vacuumed, expired)
 
 
 def check_table_names(names: Iterable[str]) -> None:

@@ -196,6 +196,15 @@ class RunningQueries:
         for query in self.all:
             query.awaitTermination()
 
+    def await_all_or_raise(self) -> None:
+        """Wait until every query terminated; a failed query is raised as a sentence (`raise_failures`)."""
+        for query in self.all:
+            try:
+                query.awaitTermination()
+            except Exception:  # pyspark's StreamingQueryException: raise_failures says it as a sentence
+                continue
+        self.raise_failures()
+
     def raise_failures(self) -> None:
         """A failed query as a sentence (`radar` prints RuntimeErrors without a stack trace)."""
         for query in self.all:

@@ -5,6 +5,7 @@ Columns are Spark SQL DDL types so the same declaration builds Spark schemas, Ar
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -426,6 +427,46 @@ ALERTS = TableSchema(
 # The detection query's outputs (`alerts` is written by the checks, pipelines/check.py, not by detection).
 GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
 
+# What the detection query emits, routed like an ingest batch: one row per new version of a gold row, `target`
+# naming its table, every gold column once (a name shared by two tables shares its type), and `emit_seq`, the
+# per-group emission counter that orders two versions of one row emitted in the same event time.
+TARGET_COLUMN = Column("target", "STRING", "the table the row goes to")
+EMIT_SEQ_COLUMN = Column("emit_seq", "BIGINT", "per-group emission counter: a later row of one key replaces earlier")
+
+
+def routed_gold_columns(tables: Iterable[TableSchema]) -> tuple[Column, ...]:
+    """`target`, `emit_seq`, then every column of `tables` once (a name two tables share must share its type)."""
+    columns: dict[str, Column] = {}
+    for table in tables:
+        for column in table.columns:
+            known = columns.get(column.name)
+            if known is not None and known.ddl != column.ddl:
+                raise ValueError(
+                    f"gold column {column.name} is {known.ddl} in one table and {column.ddl} in {table.name}: "
+                    "a routed row cannot carry both; rename one of them in transforms/schemas.py"
+                )
+            columns.setdefault(column.name, column)
+    return (TARGET_COLUMN, EMIT_SEQ_COLUMN, *columns.values())
+
+
+# Upserted from `detector_output` by the gold query of a live run, off the detection query's critical path;
+# `detections` is MERGEd by the detection query itself (a detection is what an on-call engineer waits for).
+STAGED_GOLD_TABLES: tuple[TableSchema, ...] = (REBALANCES, GROUP_HEALTH)
+
+DETECTOR_OUTPUT = TableSchema(
+    "detector_output",
+    "gold",
+    (
+        *routed_gold_columns(STAGED_GOLD_TABLES),
+        Column("staged_at", "TIMESTAMP", "processing time of the detection micro-batch that emitted the row"),
+    ),
+)
+"""The channel between the live detection query and the gold query: every new version of a `rebalances` or
+`group_health` row, appended as emitted (cheap: a Delta append reads no table state) and MERGEd by the gold query on
+its own trigger, so those upserts never delay a detection. A micro-batch redone after a crash appends its rows
+again; the upsert is idempotent (the newest version per key wins, equal rows are equal), so that is harmless.
+`radar maintain` deletes rows older than `detect.staged_retention_hours`."""
+
 TABLES: dict[str, TableSchema] = {
     t.name: t
     for t in (
@@ -440,6 +481,7 @@ TABLES: dict[str, TableSchema] = {
         CLOCK_TICKS,
         SOURCE_GAPS,
         *GOLD_TABLES.values(),
+        DETECTOR_OUTPUT,
         ALERTS,
     )
 }
@@ -449,7 +491,6 @@ TABLES: dict[str, TableSchema] = {
 # transforms/telemetry/batch.py) hand to pipelines/ingest.py. One row per routed record: its Kafka coordinates, the
 # `target` table, and one struct column per target filled for that target only (the others null).
 ROUTED_SOURCE_COLUMNS: tuple[Column, ...] = SOURCE_COLUMNS[1:]  # the cluster is added by the pipeline
-TARGET_COLUMN = Column("target", "STRING", "the table the row goes to")
 # Columns of a table the pipeline fills itself: the cluster, the Kafka coordinates, partition dates.
 PIPELINE_COLUMNS = frozenset({c.name for c in SOURCE_COLUMNS} | {"commit_date"})
 

@@ -19,8 +19,16 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.detect import REPLAY_END_EMITTER, detector_input, seal_replay_time, start_detect
+from pipelines.detect import (
+    REPLAY_END_EMITTER,
+    detector_input,
+    gold_batch_writer,
+    seal_replay_time,
+    start_detect,
+    start_gold_query,
+)
 from pipelines.ingest import run_replay
+from pipelines.streams import Trigger
 from pipelines.tables import TableCatalog, ensure_tables
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
@@ -28,6 +36,7 @@ from transforms.schemas import (
     CLOCK_TICKS,
     DETECTIONS,
     DETECTOR_INPUT,
+    DETECTOR_OUTPUT,
     GROUP_HEALTH,
     GROUP_METADATA,
     GROUP_RECORDS,
@@ -119,7 +128,7 @@ def gold_detections(spark: SparkSession, config: RadarConfig) -> dict[str, dict[
 
 
 def run_once(spark: SparkSession, config: RadarConfig, checkpoint: str = "detect") -> None:
-    query = start_detect(spark, config, checkpoint_name=checkpoint, available_now=True)
+    query = start_detect(spark, config, checkpoint_name=checkpoint, available_now=True).detection_query
     query.awaitTermination(600)
     assert query.exception() is None, query.exception()
 
@@ -235,7 +244,8 @@ def test_clock_ticks_alone_fire_a_silence_detection(spark: SparkSession, config:
     for beat in (t + 1000, t + 2000):
         s.agent("heartbeat", G, beat, member_id=A.member_id, generation=7, client_id=A.client_id)
     append(spark, config, s.rows)
-    query = start_detect(spark, config, checkpoint_name="live")
+    stage = start_detect(spark, config, checkpoint_name="live")
+    query = stage.detection_query
     try:
         wait_for(lambda: query.lastProgress is not None, 600, "the first detection batch")
         for first in (3, 8, 13):  # three commits of ticks, one per second of event time
@@ -244,11 +254,60 @@ def test_clock_ticks_alone_fire_a_silence_detection(spark: SparkSession, config:
     except AssertionError as failure:
         raise AssertionError(f"{failure}; last progress {query.lastProgress}") from None
     finally:
-        query.stop()
+        stage.stop()
     assert query.exception() is None
     (found,) = gold_detections(spark, config).values()
     assert (found["kind"], found["member_id"]) == (str(DetectionKind.HEARTBEAT_AT_RISK), A.member_id)
     assert found["detected_at"] == naive(t + 2000 + 7000)
+
+
+def gold_rows(spark: SparkSession, config: RadarConfig, schema: TableSchema) -> list[tuple[Any, ...]]:
+    """A gold table's rows, comparable across two data dirs (sorted tuples)."""
+    return sorted((tuple(r) for r in table(spark, config, schema).collect()), key=repr)
+
+
+def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """Live, the detection query MERGEs only `detections` and appends the versions of `rebalances` and
+    `group_health` to `detector_output`; the gold query MERGEs those on its own trigger, and stopping the stage
+    drains what is left. The gold tables must end exactly as a replay (availableNow: one query MERGEing all three)
+    leaves them, and a micro-batch of staged rows written twice (a batch redone after a crash) changes nothing."""
+    s, t = expiry_scenario()
+    for second in range(41, 50):
+        tick(s, t + second * 1000)
+    replayed = isolated_config(radar_config, tmp_path / "replayed")
+    live = isolated_config(radar_config, tmp_path / "live")
+    for config in (replayed, live):
+        ensure_tables(spark, config)
+        append(spark, config, s.rows)
+    run_once(spark, replayed)
+    expected = {schema.name: gold_rows(spark, replayed, schema) for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
+    assert expected[REBALANCES.name] and expected[GROUP_HEALTH.name] and expected[DETECTIONS.name]
+
+    stage = start_detect(spark, live, checkpoint_name="live")
+    try:
+        assert [q.name for q in stage.queries] == ["radar-detect-live", "radar-gold-live"]
+        wait_for(lambda: gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name], 600, "the live detections")
+    finally:
+        stage.stop()  # drains detector_output into rebalances and group_health
+    assert all(q.exception() is None for q in stage.queries)
+    staged = table(spark, live, DETECTOR_OUTPUT)
+    assert {r["target"] for r in staged.select("target").distinct().collect()} == {
+        REBALANCES.name,
+        GROUP_HEALTH.name,
+    }
+    for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):
+        assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
+
+    # the staged rows once more, as a redone micro-batch appends them: the upsert leaves gold as it was
+    routed = staged.drop("staged_at")
+    again = spark.createDataFrame(routed.collect(), routed.schema)
+    gold_batch_writer(live, stage=True)(again, 0)
+    start_gold_query(spark, live, "live", Trigger(True)).awaitTermination(600)
+    for schema in (REBALANCES, GROUP_HEALTH):
+        assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
+    assert table(spark, live, DETECTOR_OUTPUT).count() == 2 * again.count()
 
 
 def _chunks(s: Silver, size_ms: int) -> list[list[dict[str, Any]]]:

@@ -14,7 +14,15 @@ from pipelines.config import MaintainConfig, RadarConfig
 from pipelines.maintain import DELTA_SAFE_RETENTION_HOURS, MaintainResult, run_maintain, zorder_columns
 from pipelines.tables import TableCatalog, ensure_tables
 from tests.pipelines.ingest_support import isolated_config
-from transforms.schemas import DETECTIONS, OFFSET_COMMITS, TABLES, TableSchema
+from transforms.schemas import (
+    DETECTIONS,
+    DETECTOR_OUTPUT,
+    GROUP_HEALTH,
+    OFFSET_COMMITS,
+    REBALANCES,
+    TABLES,
+    TableSchema,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -157,3 +165,50 @@ def test_radar_maintain_names_an_unknown_table_in_a_sentence(
     assert main(["maintain", "--conf", str(CONF), "--data-dir", str(tmp_path), "--table", "detection"]) == 2
     err = capsys.readouterr().err
     assert "There is no table detection; the tables are" in err and "Traceback" not in err
+
+
+def test_maintain_deletes_staged_gold_rows_past_retention_and_the_gold_stream_reads_on(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`detector_output` only carries rows to the gold query: `radar maintain` deletes those staged longer ago than
+    `detect.staged_retention_hours`, keeps the rest, and the gold stream skips the deletion instead of failing."""
+    from pipelines.detect import start_gold_query
+    from pipelines.streams import Trigger
+
+    config = isolated_config(radar_config, tmp_path / "data")
+    ensure_tables(spark, config, (DETECTOR_OUTPUT, REBALANCES, GROUP_HEALTH))
+    catalog = TableCatalog(config)
+    now = datetime.now(tz=UTC)
+    hours = config.detect.staged_retention_hours
+
+    def health(group: str, staged_at: datetime) -> tuple[object, ...]:
+        values = {
+            "target": GROUP_HEALTH.name,
+            "emit_seq": 1,
+            "cluster": "local",
+            "group_id": group,
+            "state": "Stable",
+            "generation": 3,
+            "members": 2,
+            "last_event_at": staged_at,
+            "staged_at": staged_at,
+        }
+        return tuple(values.get(name) for name in DETECTOR_OUTPUT.column_names)
+
+    staged = [health("old-group", now - timedelta(hours=hours + 1)), health("new-group", now - timedelta(hours=1))]
+    location = str(catalog.location(DETECTOR_OUTPUT))
+    spark.createDataFrame(staged, DETECTOR_OUTPUT.ddl).write.format("delta").mode("append").save(location)
+    start_gold_query(spark, config, "gold", Trigger(True)).awaitTermination(600)
+
+    (result,) = run_maintain(spark, config, only=[DETECTOR_OUTPUT.name])
+
+    assert result.rows_expired == 1 and "DELETE of rows past retention: 1 rows" in result.line()
+    left = spark.read.format("delta").load(location).collect()
+    assert [r["group_id"] for r in left] == ["new-group"]
+    newer = health("newer-group", now)
+    spark.createDataFrame([newer], DETECTOR_OUTPUT.ddl).write.format("delta").mode("append").save(location)
+    gold = start_gold_query(spark, config, "gold", Trigger(True))
+    gold.awaitTermination(600)
+    assert gold.exception() is None
+    groups = spark.read.format("delta").load(str(catalog.location(GROUP_HEALTH))).select("group_id").collect()
+    assert sorted(r["group_id"] for r in groups) == ["new-group", "newer-group", "old-group"]  # gold keeps them all
