@@ -133,7 +133,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
 
     from emitters.log_shipper import start_shipper
     from pipelines.clock import ClockTickEmitter
-    from pipelines.detect import DetectStage
+    from pipelines.detect import DetectStage, KafkaDetectorSources
     from pipelines.ingest import IngestStage
     from pipelines.local.broker import EmbeddedKafka
     from pipelines.local.scenarios import MemberProcess
@@ -160,7 +160,9 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         ingest = IngestStage(
             spark, config, source, telemetry_source=telemetry_source, checkpoint_name="bench", from_kafka=True
         )
-        detect = DetectStage(spark, config, checkpoint_name="bench")
+        detect = DetectStage(
+            spark, config, checkpoint_name="bench", kafka=KafkaDetectorSources(source, telemetry_source)
+        )
         stack.enter_context(ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms))
         queries = start_stages(stack, [ingest, detect])
         detect_query = detect.detection_query

@@ -196,7 +196,7 @@ def run_demo(
     `catch_up_s` passed), then the report at `report`."""
     from emitters.log_shipper import start_shipper
     from pipelines.clock import ClockTickEmitter
-    from pipelines.detect import DetectStage
+    from pipelines.detect import DetectStage, KafkaDetectorSources
     from pipelines.ingest import IngestStage, kafka_checkpoint_name
     from pipelines.local.broker import EmbeddedKafka
     from pipelines.local.topics import create_topics, ensure_offsets_topic
@@ -242,7 +242,9 @@ def run_demo(
             ingest = IngestStage(
                 spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
             )
-            detect = DetectStage(spark, config, checkpoint_name=checkpoint)
+            detect = DetectStage(
+                spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
+            )
             queries = start_stages(stack, [ingest, detect])
             view.monitor = "monitor running: ingest + detection, a clock tick every second"
             detection_batches = DetectionBatches([detect.detection_query])

@@ -49,6 +49,7 @@ from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import (
     CLOCK_TICKS,
+    DECODED_OFFSETS_BATCH,
     DETECTIONS,
     DETECTOR_INPUT,
     DETECTOR_OUTPUT,
@@ -59,9 +60,13 @@ from transforms.schemas import (
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
+    PARSED_TELEMETRY_BATCH,
     REBALANCES,
+    ROUTED_SOURCE_COLUMNS,
     STAGED_GOLD_TABLES,
     DetectionStatus,
+    RoutedBatch,
+    RoutedPayload,
     TableSchema,
     routed_gold_columns,
 )
@@ -91,23 +96,81 @@ _TIMESTAMP_INPUTS: tuple[str, ...] = tuple(c.name for c in DETECTOR_INPUT.column
 # --- the input view -------------------------------------------------------------------------------------------
 
 
-def detector_input_projection(rows: DataFrame, table: TableSchema) -> DataFrame:
-    """Rows of one silver table as `DETECTOR_INPUT` rows: its own columns where it has them, null elsewhere."""
-    if table.name not in DETECTOR_SOURCES:
-        raise ValueError(f"{table.name} is not a detector source; expected one of {sorted(DETECTOR_SOURCES)}")
-    present = set(table.column_names)
+def _projected(table: TableSchema, column_of: Callable[[str], SparkColumn | None]) -> list[SparkColumn]:
+    """`DETECTOR_INPUT`'s column values (cast, not named) for rows of `table`, where `column_of(name)` is the
+    expression of a column the rows have (None: they do not)."""
     columns: list[SparkColumn] = []
     for column in DETECTOR_INPUT.columns:
         if column.name == "src_table":
             value = F.lit(table.name)
         elif column.name == "event_time":
-            value = F.col(DETECTOR_SOURCES[table.name])
-        elif column.name in present:
-            value = F.col(column.name)
+            value = column_of(DETECTOR_SOURCES[table.name])
         else:
-            value = F.lit(None)
-        columns.append(value.cast(column.ddl).alias(column.name))
-    return rows.select(*columns)
+            value = column_of(column.name)
+        columns.append((F.lit(None) if value is None else value).cast(column.ddl))
+    return columns
+
+
+def detector_input_projection(rows: DataFrame, table: TableSchema) -> DataFrame:
+    """Rows of one silver table as `DETECTOR_INPUT` rows: its own columns where it has them, null elsewhere."""
+    if table.name not in DETECTOR_SOURCES:
+        raise ValueError(f"{table.name} is not a detector source; expected one of {sorted(DETECTOR_SOURCES)}")
+    present = set(table.column_names)
+    values = _projected(table, lambda name: F.col(name) if name in present else None)
+    return rows.select(
+        *(value.alias(column.name) for value, column in zip(values, DETECTOR_INPUT.columns, strict=True))
+    )
+
+
+def routed_detector_input(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> DataFrame:
+    """The rows of a routed batch (ingest's `mapInArrow` output, before it is split into silver tables) that a
+    detector source table would receive, as `DETECTOR_INPUT` rows: the same values `detector_input_projection`
+    gives for those silver rows (tested), in one pass over the batch (a union of per-table selects would decode
+    it once per table)."""
+    source = {c.name for c in ROUTED_SOURCE_COLUMNS}
+    payloads = [p for p in contract.payloads if p.table.name in DETECTOR_SOURCES]
+    per_table: list[tuple[SparkColumn, list[SparkColumn]]] = []
+    for payload in payloads:
+        fields = set(payload.field_names)
+
+        def column_of(name: str, payload: RoutedPayload = payload, fields: set[str] = fields) -> SparkColumn | None:
+            if name == "cluster":
+                return F.lit(config.cluster)
+            if name in source:
+                return F.col(name)
+            return F.col(f"{payload.column}.{name}") if name in fields else None
+
+        per_table.append((F.col("target") == F.lit(payload.table.name), _projected(payload.table, column_of)))
+    columns: list[SparkColumn] = []
+    for index, column in enumerate(DETECTOR_INPUT.columns):
+        chosen: SparkColumn | None = None
+        for condition, projected in per_table:
+            value = projected[index]
+            chosen = F.when(condition, value) if chosen is None else chosen.when(condition, value)
+        assert chosen is not None, "a routed batch without detector payloads"
+        columns.append(chosen.alias(column.name))
+    return routed.where(F.col("target").isin(*(p.table.name for p in payloads))).select(*columns)
+
+
+@dataclass(frozen=True)
+class KafkaDetectorSources:
+    """The Kafka streams of a live run (`pipelines.sources.kafka_stream`, as the ingest stage reads them): the
+    detection query decodes them itself instead of waiting for silver (see the module docstring)."""
+
+    offsets: DataFrame
+    telemetry: DataFrame
+
+
+def detector_input_from_kafka(config: RadarConfig, sources: KafkaDetectorSources) -> DataFrame:
+    """`DETECTOR_INPUT` rows straight from the Kafka streams, decoded and parsed by ingest's own routers."""
+    from pipelines.ingest import parse_telemetry, route_offsets
+
+    offsets = route_offsets(sources.offsets.where(F.col("topic") == config.kafka.offsets_topic), spread=False)
+    telemetry_topics = list(config.kafka.telemetry_topics)
+    telemetry = parse_telemetry(sources.telemetry.where(F.col("topic").isin(*telemetry_topics)), spread=False)
+    return routed_detector_input(offsets, config, DECODED_OFFSETS_BATCH).unionByName(
+        routed_detector_input(telemetry, config, PARSED_TELEMETRY_BATCH)
+    )
 
 
 def _read_source(spark: SparkSession, config: RadarConfig, table: TableSchema, streaming: bool) -> DataFrame:
@@ -458,11 +521,13 @@ class DetectStage(Stage):
         checkpoint_name: str = "detect",
         available_now: bool = False,
         binding: TrackerBinding | None = None,
+        kafka: KafkaDetectorSources | None = None,
     ) -> None:
         super().__init__()
         self.spark, self.config, self.checkpoint_name = spark, config, checkpoint_name
         self.trigger = Trigger(available_now, config.detect.trigger_interval)
         self.binding = binding
+        self.kafka = kafka
 
     @property
     def staged(self) -> bool:
@@ -472,9 +537,12 @@ class DetectStage(Stage):
         tables = [*SOURCE_TABLES.values(), *GOLD_TABLES.values(), *([DETECTOR_OUTPUT] if self.staged else [])]
         with phase("detect tables"):
             ensure_tables(self.spark, self.config, tables)
-        tracked = tracked_groups(
-            detector_input(self.spark, self.config), self.config, self.binding or default_binding()
+        events = (
+            detector_input(self.spark, self.config)
+            if self.kafka is None
+            else detector_input_from_kafka(self.config, self.kafka)
         )
+        tracked = tracked_groups(events, self.config, self.binding or default_binding())
         query = start_query(
             tracked,
             f"{DETECT_QUERY}-{self.checkpoint_name}",

@@ -140,22 +140,27 @@ def spread_over_cores(rows: DataFrame) -> DataFrame:
     return rows.repartition(cores) if rows.rdd.getNumPartitions() < cores else rows
 
 
-def _map_in_arrow(rows: DataFrame, contract: RoutedBatch, batches: Callable[..., Iterator[object]]) -> DataFrame:
-    """Route Kafka rows through a `mapInArrow` body producing `contract` (no per-row Python UDF)."""
+def _map_in_arrow(
+    rows: DataFrame, contract: RoutedBatch, batches: Callable[..., Iterator[object]], *, spread: bool = True
+) -> DataFrame:
+    """Route Kafka rows through a `mapInArrow` body producing `contract` (no per-row Python UDF). `spread=False`
+    inside a streaming plan (the detection query's), where a micro-batch's partition count cannot be asked."""
     arrow_schema = to_arrow_schema(StructType.fromDDL(contract.ddl))
-    return spread_over_cores(rows.select(*KAFKA_COLUMNS)).mapInArrow(
+    kafka_rows = rows.select(*KAFKA_COLUMNS)
+    return (spread_over_cores(kafka_rows) if spread else kafka_rows).mapInArrow(
         partial(batches, schema=arrow_schema), contract.ddl
     )
 
 
-def route_offsets(batch: DataFrame) -> DataFrame:
+def route_offsets(batch: DataFrame, *, spread: bool = True) -> DataFrame:
     """Decode Kafka rows with the codec and route them to their silver tables, vectorised over Arrow batches."""
-    return _map_in_arrow(batch.where(F.col("source_error").isNull()), DECODED_OFFSETS_BATCH, route_offsets_batches)
+    readable = batch.where(F.col("source_error").isNull())
+    return _map_in_arrow(readable, DECODED_OFFSETS_BATCH, route_offsets_batches, spread=spread)
 
 
-def parse_telemetry(batch: DataFrame) -> DataFrame:
+def parse_telemetry(batch: DataFrame, *, spread: bool = True) -> DataFrame:
     """Parse telemetry records into heartbeat events, vectorised over Arrow batches."""
-    return _map_in_arrow(batch, PARSED_TELEMETRY_BATCH, parse_telemetry_batches)
+    return _map_in_arrow(batch, PARSED_TELEMETRY_BATCH, parse_telemetry_batches, spread=spread)
 
 
 def split_parsed_telemetry(parsed: DataFrame, config: RadarConfig) -> dict[str, DataFrame]:

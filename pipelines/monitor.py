@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.detect import DetectStage, seal_replay_time
+from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
 from pipelines.phases import phase
 from pipelines.streams import run_until_stopped, start_stages
@@ -129,7 +129,9 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         ingest = IngestStage(
             spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
         )
-        detect = DetectStage(spark, config, checkpoint_name=checkpoint)
+        detect = DetectStage(
+            spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
+        )
         clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
