@@ -46,7 +46,7 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
-from pipelines.tables import TableCatalog, ensure_tables
+from pipelines.tables import TableCatalog, append_rows, ensure_tables, held_keys, note_written_keys
 from transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
@@ -394,25 +394,51 @@ def latest_per_key(rows: DataFrame, table: TableSchema) -> DataFrame:
     return rows.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
 
 
-def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None:
-    """Upsert one table's rows of a batch: insert new ids, update known ids unless the stored version is newer."""
+def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema, *, append_new_keys: bool = False) -> None:
+    """Upsert one table's rows of a batch: insert new ids, update known ids unless the stored version is newer.
+
+    `append_new_keys` (the live detection query's `detections`, the one writer of that table): when this process
+    knows the table's ids (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a
+    plain append instead of a MERGE, the cheap path for a detection's first row. A batch redone after a crash runs
+    in a new process, which reads the ids first and finds its rows there: it MERGEs."""
     from delta.tables import DeltaTable
 
     spark = rows.sparkSession
     catalog = TableCatalog(config)
     location = catalog.location(table)
-    target = (
-        DeltaTable.forName(spark, catalog.name(table)) if location is None else DeltaTable.forPath(spark, str(location))
-    )
+    keys = KEY_COLUMNS[table.name]
     source = latest_per_key(rows, table).select(*table.column_names)
-    on = " AND ".join(f"t.{key} = s.{key}" for key in KEY_COLUMNS[table.name])
-    (
-        target.alias("t")
-        .merge(source.alias("s"), on)
-        .whenMatchedUpdateAll(condition=_not_older(table))
-        .whenNotMatchedInsertAll()
-        .execute()
-    )
+    held = None
+    if append_new_keys and location is not None:
+        source = source.persist()
+        batch_keys = [tuple(r) for r in source.select(*keys).collect()]
+        held = held_keys(spark, location, keys)
+        if held is not None and not held.keys.intersection(batch_keys):
+            try:
+                append_rows(source, config, table)
+            finally:
+                source.unpersist()
+            note_written_keys(location, held, batch_keys)
+            return
+    try:
+        target = (
+            DeltaTable.forName(spark, catalog.name(table))
+            if location is None
+            else DeltaTable.forPath(spark, str(location))
+        )
+        on = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+        (
+            target.alias("t")
+            .merge(source.alias("s"), on)
+            .whenMatchedUpdateAll(condition=_not_older(table))
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+    finally:
+        if append_new_keys and location is not None:
+            source.unpersist()
+    if held is not None and location is not None:
+        note_written_keys(location, held, batch_keys)
 
 
 def append_staged(rows: DataFrame, config: RadarConfig) -> None:
@@ -440,7 +466,8 @@ def gold_batch_writer(config: RadarConfig, *, stage: bool = False) -> Callable[[
             present = {row["target"] for row in batch.select("target").distinct().collect()}
             merged = [t for t in GOLD_TABLES.values() if t.name in present and not (stage and t.name in staged_names)]
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table) for table in merged
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=stage)
+                for table in merged
             ]
             if stage and present & staged_names:
                 writes.append(partial(append_staged, batch.where(F.col("target").isin(*staged_names)), config))

@@ -275,6 +275,54 @@ def _note_append(location: Path, before: HeldOffsets | None, ranges: list[Row]) 
     _HELD[str(location)] = HeldOffsets(after, highest)
 
 
+@dataclass(frozen=True)
+class HeldKeys:
+    """The key values (`key` columns) a local table holds, true at Delta `version`."""
+
+    version: int
+    keys: frozenset[tuple[object, ...]]
+
+
+# By table folder, in this process: the keys of a table MERGEd by key (gold `detections`) as its last write by this
+# process left them. A batch of keys none of which it holds is inserted with a plain append: no table state to
+# rebuild, no source to materialise, no scan for matches (a MERGE's cost). Another writer's commit (the version
+# moved) makes them unknown again, and the next batch reads the keys.
+_HELD_KEYS: dict[str, HeldKeys] = {}
+
+
+def held_keys(spark: SparkSession, location: Path, key: Sequence[str]) -> HeldKeys | None:
+    """The keys the table at `location` holds: this process's knowledge while its version is the one known, else
+    read (one scan of the key columns) and remembered. None for a table that does not exist."""
+    version = log_version(location)
+    if version is None:
+        return None
+    held = _HELD_KEYS.get(str(location))
+    if held is not None and held.version == version:
+        return held
+    if live_files(location) == [] and log_version(location) == version:  # a new table, by its log: nothing to read
+        held = HeldKeys(version, frozenset())
+    else:
+        rows = spark.read.format("delta").option("versionAsOf", version).load(str(location)).select(*key).collect()
+        held = HeldKeys(version, frozenset(tuple(r) for r in rows))
+    _HELD_KEYS[str(location)] = held
+    return held
+
+
+def forget_held_keys(location: Path) -> None:
+    """Forget what this process knows of the table's keys, as a new process starts (tests, diagnostics)."""
+    _HELD_KEYS.pop(str(location), None)
+
+
+def note_written_keys(location: Path, before: HeldKeys | None, written: Iterable[tuple[object, ...]]) -> None:
+    """After a write of `written` keys (append or MERGE): the table holds them too, if the write was the only commit
+    since `before`; otherwise what it holds is unknown again."""
+    after = log_version(location)
+    if before is None or after is None or after not in (before.version, before.version + 1):
+        _HELD_KEYS.pop(str(location), None)
+        return
+    _HELD_KEYS[str(location)] = HeldKeys(after, before.keys | frozenset(written))
+
+
 def source_ranges(df: DataFrame) -> list[Row]:
     """(cluster, src_topic, src_partition, low, high): the source offsets a batch of rows covers."""
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention

@@ -32,7 +32,7 @@ from pipelines.detect import (
 )
 from pipelines.ingest import run_replay
 from pipelines.streams import Trigger
-from pipelines.tables import TableCatalog, ensure_tables
+from pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
 from transforms.schemas import (
@@ -361,6 +361,19 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     for schema in (REBALANCES, GROUP_HEALTH):
         assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
     assert table(spark, live, DETECTOR_OUTPUT).count() == 2 * again.count()
+
+    # the detections' first rows were appended, not MERGEd: this process knew the table held none of their ids
+    location = TableCatalog(live).location(DETECTIONS)
+    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY delta.`{location}`").collect()]
+    assert operations[0] == "WRITE" and "MERGE" not in operations, operations
+    # the detections once more, as a batch redone in a new process (which knows no ids): MERGEd, nothing doubled
+    forget_held_keys(location)
+    stored = table(spark, live, DETECTIONS)
+    redone = spark.createDataFrame(stored.collect(), stored.schema)
+    redone = redone.withColumn("target", F.lit(DETECTIONS.name)).withColumn("emit_seq", F.lit(0).cast("bigint"))
+    gold_batch_writer(live, stage=True)(redone, 0)
+    assert gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name]
+    assert spark.sql(f"DESCRIBE HISTORY delta.`{location}`").first()["operation"] == "MERGE"
 
 
 def _chunks(s: Silver, size_ms: int) -> list[list[dict[str, Any]]]:
