@@ -139,7 +139,7 @@ class DetectConfig(FrozenSection):
     trigger_interval: str = "1 second"
     # A live run's gold query MERGEs `rebalances` and `group_health` from `detector_output` this often: they are off
     # the detection query's path, and a longer trigger coalesces many detection batches into one upsert.
-    gold_trigger_interval: str = "5 seconds"
+    gold_trigger_interval: str = "30 seconds"
     # `radar maintain` deletes `detector_output` rows staged longer ago than this (the gold query has MERGEd them).
     staged_retention_hours: int = Field(default=24, gt=0)
     # `radar run` writes a radar.clock/1 tick this often, so event time advances while every group is silent.

@@ -72,6 +72,7 @@ from transforms.schemas import (
 )
 
 DETECT_QUERY = "radar-detect"
+DETECT_FROM_KAFKA = "radar-detect-from-kafka"  # the checkpoint folder of a live run's detection query
 GOLD_QUERY = "radar-gold"
 # Each silver source of the detectors and the column holding its event time (others use src_timestamp).
 DETECTOR_SOURCES: dict[str, str] = {
@@ -573,7 +574,12 @@ class DetectStage(Stage):
         query = start_query(
             tracked,
             f"{DETECT_QUERY}-{self.checkpoint_name}",
-            self.config.checkpoint_dir / self.checkpoint_name / DETECT_QUERY,
+            # its own folder per input: a checkpoint of Delta sources cannot resume as one of Kafka sources (an
+            # existing data dir from before live detection read Kafka starts this one afresh; gold upserts are
+            # idempotent)
+            self.config.checkpoint_dir
+            / self.checkpoint_name
+            / (DETECT_QUERY if self.kafka is None else DETECT_FROM_KAFKA),
             gold_batch_writer(self.config, stage=self.staged),
             self.trigger,
         )
