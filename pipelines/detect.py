@@ -1,6 +1,9 @@
-"""Silver tables -> per-group trackers on `transformWithState` -> gold rebalances, detections and group health.
+"""Group events -> per-group trackers on `transformWithState` -> gold rebalances, detections and group health.
 
-The silver tables that speak about groups are read as Delta streams, projected onto `DETECTOR_INPUT` and unioned;
+The events: in a replay, the silver tables that speak about groups, read as Delta streams; in a live run, the same
+rows decoded from the Kafka streams by ingest's own routers (`routed_detector_input`), so a detection does not wait
+for an ingest micro-batch and its Delta commits (the clock ticks that move the watermark take that path too). Either
+way they are projected onto `DETECTOR_INPUT` and unioned;
 one event-time watermark (max event time minus `detect.lateness_ms`) says which events are known. Clock ticks
 (`clock_ticks`, written by `radar run` every second) reach the operator under a key that keeps nothing: they move
 event time forward while every group is silent, so "nothing happened" rules fire live, and because ticks are data
@@ -455,22 +458,23 @@ def append_staged(rows: DataFrame, config: RadarConfig) -> None:
         staged.write.format("delta").mode("append").save(str(location))
 
 
-def gold_batch_writer(config: RadarConfig, *, stage: bool = False) -> Callable[[DataFrame, int], None]:
+def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[[DataFrame, int], None]:
     """The foreachBatch body: MERGE the batch's rows into the gold tables they name (tables with no rows are
-    skipped). `stage`: MERGE only `detections`, and append the versions of the staged gold tables
-    (`STAGED_GOLD_TABLES`) to `detector_output` for the gold query (`GoldStage`) to MERGE off this query's path."""
+    skipped). `staged`: MERGE only `detections` (its new ids appended, see `merge_gold`), and append the versions of
+    the staged gold tables (`STAGED_GOLD_TABLES`) to `detector_output` for the gold query (`start_gold_query`) to
+    MERGE off this query's path."""
     staged_names = {table.name for table in STAGED_GOLD_TABLES}
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
         try:
             present = {row["target"] for row in batch.select("target").distinct().collect()}
-            merged = [t for t in GOLD_TABLES.values() if t.name in present and not (stage and t.name in staged_names)]
+            merged = [t for t in GOLD_TABLES.values() if t.name in present and not (staged and t.name in staged_names)]
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=stage)
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=staged)
                 for table in merged
             ]
-            if stage and present & staged_names:
+            if staged and present & staged_names:
                 writes.append(partial(append_staged, batch.where(F.col("target").isin(*staged_names)), config))
             if not writes:
                 return
@@ -530,7 +534,8 @@ def start_gold_query(
 
 
 class DetectStage(Stage):
-    """The detection as a stage of a run: silver Delta streams -> trackers -> gold.
+    """The detection as a stage of a run: its input (`kafka`: the run's Kafka streams, decoded here; else the silver
+    Delta streams) -> trackers -> gold.
 
     Live (processing-time trigger) it is two queries: the detection query MERGEs `detections` and appends the other
     gold rows to `detector_output`, and the gold query MERGEs those on its own, slower trigger
@@ -580,7 +585,7 @@ class DetectStage(Stage):
             self.config.checkpoint_dir
             / self.checkpoint_name
             / (DETECT_QUERY if self.kafka is None else DETECT_FROM_KAFKA),
-            gold_batch_writer(self.config, stage=self.staged),
+            gold_batch_writer(self.config, staged=self.staged),
             self.trigger,
         )
         if not self.staged:

@@ -356,7 +356,7 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     # the staged rows once more, as a redone micro-batch appends them: the upsert leaves gold as it was
     routed = staged.drop("staged_at")
     again = spark.createDataFrame(routed.collect(), routed.schema)
-    gold_batch_writer(live, stage=True)(again, 0)
+    gold_batch_writer(live, staged=True)(again, 0)
     start_gold_query(spark, live, "live", Trigger(True)).awaitTermination(600)
     for schema in (REBALANCES, GROUP_HEALTH):
         assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
@@ -371,7 +371,7 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     stored = table(spark, live, DETECTIONS)
     redone = spark.createDataFrame(stored.collect(), stored.schema)
     redone = redone.withColumn("target", F.lit(DETECTIONS.name)).withColumn("emit_seq", F.lit(0).cast("bigint"))
-    gold_batch_writer(live, stage=True)(redone, 0)
+    gold_batch_writer(live, staged=True)(redone, 0)
     assert gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name]
     assert spark.sql(f"DESCRIBE HISTORY delta.`{location}`").first()["operation"] == "MERGE"
 
