@@ -398,64 +398,59 @@ def latest_per_key(rows: DataFrame, table: TableSchema) -> DataFrame:
     return rows.withColumn("_rank", F.row_number().over(window)).where("_rank = 1").drop("_rank")
 
 
+def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> None:
+    """MERGE `source` (one row per key) into `table`: insert new ids, update known ids unless the stored version is
+    newer."""
+    from delta.tables import DeltaTable
+
+    spark = source.sparkSession
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    target = (
+        DeltaTable.forName(spark, catalog.name(table)) if location is None else DeltaTable.forPath(spark, str(location))
+    )
+    on = " AND ".join(f"t.{key} = s.{key}" for key in KEY_COLUMNS[table.name])
+    (
+        target.alias("t")
+        .merge(source.alias("s"), on)
+        .whenMatchedUpdateAll(condition=_not_older(table))
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
 def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema, *, append_new_keys: bool = False) -> None:
-    """Upsert one table's rows of a batch: insert new ids, update known ids unless the stored version is newer.
+    """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
     `append_new_keys` (the live detection query's `detections`, the one writer of that table): when this process
     knows the table's ids (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a
     plain append instead of a MERGE, the cheap path for a detection's first row. A batch redone after a crash runs
     in a new process, which reads the ids first and finds its rows there: it MERGEs."""
-    from delta.tables import DeltaTable
-
-    spark = rows.sparkSession
-    catalog = TableCatalog(config)
-    location = catalog.location(table)
-    keys = KEY_COLUMNS[table.name]
+    location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
-    held = None
-    if append_new_keys and location is not None:
-        source = source.persist()
-        batch_keys = [tuple(r) for r in source.select(*keys).collect()]
-        held = held_keys(spark, location, keys)
-        if held is not None and not held.keys.intersection(batch_keys):
-            try:
-                append_rows(source, config, table)
-            finally:
-                source.unpersist()
-            note_written_keys(location, held, batch_keys)
-            return
+    if not append_new_keys or location is None:
+        _merge_into(source, config, table)
+        return
+    keys = KEY_COLUMNS[table.name]
+    source = source.persist()  # read for its keys, then written
     try:
-        target = (
-            DeltaTable.forName(spark, catalog.name(table))
-            if location is None
-            else DeltaTable.forPath(spark, str(location))
-        )
-        on = " AND ".join(f"t.{key} = s.{key}" for key in keys)
-        (
-            target.alias("t")
-            .merge(source.alias("s"), on)
-            .whenMatchedUpdateAll(condition=_not_older(table))
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
+        batch_keys = [tuple(r) for r in source.select(*keys).collect()]
+        held = held_keys(rows.sparkSession, location, keys)
+        if held is not None and not held.keys.intersection(batch_keys):
+            append_rows(source, config, table)
+        else:
+            _merge_into(source, config, table)
     finally:
-        if append_new_keys and location is not None:
-            source.unpersist()
-    if held is not None and location is not None:
-        note_written_keys(location, held, batch_keys)
+        source.unpersist()
+    note_written_keys(location, held, batch_keys)
 
 
 def append_staged(rows: DataFrame, config: RadarConfig) -> None:
     """Append routed rows of the staged gold tables to `detector_output` (a blind Delta append: no table state is
     read, unlike a MERGE's, so it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`)."""
-    catalog = TableCatalog(config)
     given = {"staged_at": F.current_timestamp()}
     staged = rows.select(*(given.get(c.name, F.col(c.name)).cast(c.ddl).alias(c.name) for c in DETECTOR_OUTPUT.columns))
-    location = catalog.location(DETECTOR_OUTPUT)
-    if location is None:
-        staged.write.format("delta").mode("append").saveAsTable(catalog.name(DETECTOR_OUTPUT))
-    else:
-        staged.write.format("delta").mode("append").save(str(location))
+    append_rows(staged, config, DETECTOR_OUTPUT)
 
 
 def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[[DataFrame, int], None]:

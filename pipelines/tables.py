@@ -8,11 +8,11 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
@@ -209,6 +209,44 @@ def existing_record_keys(
     return rows.where(within).select(*table.record_key).distinct().localCheckpoint(eager=True)
 
 
+class _KnownAtVersion(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+Known = TypeVar("Known", bound=_KnownAtVersion)
+
+
+def _known_at_current_version(
+    cache: dict[str, Known], location: Path, empty: Callable[[int], Known], read: Callable[[int], Known]
+) -> Known | None:
+    """What this process knows a local table holds (`cache`, by folder), while the table's version is the one it
+    knows; else `empty` for a table whose log says it holds no file, or `read` (a scan), remembered. None for a table
+    that does not exist."""
+    version = log_version(location)
+    if version is None:
+        return None
+    known = cache.get(str(location))
+    if known is not None and known.version == version:
+        return known
+    # a new table, by its log: nothing to read
+    known = empty(version) if live_files(location) == [] and log_version(location) == version else read(version)
+    cache[str(location)] = known
+    return known
+
+
+def _after_own_write(
+    cache: dict[str, Known], location: Path, before: Known | None, updated: Callable[[Known, int], Known]
+) -> None:
+    """After this process wrote to the table: `updated(before, new version)` if the write was the only commit since
+    `before`, else what the table holds is unknown again."""
+    after = log_version(location)
+    if before is None or after is None or after not in (before.version, before.version + 1):
+        cache.pop(str(location), None)
+        return
+    cache[str(location)] = updated(before, after)
+
+
 @dataclass(frozen=True)
 class HeldOffsets:
     """The highest source offset per (cluster, topic, partition) a local table holds, true at Delta `version`."""
@@ -229,30 +267,23 @@ def _held_offsets(spark: SparkSession, location: Path) -> HeldOffsets | None:
     read (one scan of the key columns) and remembered."""
     from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-    version = log_version(location)
-    if version is None:
-        return None
-    held = _HELD.get(str(location))
-    if held is not None and held.version == version:
-        return held
-    if live_files(location) == [] and log_version(location) == version:  # a new table, by its log: nothing to read
-        held = HeldOffsets(version, {})
-        _HELD[str(location)] = held
-        return held
-    rows = (
-        spark.read.format("delta")
-        .load(str(location))
-        .groupBy("cluster", "src_topic", "src_partition")
-        .agg(F.max("src_offset").alias("highest"))
-        .collect()
-    )
-    # a dump line that is no record (quarantine, stage read_dump) has no source offset: it bounds nothing
-    highest = {
-        (r["cluster"], r["src_topic"], r["src_partition"]): int(r["highest"]) for r in rows if r["highest"] is not None
-    }
-    held = HeldOffsets(version, highest)
-    _HELD[str(location)] = held
-    return held
+    def read(version: int) -> HeldOffsets:
+        rows = (
+            spark.read.format("delta")
+            .load(str(location))
+            .groupBy("cluster", "src_topic", "src_partition")
+            .agg(F.max("src_offset").alias("highest"))
+            .collect()
+        )
+        # a dump line that is no record (quarantine, stage read_dump) has no source offset: it bounds nothing
+        highest = {
+            (r["cluster"], r["src_topic"], r["src_partition"]): int(r["highest"])
+            for r in rows
+            if r["highest"] is not None
+        }
+        return HeldOffsets(version, highest)
+
+    return _known_at_current_version(_HELD, location, lambda version: HeldOffsets(version, {}), read)
 
 
 def held_offsets_known(location: Path) -> dict[tuple[object, object, object], int] | None:
@@ -264,15 +295,15 @@ def held_offsets_known(location: Path) -> dict[tuple[object, object, object], in
 
 def _note_append(location: Path, before: HeldOffsets | None, ranges: list[Row]) -> None:
     """After an append: the table now holds the batch's offsets too, if the append was the only commit since."""
-    after = log_version(location)
-    if before is None or after is None or after not in (before.version, before.version + 1):
-        _HELD.pop(str(location), None)
-        return
-    highest = dict(before.highest)
-    for r in ranges:
-        key = (r["cluster"], r["src_topic"], r["src_partition"])
-        highest[key] = max(highest.get(key, -1), int(r["high"]))
-    _HELD[str(location)] = HeldOffsets(after, highest)
+
+    def updated(held: HeldOffsets, version: int) -> HeldOffsets:
+        highest = dict(held.highest)
+        for r in ranges:
+            key = (r["cluster"], r["src_topic"], r["src_partition"])
+            highest[key] = max(highest.get(key, -1), int(r["high"]))
+        return HeldOffsets(version, highest)
+
+    _after_own_write(_HELD, location, before, updated)
 
 
 @dataclass(frozen=True)
@@ -293,19 +324,12 @@ _HELD_KEYS: dict[str, HeldKeys] = {}
 def held_keys(spark: SparkSession, location: Path, key: Sequence[str]) -> HeldKeys | None:
     """The keys the table at `location` holds: this process's knowledge while its version is the one known, else
     read (one scan of the key columns) and remembered. None for a table that does not exist."""
-    version = log_version(location)
-    if version is None:
-        return None
-    held = _HELD_KEYS.get(str(location))
-    if held is not None and held.version == version:
-        return held
-    if live_files(location) == [] and log_version(location) == version:  # a new table, by its log: nothing to read
-        held = HeldKeys(version, frozenset())
-    else:
+
+    def read(version: int) -> HeldKeys:
         rows = spark.read.format("delta").option("versionAsOf", version).load(str(location)).select(*key).collect()
-        held = HeldKeys(version, frozenset(tuple(r) for r in rows))
-    _HELD_KEYS[str(location)] = held
-    return held
+        return HeldKeys(version, frozenset(tuple(r) for r in rows))
+
+    return _known_at_current_version(_HELD_KEYS, location, lambda version: HeldKeys(version, frozenset()), read)
 
 
 def forget_held_keys(location: Path) -> None:
@@ -316,11 +340,8 @@ def forget_held_keys(location: Path) -> None:
 def note_written_keys(location: Path, before: HeldKeys | None, written: Iterable[tuple[object, ...]]) -> None:
     """After a write of `written` keys (append or MERGE): the table holds them too, if the write was the only commit
     since `before`; otherwise what it holds is unknown again."""
-    after = log_version(location)
-    if before is None or after is None or after not in (before.version, before.version + 1):
-        _HELD_KEYS.pop(str(location), None)
-        return
-    _HELD_KEYS[str(location)] = HeldKeys(after, before.keys | frozenset(written))
+    keys = frozenset(written)
+    _after_own_write(_HELD_KEYS, location, before, lambda held, version: HeldKeys(version, held.keys | keys))
 
 
 def source_ranges(df: DataFrame) -> list[Row]:
