@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +30,14 @@ FOREIGN_COMMIT_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview", "
 @dataclass(frozen=True)
 class LiveFile:
     """One data file of the current table version: its rows per the `numRecords` statistic (None without one),
-    less the rows its deletion vector removes."""
+    less the rows its deletion vector removes; `deleted` those removed rows, whose values the file's statistics
+    still cover; `max_values` / `null_counts` the file's statistics of its top-level columns."""
 
     path: str
     records: int | None
+    deleted: int = 0
+    max_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    null_counts: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def _file_key(action: dict[str, Any]) -> tuple[str, str]:
@@ -41,10 +47,16 @@ def _file_key(action: dict[str, Any]) -> tuple[str, str]:
 
 
 def _live_file(action: dict[str, Any]) -> LiveFile:
-    stats = action.get("stats")
-    records = json.loads(stats).get("numRecords") if stats else None
-    deleted = (action.get("deletionVector") or {}).get("cardinality") or 0
-    return LiveFile(str(action["path"]), None if records is None else int(records) - int(deleted))
+    stats = json.loads(action["stats"]) if action.get("stats") else {}
+    records = stats.get("numRecords")
+    deleted = int((action.get("deletionVector") or {}).get("cardinality") or 0)
+    return LiveFile(
+        str(action["path"]),
+        None if records is None else int(records) - deleted,
+        deleted,
+        stats.get("maxValues") or {},
+        stats.get("nullCount") or {},
+    )
 
 
 def _checkpoint_parts(log: Path, names: list[str]) -> tuple[int, list[Path]] | None:
@@ -116,6 +128,54 @@ def record_count(location: Path) -> int | None:
     if files is None or any(f.records is None for f in files):
         return None
     return sum(f.records for f in files if f.records is not None)
+
+
+@dataclass(frozen=True)
+class ColumnMaximum:
+    """The newest value of a timestamp column over a table's rows, epoch milliseconds (None: no row has one)."""
+
+    ms: int | None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _timestamp_statistic_ms(value: Any) -> int | None:
+    """A Delta timestamp statistic (ISO 8601 with an offset, milliseconds: Delta truncates them) as epoch ms, as
+    Spark's `unix_millis` gives it; None for a value without an offset (not a TIMESTAMP column's)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def timestamp_maximum(location: Path, column: str) -> ColumnMaximum | None:
+    """The newest `column` value of the Delta table at `location` from its files' maximum statistics, no Spark
+    job; None when the log cannot say exactly (no table, a file without statistics on the column, rows removed by
+    a deletion vector that the statistics still cover): read the table then."""
+    files = live_files(location)
+    if files is None:
+        return None
+    newest: int | None = None
+    for live in files:
+        if live.records is None or live.deleted:
+            return None
+        if live.records == 0:
+            continue
+        if column not in live.max_values:
+            if live.null_counts.get(column) == live.records:
+                continue  # every row of the file holds null there
+            return None
+        ms = _timestamp_statistic_ms(live.max_values[column])
+        if ms is None:
+            return None
+        newest = ms if newest is None else max(newest, ms)
+    return ColumnMaximum(newest)
 
 
 def log_version(location: Path) -> int | None:

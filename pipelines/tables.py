@@ -75,9 +75,11 @@ def zorder_columns(table: TableSchema) -> tuple[str, ...]:
 def stats_columns(table: TableSchema) -> tuple[str, ...]:
     """The columns Delta keeps file statistics on: those the writes filter on (the record key, read back over the
     batch's offset range by `existing_record_keys`) and those queries filter on and OPTIMIZE Z-orders by
-    (`zorder_columns`: Delta refuses to Z-order by a column without statistics). Statistics on every column
+    (`zorder_columns`: Delta refuses to Z-order by a column without statistics), and the source timestamp, whose
+    newest value a replay reads from the log (`delta_log.timestamp_maximum`). Statistics on every column
     (Delta's default: the first 32, binary key/value and nested members included) cost time in every commit."""
-    wanted = (*table.record_key, *zorder_columns(table))
+    source_time = ("src_timestamp",) if "src_timestamp" in table.column_names else ()
+    wanted = (*table.record_key, *zorder_columns(table), *source_time)
     return tuple(dict.fromkeys(c for c in wanted if c not in table.partition_by))
 
 

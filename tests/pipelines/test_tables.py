@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import Row
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.delta_log import log_version
+from pipelines.delta_log import ColumnMaximum, log_version, timestamp_maximum
 from pipelines.streams import TableWriter
 from pipelines.tables import (
     TableCatalog,
@@ -56,7 +57,7 @@ def test_names_follow_the_data_dir_and_appends_are_idempotent(spark, radar_confi
     properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
     assert properties["delta.dataSkippingStatsColumns"] == ",".join(stats_columns(QUARANTINE))
     assert set(stats_columns(QUARANTINE)) == set(QUARANTINE.record_key) | {"src_timestamp"}
-    assert set(stats_columns(OFFSET_COMMITS)) == {*RECORD_KEY, "group_id", "commit_ts"}
+    assert set(stats_columns(OFFSET_COMMITS)) == {*RECORD_KEY, "group_id", "commit_ts", "src_timestamp"}
 
 
 def _health_rows(spark, config: RadarConfig, rows: list[tuple[str, int, int]]):  # type: ignore[no-untyped-def]
@@ -87,6 +88,36 @@ def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
     assert state() == [("a", 1, 2), ("b", 4, 1)]
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
     assert state() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]
+
+
+@pytest.mark.spark
+def test_the_newest_source_time_is_read_from_the_log_as_spark_reads_it(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A replay's end is the newest event time: the files' maximum statistics give what a scan gives (Delta keeps
+    milliseconds of a microsecond timestamp, as `unix_millis` does), and no answer where they cannot say."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+    assert timestamp_maximum(location, "src_timestamp") == ColumnMaximum(None)  # no file yet
+    written = [
+        ("2026-11-25 10:00:00.123999", 0),
+        ("2026-11-25 09:59:59.999999", 1),
+        (None, 2),
+    ]
+    for stamp, offset in written:  # one commit each: the newest is in the first file, a null-only file last
+        rows = _quarantine_rows(spark, config, 1, first=offset).withColumn(
+            "src_timestamp", F.to_timestamp(F.lit(stamp)) if stamp else F.lit(None).cast("timestamp")
+        )
+        rows.write.format("delta").mode("append").save(str(location))
+    scanned = spark.read.format("delta").load(str(location)).select(F.max(F.unix_millis("src_timestamp"))).first()
+    assert timestamp_maximum(location, "src_timestamp") == ColumnMaximum(scanned[0])
+    assert scanned[0] % 1000 == 123  # the microseconds were there, and both dropped them
+    # a column Delta keeps no statistics on (only the record key and src_timestamp here): the log cannot say
+    assert "reason" not in stats_columns(QUARANTINE)
+    assert timestamp_maximum(location, "reason") is None
+    assert timestamp_maximum(tmp_path / "no-table-here", "src_timestamp") is None
 
 
 @pytest.mark.spark
