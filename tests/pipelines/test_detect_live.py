@@ -1,9 +1,11 @@
 """Live evidence of the detectors on the embedded broker: real confluent-kafka members (classic and
 `group.protocol=consumer`) stall, get evicted, commit as zombies, overrun max.poll.interval.ms, crash-loop, scale
 out, shut down cleanly and restart statically, while the broker log is shipped, the agent reports and a clock
-ticks every second on the telemetry topic. Then Spark's Kafka source reads `__consumer_offsets` and the telemetry
-topic through the ingest into silver, and the detection query (the real `transforms.detectors` tracker) writes
-gold; each group must show exactly its incident, and the healthy groups nothing.
+ticks every second on the telemetry topic; the healthy fleet runs beside the incidents. Then the detection query
+reads `__consumer_offsets` and the telemetry topic through Spark's Kafka source and decodes them itself, as
+`radar run` does (`KafkaDetectorSources`; that it gives the rows silver gives is `test_detect`'s), and the real
+`transforms.detectors` tracker writes gold; each group must show exactly its incident, and the healthy groups
+nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import signal
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,8 +25,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from pipelines.clock import ClockTickEmitter
 from pipelines.config import RadarConfig
-from pipelines.detect import DetectStage
-from pipelines.ingest import IngestStage
+from pipelines.detect import DetectStage, KafkaDetectorSources
 from pipelines.local.scenarios import MemberProcess
 from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
@@ -271,58 +273,60 @@ def recording(
     shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
     clock.start()
-    try:
-        scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
-        scenarios.stop_all()
-        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-        scenarios.stop_all()
-        scenarios.poll_overruns("poll-overrun")
-        scenarios.stop_all()
-        unsynced = scenarios.joins_without_sync("never-syncs")
-        scenarios.crash_loop("crash-loop")
-        scenarios.second_consumer_zombie("second-consumer")
-        unsynced.join(120)
-        result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
-        scenarios.stop_all()
-        scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
-        scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
-        # the static members stay up until detection has read everything (their close sends no LeaveGroup)
-        scenarios.static_rolling_restart("healthy-static")
-        time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
-        result.moments["recording_end"] = now_ms()
-        clock.stop()
-        shipper.stop()
-        detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
-    finally:
-        clock.stop()
-        shipper.stop()
-        scenarios.stop_all()
+    # Every scenario has its own group and topic, so the healthy fleet runs beside the incidents, as a real cluster's
+    # healthy groups do (and the suite waits for the longer of the two, not their sum); each side stops only its own
+    # members.
+    healthy = Scenarios(bootstrap, telemetry, out_dir, result)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
+        try:
+            fleet = pool.submit(healthy_fleet, healthy)
+            scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+            scenarios.stop_all()
+            scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+            scenarios.stop_all()
+            scenarios.poll_overruns("poll-overrun")
+            scenarios.stop_all()
+            unsynced = scenarios.joins_without_sync("never-syncs")
+            scenarios.crash_loop("crash-loop")
+            scenarios.second_consumer_zombie("second-consumer")
+            unsynced.join(120)
+            result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
+            scenarios.stop_all()
+            fleet.result(timeout=300)
+            time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
+            result.moments["recording_end"] = now_ms()
+            clock.stop()
+            shipper.stop()
+            detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
+        finally:
+            clock.stop()
+            shipper.stop()
+            scenarios.stop_all()
+            healthy.stop_all()
     return result
 
 
+def healthy_fleet(scenarios: Scenarios) -> None:
+    """Scale-outs and clean shutdowns (classic, KIP-848), then a static rolling restart whose members stay up until
+    detection has read everything (a static member's close sends no LeaveGroup)."""
+    scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
+    scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
+    scenarios.static_rolling_restart("healthy-static")
+
+
 def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, bootstrap: str, result: Recording) -> None:
-    """Ingest (Spark's Kafka source, available-now) then detection into gold; fills `result`'s gold rows."""
+    """Detection as `radar run` runs it (decoding Spark's Kafka streams of `__consumer_offsets` and the telemetry
+    topic itself, `KafkaDetectorSources`), available-now into gold; fills `result`'s gold rows."""
     kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (result.telemetry_topic,)})
     detect = radar_config.detect.model_copy(
         update={"thresholds": {"default_session_timeout_ms": KIP848_SESSION_TIMEOUT_MS}}
     )
     config = isolated_config(radar_config, data_dir).model_copy(update={"kafka": kafka, "detect": detect})
-    offsets = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
-    telemetry_rows = kafka_stream(spark, config, [result.telemetry_topic], bootstrap)
-    ingest = IngestStage(
-        spark,
-        config,
-        offsets,
-        telemetry_source=telemetry_rows,
-        checkpoint_name="live",
-        available_now=True,
-        from_kafka=True,
+    sources = KafkaDetectorSources(
+        kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap),
+        kafka_stream(spark, config, [result.telemetry_topic], bootstrap),
     )
-    with ingest:
-        for query in ingest.queries:
-            query.awaitTermination(900)
-        ingest.queries.raise_failures()
-    with DetectStage(spark, config, checkpoint_name="live", available_now=True) as detection:
+    with DetectStage(spark, config, checkpoint_name="live", available_now=True, kafka=sources) as detection:
         for query in detection.queries:
             query.awaitTermination(900)
         detection.queries.raise_failures()
