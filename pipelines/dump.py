@@ -78,8 +78,15 @@ def parse_dump_line(line: str, where: str) -> DumpRecord:
     timestamp = obj.get("timestamp")
     if timestamp is None:
         timestamp = 0
-    if not isinstance(topic, str) or not all(isinstance(v, int) for v in (partition, offset, timestamp)):
+    # JSON true/false are Python ints (bool): not a partition, offset or timestamp
+    numbers = (partition, offset, timestamp)
+    if not isinstance(topic, str) or not all(isinstance(v, int) and not isinstance(v, bool) for v in numbers):
         raise DumpFormatError(f"{where}: topic must be a string and partition/offset/timestamp integers")
+    if not topic.isascii():
+        try:
+            topic.encode("utf-8")  # a lone surrogate escape ("\ud800") is valid JSON but no text a table can hold
+        except UnicodeEncodeError:
+            raise DumpFormatError(f"{where}: topic is not Unicode text (a lone surrogate escape)") from None
     if not (-(2**31) <= partition < 2**31 and all(-(2**63) <= v < 2**63 for v in (offset, timestamp))):
         raise DumpFormatError(f"{where}: partition must fit an int32, offset and timestamp an int64")
     return DumpRecord(

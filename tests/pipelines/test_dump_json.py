@@ -107,6 +107,10 @@ def test_bad_lines_shown_are_bounded_but_all_counted(tmp_path: Path) -> None:
         ('{"topic": "t", "partition": 0, "offset": 1, "codec": "rot13"}', "unknown codec"),
         ('{"topic": "t", "partition": 0, "offset": 1, "key": "zz!"}', "not valid base64"),
         ("[1, 2]", "expected a JSON object"),
+        ('{"topic": "t", "partition": true, "offset": 1}', "partition/offset/timestamp integers"),
+        ('{"topic": "t", "partition": 0, "offset": 1, "timestamp": false}', "partition/offset/timestamp integers"),
+        ('{"topic": "\\ud800", "partition": 0, "offset": 1}', "topic is not Unicode text"),
+        ('{"topic": "t", "partition": 0, "offset": 1, "value": "\\udc80", "codec": "utf8"}', "not valid utf8"),
     ],
 )
 def test_dump_line_errors(line: str, message: str) -> None:

@@ -98,6 +98,8 @@ UNREADABLE_LINES = [
     json.dumps({"topic": OFFSETS_TOPIC, "partition": 0, "offset": 1, "key": "!!not base64!!", "value": None}),
     json.dumps({"topic": OFFSETS_TOPIC, "partition": 0, "offset": 1, "key": "zz", "value": None, "codec": "hex"}),
     "[1, 2, 3]",
+    json.dumps({"topic": OFFSETS_TOPIC, "partition": True, "offset": 1, "key": None, "value": None}),  # a bool
+    r'{"topic": "\ud800", "partition": 0, "offset": 1, "key": null, "value": null}',  # a lone surrogate
 ]
 
 TELEMETRY_LINES = [
