@@ -99,6 +99,143 @@ def test_batches_are_cut_across_files_as_before() -> None:
     _assert_same_batches([many, b"\n\n", sample, many + b"garbage\r\n" + many])
 
 
+_HEAD = '{"topic":"t","partition":1,"offset":2,"timestamp":3'
+EDGE_LINES: list[bytes] = [
+    line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    for line in [
+        *(
+            f'{_HEAD},"key":{key},"value":null,"codec":"{codec}"}}'
+            for codec in CODECS
+            for key in (
+                '""',
+                '"QQ=="',
+                '"QR=="',
+                '"QUI="',
+                '"QUJD"',
+                '"QQ="',
+                '"QQ"',
+                '"Q"',
+                '"QQ==QQ=="',
+                '"QQ=\\u003d"',
+                '" QQ=="',
+                '"ab"',
+                '"abc"',
+                '"ab cd"',
+                '"0g"',
+                '"AB"',
+                '"ff00"',
+                '"é"',
+                '"\\u00e9"',
+                '"\\ud800"',
+                '"\x7f"',
+                '"a\\"b"',
+            )
+        ),
+        *(
+            f'{_HEAD},"key":null,"value":{value}{codec}}}'
+            for value in ('"QQ=="', "1", "true", "{}", '["a"]')
+            for codec in ("", ',"codec":null', ',"codec":"hex"', ',"codec":"utf8"', ',"codec":"UTF8"', ',"codec":1')
+        ),
+        *(
+            _HEAD.replace('"partition":1', f'"partition":{number}') + "}"
+            for number in (
+                "-0",
+                "01",
+                "1.0",
+                "1e3",
+                "1E3",
+                "-1",
+                "2147483647",
+                "2147483648",
+                "-2147483648",
+                "-2147483649",
+                "999999999",
+                "1000000000",
+                "true",
+                "false",
+                "null",
+                '"1"',
+                "NaN",
+                "Infinity",
+                "-Infinity",
+                "- 1",
+            )
+        ),
+        *(
+            _HEAD.replace('"offset":2', f'"offset":{number}') + "}"
+            for number in (
+                "999999999999999999",
+                "1000000000000000000",
+                "9223372036854775807",
+                "9223372036854775808",
+                "-9223372036854775808",
+                "-9223372036854775809",
+                "2.0",
+                "-0",
+            )
+        ),
+        *(_HEAD.replace('"timestamp":3', f'"timestamp":{number}') + "}" for number in ("null", "1.5", '"3"', "false")),
+        *(
+            _HEAD.replace('"topic":"t"', f'"topic":{topic}') + "}"
+            for topic in (
+                "null",
+                "1",
+                '"\\u0041"',
+                '"\\ud800"',
+                '"a\\/b"',
+                '"\x00"',
+                '"\x1f"',
+                '"\x7f"',
+                '"é\u2028"',
+                '""',
+            )
+        ),
+        '{"partition":1,"offset":2,"topic":"t"}',
+        '{"topic":"t","offset":2}',
+        '{"topic":"t","partition":1}',
+        f"{_HEAD}}}",
+        f'{_HEAD},"x":1}}',
+        f'{_HEAD},"x":NaN}}',
+        f'{_HEAD},"x":{{"topic":5}}}}',
+        f'{_HEAD},"topic":"u"}}',
+        f'{_HEAD},"partition":5}}',
+        '{"topic":"t","topic":"u","partition":1,"offset":2}',
+        f' \t{_HEAD} , "key" : null }} \t',
+        f"\x0b{_HEAD}}}",
+        f"{_HEAD}}}\x0c",
+        f"\ufeff{_HEAD}}}",
+        f"\xa0{_HEAD}}}",
+        f"{_HEAD}}} x",
+        f"{_HEAD}}}{{}}",
+        f"{_HEAD}}},",
+        f"[{_HEAD}}}]",
+        "[]",
+        "5",
+        '"s"',
+        "null",
+        "{}",
+        "{",
+        "}",
+        b'{"topic":"t\xff","partition":1,"offset":2}',
+        b'{"topic":"t","partition":1,"offset":2}\xc3',
+        b'{"topic":"t","partition":1,"offset":2,"x":"\xed\xa0\x80"}',
+        b"\xff\xfe",
+        b"\x00",
+    ]
+]
+
+
+@pytest.mark.parametrize("line", EDGE_LINES, ids=range(len(EDGE_LINES)))
+def test_edge_lines_parse_as_the_reader_parses_them(line: bytes) -> None:
+    _assert_same_batches([line, line + b"\r\n", b"\n" + line + b"\r" + line])
+
+
+def test_edge_lines_in_one_file_parse_the_same_and_some_take_the_fast_path() -> None:
+    content = b"\n".join(EDGE_LINES)
+    _assert_same_batches([content])
+    assert 20 < _accepted(content) < len(EDGE_LINES) / 2
+
+
 # Records as `dump_line` writes them, with every codec, then bent every way the two readers could part.
 TOPIC = st.one_of(
     st.sampled_from(["__consumer_offsets", "orders", ""]),
