@@ -22,6 +22,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from pipelines.dump import DumpFormatError, check_dump_files, decode_dump_line
+from pipelines.dump_columns import PARSED_DUMP, decode_dump_content
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = (
@@ -38,19 +39,6 @@ PARSED_DUMP_DDL = (
 )
 LINES_PER_ARROW_BATCH = 10_000
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
-_PARSED_DUMP = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp_ms", pa.int64()),
-        ("source_error", pa.string()),
-        ("source_file", pa.string()),
-        ("source_line", pa.int64()),
-    ]
-)
 
 
 def databricks_secret_lookup(spark: SparkSession) -> SecretLookup:
@@ -132,11 +120,34 @@ def kafka_stream(
 
 
 def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
-    """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): every line through
-    the one dump reader (`pipelines.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record
-    keeps its bytes as the value, says why in `source_error`, and every row keeps its file and line number.
+    """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): the dump format's
+    vectorised reader (`pipelines.dump_columns`), which leaves every line it cannot prove to the one dump reader
+    (`pipelines.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record keeps its bytes as the
+    value, says why in `source_error`, and every row keeps its file and line number. Batches of
+    `LINES_PER_ARROW_BATCH` rows across files, as `parse_dump_files_by_rows` cuts them.
     `files` maps a staging link's name to the path the user gave."""
-    rows: dict[str, list[Any]] = {name: [] for name in _PARSED_DUMP.names}
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in batches:
+        contents = batch.column("content")
+        for index, path in enumerate(batch.column("path").to_pylist()):
+            name = files.get(unquote(path.rsplit("/", 1)[-1]), path)
+            for parsed in decode_dump_content(contents[index].as_buffer(), name, LINES_PER_ARROW_BATCH):
+                pending.append(parsed)
+                pending_rows += parsed.num_rows
+                if pending_rows >= LINES_PER_ARROW_BATCH:
+                    rows = pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks()
+                    yield from rows.slice(0, LINES_PER_ARROW_BATCH).to_batches()
+                    rest = rows.slice(LINES_PER_ARROW_BATCH)
+                    pending, pending_rows = rest.to_batches(), rest.num_rows
+    if pending_rows:
+        yield from pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks().to_batches()
+
+
+def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
+    """`parse_dump_files` with every line through the one dump reader, row by row: the reference the vectorised
+    reader must match, and the row-by-row side of benchmarks/decode.py."""
+    rows: dict[str, list[Any]] = {name: [] for name in PARSED_DUMP.names}
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True):
             name = files.get(unquote(path.rsplit("/", 1)[-1]), path)
@@ -157,13 +168,13 @@ def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]
                         record.timestamp,
                         None,
                     )
-                for column, value in zip(_PARSED_DUMP.names, (*parsed, name, number), strict=True):
+                for column, value in zip(PARSED_DUMP.names, (*parsed, name, number), strict=True):
                     rows[column].append(value)
                 if len(rows["offset"]) >= LINES_PER_ARROW_BATCH:
-                    yield pa.RecordBatch.from_pydict(rows, schema=_PARSED_DUMP)
-                    rows = {column: [] for column in _PARSED_DUMP.names}
+                    yield pa.RecordBatch.from_pydict(rows, schema=PARSED_DUMP)
+                    rows = {column: [] for column in PARSED_DUMP.names}
     if rows["offset"]:
-        yield pa.RecordBatch.from_pydict(rows, schema=_PARSED_DUMP)
+        yield pa.RecordBatch.from_pydict(rows, schema=PARSED_DUMP)
 
 
 def replay_staging_dir(paths: Sequence[str | Path], root: Path | None = None) -> Path:
