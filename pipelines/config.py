@@ -78,7 +78,8 @@ class SparkConfig(FrozenSection):
     kafka_token_provider_version: str | None = None  # None = kafka_connector_version
     delta_version: str | None = None
     extra_conf: dict[str, str] = Field(default_factory=dict)
-    # `radar sql` and `radar detections` map a class-data archive of their JVM (`pipelines.class_archive`).
+    # `radar sql`, `radar detections` and a short `radar replay` map a class-data archive of their JVM
+    # (`pipelines.class_archive`).
     class_archive: bool = True
     class_archive_dir: Path | None = None  # default: class-archives/ beside the jar cache
     # Level of Spark's JVM logging on the console (`--verbose` sets WARN).

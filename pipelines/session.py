@@ -195,7 +195,8 @@ def build_spark_session(
     """The one SparkSession of this process, verified to resolve the configured formats. `quick_start`: the
     process runs one short command, so a new local JVM is tuned to start fast (see `QUICK_START_JAVA_OPTIONS`);
     `archive_classes`: it also maps a class-data archive (`pipelines.class_archive`), for commands whose time is
-    mostly the JVM's cold start (`radar sql`, `radar detections`; a replay's is its queries: measured no faster).
+    mostly the JVM's cold start (`radar sql`, `radar detections`, a short `radar replay`: 22.5 s -> 18.9 s on a
+    quiet machine, its own archive, as its JVM loads the Kafka connector and streaming classes too).
     An existing session is used as it is."""
     quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():

@@ -384,8 +384,9 @@ def test_canonical_base64_decodes_as_b64decode(text: str) -> None:
     ],
 )
 def test_a_surrogate_topic_or_a_bool_partition_is_a_bad_line_for_both_readers(line: bytes, error: str) -> None:
-    """`json.loads` reads a topic `"\\ud800"` (Arrow cannot write it) and `true` as True, an int to Python: both crashed the replay
-    task before the reader refused them; the fast path declines them and the reader's error is the row's."""
+    """`json.loads` reads a topic `"\\ud800"` (Arrow cannot write it) and `true` as True, an int to Python: both
+    crashed the replay task before the reader refused them; the fast path declines them, the reader's error is the
+    row's."""
     assert _accepted(line) == 0
     (by_rows,) = parse_dump_files_by_rows(iter([_binary_files([line])]), {})
     (vectorised,) = parse_dump_files(iter([_binary_files([line])]), {})
