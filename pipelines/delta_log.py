@@ -178,6 +178,19 @@ def timestamp_maximum(location: Path, column: str) -> ColumnMaximum | None:
     return ColumnMaximum(newest)
 
 
+def history_without_checkpoint(location: Path) -> bool:
+    """True when the log of the Delta table at `location` still starts at its first commit and has no checkpoint
+    yet (Delta writes one every 10 commits by default): its few JSON commits are the whole table, cheaper to read in
+    order than a snapshot to reconstruct."""
+    log = location / "_delta_log"
+    if not log.is_dir():
+        return False
+    names = [p.name for p in log.iterdir()]
+    if any(CLASSIC_CHECKPOINT_FILE.match(name) or V2_CHECKPOINT_FILE.match(name) for name in names):
+        return False
+    return f"{0:020d}.json" in names
+
+
 def log_version(location: Path) -> int | None:
     """The newest committed version of the local Delta table at `location` (its newest commit file); None without
     a log. The record-key check of appends compares it with the version it last wrote."""

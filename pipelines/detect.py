@@ -47,7 +47,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.delta_log import live_files, timestamp_maximum
+from pipelines.delta_log import history_without_checkpoint, live_files, timestamp_maximum
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import TableCatalog, append_rows, ensure_tables, held_keys, note_written_keys
@@ -178,22 +178,19 @@ def detector_input_from_kafka(config: RadarConfig, sources: KafkaDetectorSources
     )
 
 
-FIRST_COMMIT = f"{0:020d}.json"
-
-
 def _read_source(spark: SparkSession, config: RadarConfig, table: TableSchema, streaming: bool) -> DataFrame:
-    """A detector source, as a Delta stream or a batch read. A new stream on a local table whose log still holds its
-    first commit reads the commits from version 0 (`startingVersion`) instead of reconstructing a snapshot first:
-    the same rows for these append-only tables (OPTIMIZE's rewrites carry no data change and are skipped either
-    way), without the Spark jobs of five state reconstructions (~3.5 s of a short replay in a cold JVM). Delta
-    cleans old commits up oldest first, so a log holding version 0 holds every commit after it; a resumed stream
-    follows its checkpoint whatever the option says."""
+    """A detector source, as a Delta stream or a batch read. A new stream on a local table whose log is still a few
+    commits from version 0 with no checkpoint (a replay into a new data dir) reads those commits (`startingVersion`)
+    instead of reconstructing a snapshot first: the same rows for these append-only tables (OPTIMIZE's rewrites
+    carry no data change and are skipped either way), without the Spark jobs of five state reconstructions (~4 s of
+    a short replay in a cold JVM). A longer log keeps the snapshot (thousands of commits would be slower to read one
+    by one); a resumed stream follows its checkpoint whatever the option says."""
     catalog = TableCatalog(config)
     location = catalog.location(table)
     reader = spark.readStream if streaming else spark.read
     if location is None:
         return reader.table(catalog.name(table))
-    if streaming and (location / "_delta_log" / FIRST_COMMIT).is_file():
+    if streaming and history_without_checkpoint(location):
         reader = reader.option("startingVersion", "0")
     return reader.format("delta").load(str(location))
 

@@ -10,7 +10,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.delta_log import ColumnMaximum, log_version, timestamp_maximum
+from pipelines.delta_log import ColumnMaximum, history_without_checkpoint, log_version, timestamp_maximum
 from pipelines.streams import TableWriter
 from pipelines.tables import (
     TableCatalog,
@@ -118,6 +118,27 @@ def test_the_newest_source_time_is_read_from_the_log_as_spark_reads_it(  # type:
     assert "reason" not in stats_columns(QUARANTINE)
     assert timestamp_maximum(location, "reason") is None
     assert timestamp_maximum(tmp_path / "no-table-here", "src_timestamp") is None
+
+
+@pytest.mark.spark
+def test_a_log_is_read_commit_by_commit_only_until_its_first_checkpoint(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A new detection stream reads a table's commits from version 0 only while they are a few JSON files: once
+    Delta wrote a checkpoint (every 10 commits), the snapshot is the cheaper read."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+    assert not history_without_checkpoint(tmp_path / "no-table-here")
+    assert history_without_checkpoint(location)  # version 0: the CREATE
+    version = 0
+    while not list((location / "_delta_log").glob("*.checkpoint*.parquet")):
+        assert history_without_checkpoint(location), version
+        _quarantine_rows(spark, config, 1, first=version).write.format("delta").mode("append").save(str(location))
+        version += 1
+        assert version <= 100, "Delta wrote no checkpoint"
+    assert not history_without_checkpoint(location)
 
 
 @pytest.mark.spark
