@@ -431,10 +431,11 @@ def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> N
 def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema, *, append_new_keys: bool = False) -> None:
     """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
-    `append_new_keys` (the live detection query's `detections`, the one writer of that table): when this process
-    knows the table's ids (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a
-    plain append instead of a MERGE, the cheap path for a detection's first row. A batch redone after a crash runs
-    in a new process, which reads the ids first and finds its rows there: it MERGEs."""
+    `append_new_keys` (every gold table has one writer query: the detection query, or live the gold query for
+    `rebalances` and `group_health`): when this process knows the table's ids (`tables.held_keys`) and none of the
+    batch's is among them, the rows are inserted with a plain append instead of a MERGE, the cheap path for a
+    detection's first row and for a replay into new tables (an empty table's ids are known without a read). A batch
+    redone after a crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs."""
     location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
     if not append_new_keys or location is None:
@@ -463,8 +464,8 @@ def append_staged(rows: DataFrame, config: RadarConfig) -> None:
 
 
 def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch body: MERGE the batch's rows into the gold tables they name (tables with no rows are
-    skipped). `staged`: MERGE only `detections` (its new ids appended, see `merge_gold`), and append the versions of
+    """The foreachBatch body: upsert the batch's rows into the gold tables they name (new ids appended, see
+    `merge_gold`; tables with no rows are skipped). `staged`: upsert only `detections`, and append the versions of
     the staged gold tables (`STAGED_GOLD_TABLES`) to `detector_output` for the gold query (`start_gold_query`) to
     MERGE off this query's path."""
     staged_names = {table.name for table in STAGED_GOLD_TABLES}
@@ -475,7 +476,7 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             present = {row["target"] for row in batch.select("target").distinct().collect()}
             merged = [t for t in GOLD_TABLES.values() if t.name in present and not (staged and t.name in staged_names)]
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=staged)
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=True)
                 for table in merged
             ]
             if staged and present & staged_names:

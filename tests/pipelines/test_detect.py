@@ -338,6 +338,9 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     run_once(spark, replayed)
     expected = {schema.name: gold_rows(spark, replayed, schema) for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
     assert expected[REBALANCES.name] and expected[GROUP_HEALTH.name] and expected[DETECTIONS.name]
+    for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):  # new tables: their first rows appended, not MERGEd
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{TableCatalog(replayed).location(schema)}`").collect()
+        assert [r["operation"] for r in history][-2] == "WRITE", schema.name
 
     stage = start_detect(spark, live, checkpoint_name="live")
     try:
