@@ -9,8 +9,9 @@ one event-time watermark (max event time minus `detect.lateness_ms`) says which 
 event time forward while every group is silent, so "nothing happened" rules fire live, and because ticks are data
 a replay of the same dump moves time the same way. Each (cluster, group_id) key holds one tracker snapshot in
 RocksDB; the tracker decides only on events at or below the watermark, in its own event order, so the output
-depends on the events and the final watermark, not on how micro-batches cut them. Gold rows are MERGEd by their
-deterministic ids, never appended, and an older version of a row never replaces a newer one.
+depends on the events and the final watermark, not on how micro-batches cut them. Gold rows are upserted by their
+deterministic ids (MERGEd, or appended when the process knows the table holds none of a batch's ids: `merge_gold`),
+never written twice, and an older version of a row never replaces a newer one.
 
 Where the gold MERGEs run: a Delta MERGE rebuilds the table's state, materialises its source and rewrites files
 (0.7 s alone on an idle 2-core machine, 5 s under a live run's load, three of them in every detection micro-batch
@@ -428,17 +429,18 @@ def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> N
     )
 
 
-def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema, *, append_new_keys: bool = False) -> None:
+def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None:
     """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
-    `append_new_keys` (every gold table has one writer query: the detection query, or live the gold query for
-    `rebalances` and `group_health`): when this process knows the table's ids (`tables.held_keys`) and none of the
-    batch's is among them, the rows are inserted with a plain append instead of a MERGE, the cheap path for a
-    detection's first row and for a replay into new tables (an empty table's ids are known without a read). A batch
-    redone after a crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs."""
+    Every gold table has one writer query (the detection query; live, the gold query for `rebalances` and
+    `group_health`): when this process knows a local table's ids (`tables.held_keys`) and none of the batch's is
+    among them, the rows are inserted with a plain append instead of a MERGE, the cheap path for a detection's first
+    row and for a replay into new tables (an empty table's ids are known without a read). A batch redone after a
+    crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs. Tables in a
+    catalog (Databricks) are always MERGEd."""
     location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
-    if not append_new_keys or location is None:
+    if location is None:
         _merge_into(source, config, table)
         return
     keys = KEY_COLUMNS[table.name]
@@ -476,7 +478,7 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             present = {row["target"] for row in batch.select("target").distinct().collect()}
             merged = [t for t in GOLD_TABLES.values() if t.name in present and not (staged and t.name in staged_names)]
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, append_new_keys=True)
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table)
                 for table in merged
             ]
             if staged and present & staged_names:
