@@ -49,7 +49,10 @@ class DetectionSummary:
 
 
 def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionSummary:
-    """The gold detections of `config.cluster`, counted by kind and severity, with the first few summaries."""
+    """The gold detections of `config.cluster`, counted by kind and severity, with the first few summaries. A table
+    whose Delta log says it is empty is not read (two Spark jobs in a cold JVM, ~1 s of a short replay)."""
+    if count_if_exists(spark, config, DETECTIONS) == 0:
+        return DetectionSummary({}, ())
     rows = spark.table(TableCatalog(config).name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))
     counts = {(r["kind"], r["severity"]): int(r["count"]) for r in rows.groupBy("kind", "severity").count().collect()}
     first = rows.orderBy("detected_at", "detection_id").select("summary").limit(SUMMARY_EXAMPLES).collect()

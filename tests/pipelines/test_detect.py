@@ -32,6 +32,7 @@ from pipelines.detect import (
     start_gold_query,
 )
 from pipelines.ingest import run_replay
+from pipelines.monitor import summarise_detections
 from pipelines.streams import Trigger
 from pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
@@ -473,3 +474,31 @@ def test_a_new_detection_stream_reads_every_commit_once_after_an_optimize(
     assert len(table_rows) == len(s.rows) > 0
     assert commits_rows == snapshot_rows == table_rows
     assert commits_jobs < snapshot_jobs, (commits_jobs, snapshot_jobs)
+
+
+def test_the_run_summary_counts_detections_and_reads_no_empty_table(spark: SparkSession, config: RadarConfig) -> None:
+    """What `radar replay` and `radar run` print at the end: nothing read for a table the log says is empty, else
+    the detections by kind and severity and the first summaries in detection order."""
+    context = spark.sparkContext
+    group = f"summary-{config.data_dir.name}"
+    context.setJobGroup(group, "the summary of an empty detections table")
+    try:
+        empty = summarise_detections(spark, config)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert empty.lines() == ["no detections"] and empty.total == 0
+    assert context.statusTracker().getJobIdsForGroup(group) == []
+
+    s, _t = expiry_scenario()
+    append(spark, config, s.rows)
+    run_once(spark, config)
+    stored = [r.asDict() for r in table(spark, config, DETECTIONS).collect()]
+    assert stored
+    summary = summarise_detections(spark, config)
+    by_kind: dict[tuple[str, str], int] = {}
+    for d in stored:
+        by_kind[(d["kind"], d["severity"])] = by_kind.get((d["kind"], d["severity"]), 0) + 1
+    assert summary.by_kind_and_severity == by_kind
+    ordered = sorted(stored, key=lambda d: (d["detected_at"], d["detection_id"]))
+    assert summary.examples == tuple(d["summary"] for d in ordered[:5])
+    assert summary.lines()[0].startswith(f"{len(stored)} detection(s): ")
