@@ -277,32 +277,34 @@ def recording(
     # healthy groups do (and the suite waits for the longer of the two, not their sum); each side stops only its own
     # members.
     healthy = Scenarios(bootstrap, telemetry, out_dir, result)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
-        try:
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
             fleet = pool.submit(healthy_fleet, healthy)
-            scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
-            scenarios.stop_all()
-            scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-            scenarios.stop_all()
-            scenarios.poll_overruns("poll-overrun")
-            scenarios.stop_all()
-            unsynced = scenarios.joins_without_sync("never-syncs")
-            scenarios.crash_loop("crash-loop")
-            scenarios.second_consumer_zombie("second-consumer")
-            unsynced.join(120)
-            result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
-            scenarios.stop_all()
-            fleet.result(timeout=300)
-            time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
-            result.moments["recording_end"] = now_ms()
-            clock.stop()
-            shipper.stop()
-            detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
-        finally:
-            clock.stop()
-            shipper.stop()
-            scenarios.stop_all()
-            healthy.stop_all()
+            try:
+                scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+                scenarios.stop_all()
+                scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+                scenarios.stop_all()
+                scenarios.poll_overruns("poll-overrun")
+                scenarios.stop_all()
+                unsynced = scenarios.joins_without_sync("never-syncs")
+                scenarios.crash_loop("crash-loop")
+                scenarios.second_consumer_zombie("second-consumer")
+                unsynced.join(120)
+                result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
+                scenarios.stop_all()
+                fleet.result(timeout=300)
+                time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
+                result.moments["recording_end"] = now_ms()
+                clock.stop()
+                shipper.stop()
+                detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
+            finally:
+                clock.stop()
+                shipper.stop()
+                scenarios.stop_all()
+    finally:
+        healthy.stop_all()  # once the fleet's thread has ended (the pool waits for it): none of its members is left
     return result
 
 
