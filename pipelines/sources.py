@@ -146,7 +146,7 @@ def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]
 
 def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
     """`parse_dump_files` with every line through the one dump reader, row by row: the reference the vectorised
-    reader must match, and the row-by-row side of benchmarks/decode.py."""
+    reader must match, and the row-by-row side of benchmarks/dump_parse.py."""
     rows: dict[str, list[Any]] = {name: [] for name in PARSED_DUMP.names}
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True):
