@@ -48,10 +48,17 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.delta_log import history_without_checkpoint, live_files, timestamp_maximum
+from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
-from pipelines.tables import TableCatalog, append_rows, ensure_tables, held_keys, note_written_keys
+from pipelines.tables import (
+    TableCatalog,
+    append_rows,
+    ensure_tables,
+    held_keys,
+    log_says_empty,
+    note_written_keys,
+)
 from transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
@@ -478,8 +485,7 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             present = {row["target"] for row in batch.select("target").distinct().collect()}
             merged = [t for t in GOLD_TABLES.values() if t.name in present and not (staged and t.name in staged_names)]
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table)
-                for table in merged
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table) for table in merged
             ]
             if staged and present & staged_names:
                 writes.append(partial(append_staged, batch.where(F.col("target").isin(*staged_names)), config))
@@ -652,7 +658,8 @@ def newest_event_ms(spark: SparkSession, config: RadarConfig) -> int | None:
         location = catalog.location(SOURCE_TABLES[name])
         from_log = None if location is None else timestamp_maximum(location, time_column)
         if from_log is not None and (name != CLOCK_TICKS.name or from_log.ms is None):
-            newest.extend([] if from_log.ms is None else [from_log.ms])
+            if from_log.ms is not None:
+                newest.append(from_log.ms)
             continue
         rows = _read_source(spark, config, SOURCE_TABLES[name], streaming=False)
         if name == CLOCK_TICKS.name:
@@ -666,12 +673,6 @@ def newest_event_ms(spark: SparkSession, config: RadarConfig) -> int | None:
     return max(newest, default=None)
 
 
-def _holds_no_rows(config: RadarConfig, table: TableSchema) -> bool:
-    """True when the local table's log says it holds no row (False when it holds some or the log cannot say)."""
-    location = TableCatalog(config).location(table)
-    return location is not None and live_files(location) == []
-
-
 def seal_replay_time(spark: SparkSession, config: RadarConfig) -> int | None:
     """Append the end-of-dump tick (newest event + lateness) unless it is there already; returns its time (ms)."""
     newest = newest_event_ms(spark, config)
@@ -679,7 +680,7 @@ def seal_replay_time(spark: SparkSession, config: RadarConfig) -> int | None:
         return None
     seal_ms = newest + config.detect.lateness_ms
     ensure_tables(spark, config, [CLOCK_TICKS])
-    if not _holds_no_rows(config, CLOCK_TICKS):
+    if not log_says_empty(config, CLOCK_TICKS):
         ticks = _read_source(spark, config, CLOCK_TICKS, streaming=False)
         end = (F.col("emitter") == F.lit(REPLAY_END_EMITTER)) & (F.unix_millis("tick_time") >= seal_ms)
         if not ticks.where(end).isEmpty():

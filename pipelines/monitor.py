@@ -22,7 +22,7 @@ from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
 from pipelines.phases import phase
 from pipelines.streams import run_until_stopped, start_stages
-from pipelines.tables import TableCatalog, count_if_exists
+from pipelines.tables import TableCatalog, count_if_exists, log_says_empty
 from transforms.schemas import DETECTIONS
 
 SUMMARY_EXAMPLES = 5
@@ -51,7 +51,7 @@ class DetectionSummary:
 def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionSummary:
     """The gold detections of `config.cluster`, counted by kind and severity, with the first few summaries. A table
     whose Delta log says it is empty is not read (two Spark jobs in a cold JVM, ~1 s of a short replay)."""
-    if count_if_exists(spark, config, DETECTIONS) == 0:
+    if log_says_empty(config, DETECTIONS):
         return DetectionSummary({}, ())
     rows = spark.table(TableCatalog(config).name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))
     counts = {(r["kind"], r["severity"]): int(r["count"]) for r in rows.groupBy("kind", "severity").count().collect()}

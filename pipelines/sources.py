@@ -10,10 +10,9 @@ from __future__ import annotations
 import glob
 import hashlib
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -21,8 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
-from pipelines.dump import DumpFormatError, check_dump_files, decode_dump_line
-from pipelines.dump_columns import PARSED_DUMP, decode_dump_content
+from pipelines.dump import check_dump_files
+from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = (
@@ -119,6 +118,31 @@ def kafka_stream(
     )
 
 
+def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[tuple[str, pa.Buffer]]:
+    """(the path the user gave, the content) of every `binaryFile` row; `files` maps a staging link's name to it."""
+    for batch in batches:
+        contents = batch.column("content")
+        for index, path in enumerate(batch.column("path").to_pylist()):
+            yield files.get(unquote(path.rsplit("/", 1)[-1]), path), contents[index].as_buffer()
+
+
+def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+    """The rows of `parsed`, in order, cut into batches of `size` rows across files (the last one shorter)."""
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in parsed:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= size:
+            rows = pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks()
+            while rows.num_rows >= size:
+                yield from rows.slice(0, size).to_batches()
+                rows = rows.slice(size)
+            pending, pending_rows = rows.to_batches(), rows.num_rows
+    if pending_rows:
+        yield from pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks().to_batches()
+
+
 def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): the dump format's
     vectorised reader (`pipelines.dump_columns`), which leaves every line it cannot prove to the one dump reader
@@ -126,55 +150,25 @@ def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]
     value, says why in `source_error`, and every row keeps its file and line number. Batches of
     `LINES_PER_ARROW_BATCH` rows across files, as `parse_dump_files_by_rows` cuts them.
     `files` maps a staging link's name to the path the user gave."""
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    for batch in batches:
-        contents = batch.column("content")
-        for index, path in enumerate(batch.column("path").to_pylist()):
-            name = files.get(unquote(path.rsplit("/", 1)[-1]), path)
-            for parsed in decode_dump_content(contents[index].as_buffer(), name, LINES_PER_ARROW_BATCH):
-                pending.append(parsed)
-                pending_rows += parsed.num_rows
-                if pending_rows >= LINES_PER_ARROW_BATCH:
-                    rows = pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks()
-                    yield from rows.slice(0, LINES_PER_ARROW_BATCH).to_batches()
-                    rest = rows.slice(LINES_PER_ARROW_BATCH)
-                    pending, pending_rows = rest.to_batches(), rest.num_rows
-    if pending_rows:
-        yield from pa.Table.from_batches(pending, schema=PARSED_DUMP).combine_chunks().to_batches()
+    parsed = (
+        rows
+        for name, content in _dump_files(batches, files)
+        for rows in decode_dump_content(content, name, LINES_PER_ARROW_BATCH)
+    )
+    return _in_batches_of(parsed, LINES_PER_ARROW_BATCH)
 
 
 def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
     """`parse_dump_files` with every line through the one dump reader, row by row: the reference the vectorised
     reader must match, and the row-by-row side of benchmarks/dump_parse.py."""
-    rows: dict[str, list[Any]] = {name: [] for name in PARSED_DUMP.names}
-    for batch in batches:
-        for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist(), strict=True):
-            name = files.get(unquote(path.rsplit("/", 1)[-1]), path)
-            for number, raw in enumerate(content.splitlines(), 1):
-                if not raw.strip():
-                    continue
-                try:
-                    record = decode_dump_line(raw, f"{name}:{number}")
-                except DumpFormatError as exc:
-                    parsed: tuple[Any, ...] = (None, raw, "", -1, -1, 0, str(exc))
-                else:
-                    parsed = (
-                        record.key,
-                        record.value,
-                        record.topic,
-                        record.partition,
-                        record.offset,
-                        record.timestamp,
-                        None,
-                    )
-                for column, value in zip(PARSED_DUMP.names, (*parsed, name, number), strict=True):
-                    rows[column].append(value)
-                if len(rows["offset"]) >= LINES_PER_ARROW_BATCH:
-                    yield pa.RecordBatch.from_pydict(rows, schema=PARSED_DUMP)
-                    rows = {column: [] for column in PARSED_DUMP.names}
-    if rows["offset"]:
-        yield pa.RecordBatch.from_pydict(rows, schema=PARSED_DUMP)
+
+    def by_rows() -> Iterator[pa.RecordBatch]:
+        for name, content in _dump_files(batches, files):
+            lines = content.to_pybytes().splitlines()
+            numbers = [number for number, raw in enumerate(lines, 1) if raw.strip()]
+            yield decode_dump_lines_by_rows([lines[number - 1] for number in numbers], numbers, name)
+
+    return _in_batches_of(by_rows(), LINES_PER_ARROW_BATCH)
 
 
 def replay_staging_dir(paths: Sequence[str | Path], root: Path | None = None) -> Path:

@@ -471,6 +471,13 @@ def upserting(keys: Mapping[str, Sequence[str]]) -> TableWrite:
     return upsert
 
 
+def log_says_empty(config: RadarConfig, table: TableSchema) -> bool:
+    """True when the local table's Delta log says it holds no row (no Spark job); False when it holds some, when the
+    log alone cannot say, or for a table in a catalog: the caller then reads the table."""
+    location = TableCatalog(config).location(table)
+    return location is not None and record_count(location) == 0
+
+
 def count_if_exists(spark: SparkSession, config: RadarConfig, table: TableSchema) -> int | None:
     """Rows of `table`, or None while it does not exist yet (the live status shows detections once they do). A
     local table is counted from its Delta log (`pipelines.delta_log`: no Spark job), or scanned where the log

@@ -96,7 +96,13 @@ def test_repository_jsonl_files_parse_the_same() -> None:
 def test_batches_are_cut_across_files_as_before() -> None:
     sample = SAMPLE.read_bytes()
     many = sample * (LINES_PER_ARROW_BATCH // len(sample.splitlines()) + 7)
-    _assert_same_batches([many, b"\n\n", sample, many + b"garbage\r\n" + many])
+    contents = [many, b"\n\n", sample, many + b"garbage\r\n" + many]
+    _assert_same_batches(contents)
+    # both readers share the cutting: its shape, on its own (full batches, then the rest; every non-blank line)
+    lines = sum(1 for content in contents for raw in content.splitlines() if raw.strip())
+    sizes = [b.num_rows for b in parse_dump_files(iter([_binary_files(contents)]), {})]
+    full, rest = divmod(lines, LINES_PER_ARROW_BATCH)
+    assert sizes == [LINES_PER_ARROW_BATCH] * full + ([rest] if rest else [])
 
 
 _HEAD = '{"topic":"t","partition":1,"offset":2,"timestamp":3'
