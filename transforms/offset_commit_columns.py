@@ -4,8 +4,8 @@ decoded over whole Arrow buffers with numpy, straight into the `offset_commit` o
 Nine records in ten on a busy cluster are offset commits, and a Python loop per record caps ingest at the decoder's
 ~230k records/s per core. This path reads every field of every candidate record at once (gathers at per-row byte
 positions) and *accepts* only what it can decode exactly as the schema-driven reader would: well-formed records
-whose key and value end exactly where their last field ends, ASCII or valid UTF-8 strings, a one-byte compact
-length and at most the `topicId` tag in v4. Everything else (other record types, unknown versions, trailing bytes,
+whose key and value end exactly where their last field ends, ASCII or valid UTF-8 strings, a compact length of one
+or two bytes and at most the `topicId` tag in v4. Everything else (other record types, unknown versions, trailing bytes,
 bad bytes) is left to `transforms.wire.coordinator_records.decode_record`, which stays the single source of truth:
 the fast path never quarantines, it only declines. tests/transforms/test_offset_commit_columns.py proves the two
 give the same rows.
@@ -171,10 +171,13 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, row_type: pa.StructT
     leader_epoch = np.where(has_epoch, v.int32(at), -1)
     at = at + np.where(has_epoch, 4, 0)
     compact = version == 4
-    compact_len = v.uint8(at)
-    value_ok &= ~compact | ((compact_len >= 1) & (compact_len < 0x80))  # null (0) or a multi-byte varint: decline
+    # a compact string's length is an unsigned varint: one byte below 128, two up to 16383 (longer: decline)
+    low, high = v.uint8(at), v.uint8(at + 1)
+    two_bytes = low >= 0x80
+    compact_len = np.where(two_bytes, (low & 0x7F) | (high << 7), low)
+    value_ok &= ~compact | ((compact_len >= 1) & (~two_bytes | (high < 0x80)))  # null (0) or 3+ bytes: decline
     metadata_len = np.where(compact, compact_len - 1, v.int16(at))
-    metadata_start = at + np.where(compact, 1, 2)
+    metadata_start = at + np.where(compact, np.where(two_bytes, 2, 1), 2)
     value_ok &= tombstone | (metadata_len >= 0)  # a tombstone has no bytes: what was read belongs to the next row
     at = metadata_start + np.maximum(metadata_len, 0)
     commit_ms = v.int64(at)
