@@ -50,8 +50,8 @@ from transforms.schemas import (
     OFFSET_COMMITS,
     QUARANTINE,
     RECORD_KEY,
+    UNRESOLVED_DETECTION_STATUSES,
     AlertStatus,
-    DetectionStatus,
     QuarantineStage,
     Severity,
     TableSchema,
@@ -160,7 +160,8 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
         return groups.setdefault(group_id, {"cluster": cluster, "group_id": group_id})
 
     if DETECTIONS.name in tables:
-        critical_open = (F.col("status") == str(DetectionStatus.OPEN)) & (F.col("severity") == str(Severity.CRITICAL))
+        unresolved = F.col("status").isin(*(str(status) for status in UNRESOLVED_DETECTION_STATUSES))
+        critical_open = unresolved & (F.col("severity") == str(Severity.CRITICAL))
         per_group = (
             tables[DETECTIONS.name]
             .groupBy("group_id")

@@ -137,6 +137,9 @@ class DetectConfig(FrozenSection):
 
     # How long after an event its telemetry may still arrive (telemetry lags the records it explains).
     lateness_ms: int = Field(default=2000, ge=0)
+    # Live, show a detection as soon as the events ahead of the watermark open it (status `provisional`), confirmed
+    # or withdrawn once the watermark passes them; off: detections appear only once the watermark has passed.
+    provisional_detections: bool = True
     trigger_interval: str = "1 second"
     # A live run's gold query MERGEs `rebalances` and `group_health` from `detector_output` this often: they are off
     # the detection query's path, and a longer trigger coalesces many detection batches into one upsert.

@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -52,9 +53,11 @@ from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import (
+    HeldKeys,
     TableCatalog,
     append_rows,
     ensure_tables,
+    forget_held_keys,
     held_keys,
     log_says_empty,
     note_written_keys,
@@ -62,6 +65,7 @@ from pipelines.tables import (
 from transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
+    DETECTION_STATUS_RANK,
     DETECTIONS,
     DETECTOR_INPUT,
     DETECTOR_OUTPUT,
@@ -281,10 +285,11 @@ class GroupTrackerProcessor(StatefulProcessor):
     """One tracker per (cluster, group_id): restore, accept the batch's events, advance to the watermark, emit,
     snapshot, and wake up again (event-time timer) when the tracker says something could become due."""
 
-    def __init__(self, binding: TrackerBinding, thresholds: Any, state_ttl_ms: int) -> None:
+    def __init__(self, binding: TrackerBinding, thresholds: Any, state_ttl_ms: int, *, preview: bool = False) -> None:
         self._binding = binding
         self._thresholds = thresholds
         self._state_ttl_ms = state_ttl_ms
+        self._preview = preview  # live: show what the events ahead of the watermark say (`GroupTracker.preview`)
         self._names = tuple(c.name for c in ROUTED_OUTPUT_COLUMNS)
         self._row = Row(*self._names)
 
@@ -321,7 +326,7 @@ class GroupTrackerProcessor(StatefulProcessor):
             if event is not None:
                 events.append(event)
         tracker.accept(events)
-        yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
+        yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs(), preview=self._preview)
 
     def handleExpiredTimer(  # noqa: N802
         self,
@@ -335,16 +340,19 @@ class GroupTrackerProcessor(StatefulProcessor):
         tracker, emitted = self._load(cluster, group_id)
         yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
 
-    def _advance(self, tracker: Any, emitted: int, watermark_ms: int) -> Iterator[Row]:
+    def _advance(self, tracker: Any, emitted: int, watermark_ms: int, *, preview: bool = False) -> Iterator[Row]:
         output = tracker.advance_to(watermark_ms) if watermark_ms > 0 else None
+        routed: list[tuple[str, Mapping[str, Any]]] = []
         if output is not None:
             routed = [(REBALANCES.name, row) for row in output.rebalances]
             routed += [(DETECTIONS.name, row) for row in output.detections]
             if output.health is not None:
                 routed.append((GROUP_HEALTH.name, output.health))
-            for target, values in routed:
-                emitted += 1
-                yield self._routed_row(target, emitted, values)
+        if preview:  # after the confirmations: a preview never re-shows an id the ordered events hold
+            routed += [(DETECTIONS.name, row) for row in tracker.preview()]
+        for target, values in routed:
+            emitted += 1
+            yield self._routed_row(target, emitted, values)
         for timer in list(self._handle.listTimers()):
             if timer > watermark_ms:  # expired ones (the one firing now) are Spark's to remove
                 self._handle.deleteTimer(timer)
@@ -379,8 +387,11 @@ def _version(table: TableSchema, side: str) -> list[SparkColumn]:
         return F.col(f"{side}.{name}") if side else F.col(name)
 
     if table is DETECTIONS:
+        rank = F.lit(None).cast("int")
+        for status, value in DETECTION_STATUS_RANK.items():
+            rank = F.when(col("status") == F.lit(str(status)), F.lit(value)).otherwise(rank)
         resolved = (col("status") == F.lit(str(DetectionStatus.RESOLVED))).cast("int")
-        return [col("last_seen"), resolved, col("resolved_at")]
+        return [rank, col("last_seen"), resolved, col("resolved_at")]
     if table is REBALANCES:
         return [col("stabilized_at").isNotNull().cast("int"), F.coalesce(col("duration_ms"), F.lit(-1))]
     return [col("last_event_at")]
@@ -391,7 +402,9 @@ def _not_older(table: TableSchema) -> str:
 
     def sql(side: str) -> list[str]:
         if table is DETECTIONS:
+            ranks = " ".join(f"WHEN '{status}' THEN {value}" for status, value in DETECTION_STATUS_RANK.items())
             return [
+                f"CASE {side}.status {ranks} END",
                 f"{side}.last_seen",
                 f"CAST({side}.status = '{DetectionStatus.RESOLVED}' AS INT)",
                 f"coalesce({side}.resolved_at, TIMESTAMP'1970-01-01')",
@@ -439,12 +452,12 @@ def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> N
 def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None:
     """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
-    Every gold table has one writer query (the detection query; live, the gold query for `rebalances` and
-    `group_health`): when this process knows a local table's ids (`tables.held_keys`) and none of the batch's is
-    among them, the rows are inserted with a plain append instead of a MERGE, the cheap path for a detection's first
-    row and for a replay into new tables (an empty table's ids are known without a read). A batch redone after a
-    crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs. Tables in a
-    catalog (Databricks) are always MERGEd."""
+    Every gold table has one MERGE writer (the detection query, or live the gold query; live, the detection query
+    only appends a detection's first row, `split_detections`): when this process knows a local table's ids
+    (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a plain append instead of
+    a MERGE, the cheap path for a replay into new tables (an empty table's ids are known without a read). A batch
+    redone after a crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs.
+    Tables in a catalog (Databricks) are always MERGEd."""
     location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
     if location is None:
@@ -457,16 +470,62 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
         held = held_keys(rows.sparkSession, location, keys)
         if held is not None and not held.keys.intersection(batch_keys):
             append_rows(source, config, table)
+            note_written_keys(location, held, batch_keys)
         else:
             _merge_into(source, config, table)
+            # another query may append to this table meanwhile (live `detections`): what it holds is read again
+            forget_held_keys(location)
     finally:
         source.unpersist()
-    note_written_keys(location, held, batch_keys)
+
+
+@dataclass(frozen=True)
+class DetectionSplit:
+    """A live batch's `detections` rows, newest version per id: those of ids the table holds none of (`new`,
+    appended now) and those of ids it holds (`held`, staged for the gold query's MERGE)."""
+
+    new: DataFrame | None
+    held: DataFrame | None
+    new_keys: tuple[tuple[object, ...], ...]
+    known: HeldKeys
+    latest: DataFrame  # persisted; `release()` it after the writes
+
+    def append_new(self, config: RadarConfig, location: Path) -> None:
+        """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state)."""
+        assert self.new is not None
+        append_rows(self.new.select(*DETECTIONS.column_names), config, DETECTIONS)
+        note_written_keys(location, self.known, self.new_keys)
+
+    def release(self) -> None:
+        self.latest.unpersist()
+
+
+def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> DetectionSplit | None:
+    """Live: which detection rows are first rows (appended to `detections` in this micro-batch, so a detection is
+    queryable at once) and which update a row the table holds (staged to `detector_output`; the gold query MERGEs
+    them on its own trigger). The two writers do not conflict: under Delta's default WriteSerializable isolation a
+    MERGE does not conflict with a concurrent blind append. None when the table's ids cannot be known (it is
+    missing)."""
+    latest = latest_per_key(rows, DETECTIONS).persist()
+    ids = [row["detection_id"] for row in latest.select("detection_id").collect()]
+    known = held_keys(rows.sparkSession, location, KEY_COLUMNS[DETECTIONS.name])
+    if known is None:
+        latest.unpersist()
+        return None
+    new_ids = [i for i in ids if (i,) not in known.keys]
+    held_ids = [i for i in ids if (i,) in known.keys]
+    return DetectionSplit(
+        new=latest.where(F.col("detection_id").isin(*new_ids)) if new_ids else None,
+        held=latest.where(F.col("detection_id").isin(*held_ids)) if held_ids else None,
+        new_keys=tuple((i,) for i in new_ids),
+        known=known,
+        latest=latest,
+    )
 
 
 def append_staged(rows: DataFrame, config: RadarConfig) -> None:
-    """Append routed rows of the staged gold tables to `detector_output` (a blind Delta append: no table state is
-    read, unlike a MERGE's, so it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`)."""
+    """Append routed rows to `detector_output` (a blind Delta append: no table state is read, unlike a MERGE's, so
+    it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`)."""
     given = {"staged_at": F.current_timestamp()}
     staged = rows.select(*(given.get(c.name, F.col(c.name)).cast(c.ddl).alias(c.name) for c in DETECTOR_OUTPUT.columns))
     append_rows(staged, config, DETECTOR_OUTPUT)
@@ -474,21 +533,42 @@ def append_staged(rows: DataFrame, config: RadarConfig) -> None:
 
 def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[[DataFrame, int], None]:
     """The foreachBatch body: upsert the batch's rows into the gold tables they name (new ids appended, see
-    `merge_gold`; tables with no rows are skipped). `staged`: upsert only `detections`, and append the versions of
-    the staged gold tables (`STAGED_GOLD_TABLES`) to `detector_output` for the gold query (`start_gold_query`) to
-    MERGE off this query's path."""
+    `merge_gold`; tables with no rows are skipped). `staged` (live): append the first rows of new detections to
+    `detections` (`split_detections`), and the versions of the staged gold tables (`STAGED_GOLD_TABLES`) and of
+    detections the table already holds to `detector_output`, for the gold query (`start_gold_query`) to MERGE off
+    this query's path: a live detection micro-batch runs no MERGE."""
     staged_names = {table.name for table in STAGED_GOLD_TABLES}
 
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.persist()
+        split: DetectionSplit | None = None
         try:
             present = {row["target"] for row in batch.select("target").distinct().collect()}
-            merged = [t for t in GOLD_TABLES.values() if t.name in present and not (staged and t.name in staged_names)]
+            to_stage: list[DataFrame] = []
+            if staged and present & staged_names:
+                to_stage.append(batch.where(F.col("target").isin(*staged_names)))
+            location = TableCatalog(config).location(DETECTIONS)
+            if staged and DETECTIONS.name in present and location is not None:
+                split = split_detections(batch.where(F.col("target") == DETECTIONS.name), config, location)
+            merged = [
+                t
+                for t in GOLD_TABLES.values()
+                if t.name in present
+                and not (staged and (t.name in staged_names or (t is DETECTIONS and split is not None)))
+            ]
             writes: list[Callable[[], None]] = [
                 partial(merge_gold, batch.where(F.col("target") == table.name), config, table) for table in merged
             ]
-            if staged and present & staged_names:
-                writes.append(partial(append_staged, batch.where(F.col("target").isin(*staged_names)), config))
+            if split is not None and split.new is not None:
+                assert location is not None
+                writes.append(partial(split.append_new, config, location))
+            if split is not None and split.held is not None:
+                to_stage.append(split.held)
+            if to_stage:
+                union = to_stage[0]
+                for more in to_stage[1:]:
+                    union = union.unionByName(more)
+                writes.append(partial(append_staged, union, config))
             if not writes:
                 return
             # concurrently: each write is mostly driver-side latency (as `TableWriter`'s appends)
@@ -497,6 +577,8 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             for future in done:
                 future.result()
         finally:
+            if split is not None:
+                split.release()
             batch.unpersist()
 
     return write
@@ -505,15 +587,18 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
 # --- the queries -------------------------------------------------------------------------------------------------
 
 
-def tracked_groups(input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding) -> DataFrame:
-    """Watermark on event time, then one tracker per group.
+def tracked_groups(
+    input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding, *, preview: bool = False
+) -> DataFrame:
+    """Watermark on event time, then one tracker per group (`preview`: each also shows the detections of the events
+    ahead of the watermark as provisional rows, `GroupTracker.preview`).
 
     Clock ticks (group_id null) are not filtered out here: Spark pushes a filter that does not read the event-time
     column below `withWatermark`, so the ticks would never reach the watermark (seen: it stayed at the last group
     event while ticks streamed in). They go to the operator under the key (cluster, null), which keeps no state.
     """
     thresholds = thresholds_from_config(config.detect.thresholds, binding.thresholds)
-    processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms)
+    processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms, preview=preview)
     return (
         input_rows.withWatermark("event_time", f"{config.detect.lateness_ms} milliseconds")
         .groupBy("cluster", "group_id")
@@ -588,7 +673,8 @@ class DetectStage(Stage):
             if self.kafka is None
             else detector_input_from_kafka(self.config, self.kafka)
         )
-        tracked = tracked_groups(events, self.config, self.binding or default_binding())
+        preview = self.staged and self.config.detect.provisional_detections
+        tracked = tracked_groups(events, self.config, self.binding or default_binding(), preview=preview)
         query = start_query(
             tracked,
             f"{DETECT_QUERY}-{self.checkpoint_name}",

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from pipelines.config import RadarConfig
 from pipelines.tables import TableCatalog
-from transforms.schemas import DETECTIONS, DetectionStatus, Severity
+from transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
 
 SEVERITY_STYLE = {str(Severity.CRITICAL): "bold red", str(Severity.WARNING): "yellow", str(Severity.INFO): "cyan"}
 SHOWN_COLUMNS = ("detected_at", "status", "severity", "kind", "group_id", "generation", "member_id", "summary")
@@ -39,7 +39,7 @@ def load_detections(
     if group is not None:
         rows = rows.where(F.col("group_id") == group)
     if open_only:
-        rows = rows.where(F.col("status") == str(DetectionStatus.OPEN))
+        rows = rows.where(F.col("status").isin(*(str(status) for status in UNRESOLVED_DETECTION_STATUSES)))
     ordered = rows.orderBy(F.col("detected_at").desc_nulls_last(), F.col("detection_id"))
     return [row.asDict() for row in ordered.collect()]
 
@@ -56,7 +56,7 @@ def detections_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     """One line: how many, how many open, per kind."""
     if not rows:
         return "no detections"
-    open_count = sum(1 for r in rows if r.get("status") == str(DetectionStatus.OPEN))
+    open_count = sum(1 for r in rows if r.get("status") in UNRESOLVED_DETECTION_STATUSES)
     kinds = Counter(str(r.get("kind")) for r in rows)
     groups = len({(r.get("cluster"), r.get("group_id")) for r in rows})
     per_kind = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
@@ -72,7 +72,7 @@ def render_detections(rows: Sequence[Mapping[str, Any]], console: Console, title
             table.add_column(name, overflow="fold", no_wrap=name in {"detected_at", "status", "severity"})
         for row in rows:
             style = SEVERITY_STYLE.get(str(row.get("severity")), "")
-            if row.get("status") == str(DetectionStatus.RESOLVED):
+            if row.get("status") in (DetectionStatus.RESOLVED, DetectionStatus.WITHDRAWN):
                 style = "dim"
             table.add_row(*(_cell(row.get(name)) for name in SHOWN_COLUMNS), style=style)
         console.print(table)

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.tables import TableCatalog
-from transforms.schemas import ALERTS, DETECTIONS, GROUP_HEALTH, REBALANCES, TableSchema
+from transforms.schemas import ALERTS, DETECTIONS, GROUP_HEALTH, REBALANCES, UNRESOLVED_DETECTION_STATUSES, TableSchema
 
 """Declared in transforms.schemas (ALERTS) by the checks (`radar check`); read only when it is declared and exists."""
 NO_ALERTS_TABLE = "no alerts table (radar check has not run)"
@@ -47,7 +47,8 @@ class ReportData:
         return sorted(found, key=lambda g: (-self.open_detections(g), g))
 
     def open_detections(self, group: str) -> int:
-        return sum(1 for d in self.detections if d["group_id"] == group and d.get("status") == "open")
+        unresolved = UNRESOLVED_DETECTION_STATUSES
+        return sum(1 for d in self.detections if d["group_id"] == group and d.get("status") in unresolved)
 
     def of(self, rows: Sequence[dict[str, Any]], group: str) -> list[dict[str, Any]]:
         return [r for r in rows if r.get("group_id") == group]
@@ -220,7 +221,8 @@ def detections_html(detections: Sequence[Mapping[str, Any]]) -> str:
         return '<p class="empty">no detections for this group</p>'
     rows = []
     for d in sorted(detections, key=lambda d: (d.get("detected_at") or datetime.min, d["detection_id"])):
-        status_class = "resolved" if d.get("status") == "resolved" else html.escape(str(d.get("severity")))
+        ended = d.get("status") in ("resolved", "withdrawn")
+        status_class = "resolved" if ended else html.escape(str(d.get("severity")))
         rows.append(
             f'<tr class="{status_class}"><td>{_cell(d.get("detected_at"))}</td><td>{_cell(d.get("kind"))}</td>'
             f"<td>{_cell(d.get('severity'))}</td><td>{_cell(d.get('status'))}</td>"

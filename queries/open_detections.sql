@@ -1,4 +1,5 @@
--- Question: what is wrong right now? Every open detection, critical first, newest first.
+-- Question: what is wrong right now? Every open detection (provisional ones too: a live run shows them before the
+-- watermark confirms them), critical first, newest first.
 SELECT
   cluster,
   group_id,
@@ -11,9 +12,10 @@ SELECT
   first_seen,
   last_seen,
   detected_at,
+  status,
   summary
 FROM detections
-WHERE status = 'open'
+WHERE status IN ('open', 'provisional')
 ORDER BY
   CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
   detected_at DESC,

@@ -30,13 +30,13 @@ zombies AS (
   FROM detections AS d
   LEFT JOIN member_hosts AS h
     ON h.cluster = d.cluster AND h.group_id = d.group_id AND h.member_id = d.member_id
-  WHERE d.kind = 'zombie_commit'
+  WHERE d.kind = 'zombie_commit' AND d.status <> 'withdrawn'
   GROUP BY d.cluster, d.group_id, d.member_id, d.detection_id, d.status, d.first_seen, d.last_seen, d.evidence
 )
 SELECT
   client_host,
   count(*) AS detections,
-  count_if(status = 'open') AS open_detections,
+  count_if(status IN ('open', 'provisional')) AS open_detections,
   sum(evidence_records) AS evidence_records,
   array_sort(collect_set(group_id)) AS groups,
   array_sort(collect_set(member_id)) AS members,

@@ -457,12 +457,13 @@ DETECTOR_OUTPUT = TableSchema(
     "detector_output",
     "gold",
     (
-        *routed_gold_columns(STAGED_GOLD_TABLES),
+        *routed_gold_columns((*STAGED_GOLD_TABLES, DETECTIONS)),
         Column("staged_at", "TIMESTAMP", "processing time of the detection micro-batch that emitted the row"),
     ),
 )
 """The channel between the live detection query and the gold query: every new version of a `rebalances` or
-`group_health` row, appended as emitted (cheap: a Delta append reads no table state) and MERGEd by the gold query on
+`group_health` row, and of a `detections` row the table already holds (a detection's first row is appended to
+`detections` at once), appended as emitted (cheap: a Delta append reads no table state) and MERGEd by the gold query on
 its own trigger, so those upserts never delay a detection. A micro-batch redone after a crash appends its rows
 again; the upsert is idempotent (the newest version per key wins, equal rows are equal), so that is harmless.
 `radar maintain` deletes rows older than `detect.staged_retention_hours`."""
@@ -647,10 +648,32 @@ class Severity(StrEnum):
 
 
 class DetectionStatus(StrEnum):
-    """`detections.status`: an incident is open until its rule sees it end."""
+    """`detections.status`: an incident is open until its rule sees it end.
 
+    A live run also shows what the events ahead of the watermark already say (`provisional`): the rules run on a
+    copy of the group's state over those events, so a detection is queryable in the micro-batch that brings its
+    deciding record instead of `detect.lateness_ms` and a batch or two later. When the watermark passes, the
+    ordered events confirm it (the same id becomes `open` or `resolved`, as a replay writes it) or, where telemetry
+    that arrived late says otherwise, withdraw it (`withdrawn`: the row stays as the record of what was shown)."""
+
+    PROVISIONAL = "provisional"
     OPEN = "open"
     RESOLVED = "resolved"
+    WITHDRAWN = "withdrawn"
+
+
+UNRESOLVED_DETECTION_STATUSES: tuple[DetectionStatus, ...] = (DetectionStatus.PROVISIONAL, DetectionStatus.OPEN)
+"""The statuses of an incident still going on (`--open`, open-detection counts and alerts)."""
+
+DETECTION_STATUS_RANK: dict[DetectionStatus, int] = {
+    DetectionStatus.PROVISIONAL: 0,
+    DetectionStatus.WITHDRAWN: 1,
+    DetectionStatus.OPEN: 2,
+    DetectionStatus.RESOLVED: 2,
+}
+"""Which version of one detection row wins an upsert before its times are compared: a provisional row never
+replaces one the ordered events wrote; a withdrawal replaces only a provisional row; a confirmation replaces both
+(a withdrawn id the ordered events open later is confirmed)."""
 
 
 class AlertStatus(StrEnum):

@@ -321,13 +321,26 @@ def gold_rows(spark: SparkSession, config: RadarConfig, schema: TableSchema) -> 
     return sorted((tuple(r) for r in table(spark, config, schema).collect()), key=repr)
 
 
+def _confirmed_ids(spark: SparkSession, config: RadarConfig) -> set[str]:
+    """Ids with a confirmed version written: in `detections` (a first row is appended at once) or staged for the
+    gold query (a later version of a row the table holds)."""
+    confirmed = F.col("status").isin("open", "resolved")
+    ids = {r["detection_id"] for r in table(spark, config, DETECTIONS).where(confirmed).collect()}
+    staged = table(spark, config, DETECTOR_OUTPUT)
+    if "detection_id" in staged.columns:
+        staged = staged.where((F.col("target") == DETECTIONS.name) & confirmed)
+        ids |= {r["detection_id"] for r in staged.select("detection_id").collect()}
+    return ids
+
+
 def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay(
     spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
-    """Live, the detection query MERGEs only `detections` and appends the versions of `rebalances` and
-    `group_health` to `detector_output`; the gold query MERGEs those on its own trigger, and stopping the stage
-    drains what is left. The gold tables must end exactly as a replay (availableNow: one query MERGEing all three)
-    leaves them, and a micro-batch of staged rows written twice (a batch redone after a crash) changes nothing."""
+    """Live, the detection query runs no MERGE: a detection's first row (here the provisional row of its preview)
+    is appended to `detections` at once, and every later version of it, and of `rebalances` and `group_health`
+    rows, goes to `detector_output`; the gold query MERGEs those on its own trigger, and stopping the stage drains
+    what is left. The gold tables must end exactly as a replay (availableNow: one query MERGEing all three) leaves
+    them, and a micro-batch of staged rows written twice (a batch redone after a crash) changes nothing."""
     s, t = expiry_scenario()
     for second in range(41, 50):
         tick(s, t + second * 1000)
@@ -342,43 +355,125 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):  # new tables: their first rows appended, not MERGEd
         history = spark.sql(f"DESCRIBE HISTORY delta.`{TableCatalog(replayed).location(schema)}`").collect()
         assert [r["operation"] for r in history][-2] == "WRITE", schema.name
+    replayed_statuses = {r["status"] for r in table(spark, replayed, DETECTIONS).collect()}
+    assert replayed_statuses <= {"open", "resolved"}  # a replay shows nothing provisional
+    expected_ids = {r["detection_id"] for r in table(spark, replayed, DETECTIONS).collect()}
 
     stage = start_detect(spark, live, checkpoint_name="live")
     try:
         assert [q.name for q in stage.queries] == ["radar-detect-live", "radar-gold-live"]
-        wait_for(lambda: gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name], 600, "the live detections")
+        wait_for(lambda: _confirmed_ids(spark, live) == expected_ids, 600, "the confirmed live detections")
     finally:
-        stage.stop()  # drains detector_output into rebalances and group_health
+        stage.stop()  # drains detector_output into rebalances, group_health and detections
     assert all(q.exception() is None for q in stage.queries)
     staged = table(spark, live, DETECTOR_OUTPUT)
     assert {r["target"] for r in staged.select("target").distinct().collect()} == {
         REBALANCES.name,
         GROUP_HEALTH.name,
+        DETECTIONS.name,
     }
     for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):
         assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
+
+    # the first micro-batch (its watermark still 0) previewed the expiry and the at-risk before it: provisional rows,
+    # appended, under the ids a replay gives them (A's at-risk at t+44 s is past the newest event, t+37 s: only the
+    # clock's watermark decides it)
+    location = TableCatalog(live).location(DETECTIONS)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{location}`").collect()
+    first_write = min(r["version"] for r in history if r["operation"] != "CREATE TABLE")
+    assert [r["operation"] for r in history if r["version"] == first_write] == ["WRITE"]
+    shown = spark.read.format("delta").option("versionAsOf", first_write).load(str(location)).collect()
+    assert {r["status"] for r in shown} == {str(DetectionStatus.PROVISIONAL)}
+    kinds = {r["detection_id"]: r["kind"] for r in table(spark, replayed, DETECTIONS).collect()}
+    assert sorted(kinds[r["detection_id"]] for r in shown) == ["heartbeat_at_risk", "heartbeat_expiration"]
+    assert len(expected_ids) == 3
 
     # the staged rows once more, as a redone micro-batch appends them: the upsert leaves gold as it was
     routed = staged.drop("staged_at")
     again = spark.createDataFrame(routed.collect(), routed.schema)
     gold_batch_writer(live, staged=True)(again, 0)
     start_gold_query(spark, live, "live", Trigger(True)).awaitTermination(600)
-    for schema in (REBALANCES, GROUP_HEALTH):
+    for schema in (REBALANCES, GROUP_HEALTH, DETECTIONS):
         assert gold_rows(spark, live, schema) == expected[schema.name], schema.name
     assert table(spark, live, DETECTOR_OUTPUT).count() == 2 * again.count()
 
-    # the detections' first rows were appended, not MERGEd: this process knew the table held none of their ids
-    location = TableCatalog(live).location(DETECTIONS)
-    operations = [r["operation"] for r in spark.sql(f"DESCRIBE HISTORY delta.`{location}`").collect()]
-    assert operations[0] == "WRITE" and "MERGE" not in operations, operations
-    # the detections once more, as a batch redone in a new process (which knows no ids): MERGEd, nothing doubled
+    # the detections once more, as a batch redone in a new process (which knows no ids, reads them, finds them):
+    # staged, then MERGEd by the gold query, nothing doubled
     forget_held_keys(location)
     stored = table(spark, live, DETECTIONS)
     redone = spark.createDataFrame(stored.collect(), stored.schema)
     redone = redone.withColumn("target", F.lit(DETECTIONS.name)).withColumn("emit_seq", F.lit(0).cast("bigint"))
+    redone = redone.select(  # the operator's routed rows carry every gold column (null where not this table's)
+        *(
+            F.col(c.name) if c.name in redone.columns else F.lit(None).cast(c.ddl).alias(c.name)
+            for c in DETECTOR_OUTPUT.columns
+            if c.name != "staged_at"
+        )
+    )
     gold_batch_writer(live, staged=True)(redone, 0)
+    start_gold_query(spark, live, "live", Trigger(True)).awaitTermination(600)
     assert gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name]
     assert spark.sql(f"DESCRIBE HISTORY delta.`{location}`").first()["operation"] == "MERGE"
+
+
+def _detection(detection_id: str, status: DetectionStatus, last_seen_ms: int, seq: int) -> dict[str, Any]:
+    """A routed `detections` row (what the operator emits)."""
+    return {
+        "target": DETECTIONS.name,
+        "emit_seq": seq,
+        "cluster": CLUSTER,
+        "detection_id": detection_id,
+        "kind": str(DetectionKind.HEARTBEAT_AT_RISK),
+        "severity": "info",
+        "group_id": G,
+        "member_id": B.member_id,
+        "first_seen": naive(BASE_MS),
+        "last_seen": naive(last_seen_ms),
+        "detected_at": naive(last_seen_ms),
+        "status": str(status),
+        "summary": f"{status} at {last_seen_ms}",
+        "evidence": "[]",
+    }
+
+
+def test_a_provisional_row_is_replaced_by_what_the_watermark_decides(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """The upsert's order of versions, on Delta (replay's writer: every write MERGEs once the id is held): a
+    withdrawal replaces a provisional row; a provisional row (a redone micro-batch) replaces neither a withdrawal
+    nor a confirmation; a confirmation replaces both, even with an earlier last_seen; in one batch the
+    confirmation wins."""
+    config = isolated_config(radar_config, tmp_path / "data")
+    ensure_tables(spark, config)
+    write = gold_batch_writer(config)
+    columns = [c.name for c in (*DETECTOR_OUTPUT.columns,) if c.name != "staged_at"]
+
+    def batch(*rows: dict[str, Any]) -> None:
+        frame = spark.createDataFrame([tuple(r.get(c) for c in columns) for r in rows], schema=routed_schema)
+        write(frame, 0)
+
+    def stored() -> dict[str, tuple[str, int]]:
+        return {
+            r["detection_id"]: (r["status"], ms(r["last_seen"].replace(tzinfo=UTC)))
+            for r in table(spark, config, DETECTIONS).collect()
+        }
+
+    routed_schema = table(spark, config, DETECTOR_OUTPUT).drop("staged_at").schema
+    p, w, o = DetectionStatus.PROVISIONAL, DetectionStatus.WITHDRAWN, DetectionStatus.OPEN
+    batch(_detection("x", p, BASE_MS + 9000, 1))
+    assert stored() == {"x": ("provisional", BASE_MS + 9000)}
+    batch(_detection("x", w, BASE_MS + 9000, 2))
+    assert stored() == {"x": ("withdrawn", BASE_MS + 9000)}
+    batch(_detection("x", p, BASE_MS + 9500, 3))
+    assert stored() == {"x": ("withdrawn", BASE_MS + 9000)}
+    batch(_detection("x", o, BASE_MS + 5000, 4))
+    assert stored() == {"x": ("open", BASE_MS + 5000)}
+    batch(
+        _detection("x", p, BASE_MS + 9900, 5),
+        _detection("y", o, BASE_MS + 3000, 7),
+        _detection("y", p, BASE_MS + 4000, 6),
+    )
+    assert stored() == {"x": ("open", BASE_MS + 5000), "y": ("open", BASE_MS + 3000)}
 
 
 def _chunks(s: Silver, size_ms: int) -> list[list[dict[str, Any]]]:

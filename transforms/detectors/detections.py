@@ -132,17 +132,19 @@ class DetectionBook:
 
     def rows(self) -> tuple[dict[str, Any], ...]:
         """Changed rows in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes), in id order."""
-        out = []
-        for detection_id in sorted(self.changed):
-            row = self.changed[detection_id]
-            full = {
-                "cluster": self.state.cluster,
-                "group_id": self.state.group_id,
-                **{k: v for k, v in row.items() if k != "refs"},
-                "evidence": evidence_json(row["refs"]),
-            }
-            for name in ("first_seen", "last_seen", "detected_at", "resolved_at"):
-                full[name] = as_datetime(full[name])
-            out.append({name: full.get(name) for name in DETECTIONS.column_names})
+        out = tuple(detection_row(self.state, self.changed[detection_id]) for detection_id in sorted(self.changed))
         self.changed.clear()
-        return tuple(out)
+        return out
+
+
+def detection_row(state: GroupState, row: dict[str, Any]) -> dict[str, Any]:
+    """One held detection (JSON-ready, epoch-ms times) in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes)."""
+    full = {
+        "cluster": state.cluster,
+        "group_id": state.group_id,
+        **{k: v for k, v in row.items() if k != "refs"},
+        "evidence": evidence_json(row["refs"]),
+    }
+    for name in ("first_seen", "last_seen", "detected_at", "resolved_at"):
+        full[name] = as_datetime(full[name])
+    return {name: full.get(name) for name in DETECTIONS.column_names}

@@ -170,6 +170,9 @@ class GroupState:
     they precede the rebalance they explain, so they are kept a while and matched when it completes."""
     detections: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Open detections by id (JSON-ready rows with epoch-ms times)."""
+    provisional: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Detections shown ahead of the watermark (`GroupTracker.preview`), by id: {"horizon": the newest event time
+    the preview saw, "row": the row shown}, until the watermark passes the horizon (confirmed or withdrawn)."""
     last_event_ms: int | None = None
     pruned_ms: int | None = None
     deadlines_done_ms: int | None = None

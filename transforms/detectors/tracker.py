@@ -7,6 +7,12 @@ depends on the events and the final watermark, never on how the watermark got th
 live stream's rows (same ids, same detected_at). The live watermark keeps moving while a group is silent because
 clock ticks are data (`radar.clock/1`).
 
+A live run may also look ahead (`preview`): the rules on a copy of the state, over the buffered events the
+watermark has not reached, show the detections those events open at once as `provisional`. The committed state is
+untouched; when the watermark passes what the preview saw, the ordered events have confirmed each such id (its
+row is output as usual) or it is withdrawn (`advance_to` outputs the withdrawal). Only output is added, so the
+confirmed rows are still exactly a replay's.
+
 Membership sources, by trust: the coordinator's records (classic GroupMetadata snapshots, KIP-848 member and
 epoch records) are authoritative when present; broker log lines and client telemetry add the why (reasons,
 expirations, poll timeouts, heartbeats) and, for a group seen through telemetry alone, the membership too.
@@ -23,7 +29,7 @@ from typing import Any
 
 from transforms.detectors import commit_rules, generation_rules, heartbeat_rules
 from transforms.detectors.causes import decide_cause
-from transforms.detectors.detections import DetectionBook, quiet_deadline
+from transforms.detectors.detections import DetectionBook, detection_row, quiet_deadline
 from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
 from transforms.detectors.group_events import GroupEvent, MemberInfo, event_order
 from transforms.detectors.state import (
@@ -41,6 +47,7 @@ from transforms.schemas import (
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
     REBALANCES,
+    DetectionStatus,
     HeartbeatEventKind,
     TelemetrySource,
 )
@@ -160,11 +167,24 @@ class GroupTracker:
         return (
             not self._buffer
             and not self.state.detections
+            and not self.state.provisional
             and last is not None
             and watermark_ms - last > self.thresholds.group_idle_ttl_ms
         )
 
     def advance_to(self, watermark_ms: int) -> TrackerOutput:
+        self._run_to(watermark_ms)
+        rebalances = tuple(self._rebalance_rows[k] for k in sorted(self._rebalance_rows))
+        self._rebalance_rows = {}
+        detections = self.book.rows()
+        if self.state.provisional:
+            detections += self._settle_provisional(watermark_ms, {row["detection_id"] for row in detections})
+        health = self._health_row() if self._touched else None
+        self._touched = False
+        return TrackerOutput(rebalances=rebalances, detections=detections, health=health)
+
+    def _run_to(self, watermark_ms: int) -> None:
+        """Process the buffered events up to the watermark and every deadline due on the way, in time order."""
         if not self._sorted:
             self._buffer.sort(key=event_order)
             self._sorted = True
@@ -181,12 +201,41 @@ class GroupTracker:
                 break
             self._process(ready[index])
             index += 1
-        rebalances = tuple(self._rebalance_rows[k] for k in sorted(self._rebalance_rows))
-        self._rebalance_rows = {}
-        detections = self.book.rows()
-        health = self._health_row() if self._touched else None
-        self._touched = False
-        return TrackerOutput(rebalances=rebalances, detections=detections, health=health)
+
+    def preview(self) -> tuple[dict[str, Any], ...]:
+        """The detections the buffered events (ahead of the watermark) open, as `provisional` rows: the rules run
+        on a copy of the state up to the newest buffered event, as if no earlier-timed event were still to come.
+        Each id is shown once; `advance_to` confirms or withdraws it when the watermark passes that horizon."""
+        if not self._buffer:
+            return ()
+        horizon = max(e.event_time_ms for e in self._buffer)
+        ahead = GroupTracker.restore(self.snapshot(), self.thresholds)
+        ahead._run_to(horizon)
+        shown = []
+        for detection_id, changed in sorted(ahead.book.changed.items()):
+            if detection_id in self.state.detections or detection_id in self.state.provisional:
+                continue
+            row = {**changed, "status": DetectionStatus.PROVISIONAL.value, "resolved_at": None}
+            self.state.provisional[detection_id] = {"horizon": horizon, "row": row}
+            shown.append(detection_row(self.state, row))
+        return tuple(shown)
+
+    def _settle_provisional(self, watermark_ms: int, output_ids: set[str]) -> tuple[dict[str, Any], ...]:
+        """Provisional ids the ordered events opened (in this output or still open) are confirmed; those whose
+        horizon the watermark has passed without being opened are withdrawn (the row shown, marked so)."""
+        withdrawn = []
+        for detection_id in sorted(self.state.provisional):
+            if detection_id in output_ids or detection_id in self.state.detections:
+                del self.state.provisional[detection_id]
+            elif self.state.provisional[detection_id]["horizon"] <= watermark_ms:
+                shown = self.state.provisional.pop(detection_id)["row"]
+                row = {
+                    **shown,
+                    "status": DetectionStatus.WITHDRAWN.value,
+                    "summary": f"withdrawn (events that arrived late did not bear it out): {shown['summary']}",
+                }
+                withdrawn.append(detection_row(self.state, row))
+        return tuple(withdrawn)
 
     # --- output ----------------------------------------------------------------------------------------------
 
