@@ -11,13 +11,23 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
 - on_assign -> `assignment`, on_revoke -> `rebalance_prepare` (observed_by client), on_lost -> `member_removed`;
   the application's own callbacks still run first (chained, with this consumer as their argument);
 - every commit result: synchronous `commit()` (result or exception) and asynchronous/auto commits (`on_commit`,
-  chained) -> `commit` / `commit_failed` with the member id and generation (classic) or member epoch (KIP-848)
-  *at the time commit() was called* — read from `consumer_group_metadata()` (librdkafka's serialized group
-  metadata: generation/epoch, group, member, instance id), not from the stats, which carry no generation. Details
-  hold the partitions and offsets (also of a commit that raised: what the zombie tried to commit) and the member id
-  and generation/epoch the consumer *last held while assigned* (`last_member_id`, `last_generation` or
-  `last_member_epoch`): librdkafka clears its member id when the member is evicted, so a zombie's commit goes out
-  without one and only these attribute it;
+  chained) -> `commit` / `commit_failed`. Which identity each field carries (see `commit_identity`):
+  `member_id` + `generation` (classic) or `member_epoch` (KIP-848) are the membership the commit was *sent
+  under*: for commit() (sync or async) librdkafka's pair read from `consumer_group_metadata()` (its serialized
+  group metadata: generation/epoch, group, member, instance id; the stats carry no generation) when commit() was
+  called, not when its result came back; for an auto-commit (no commit() call) the pair of the last assignment
+  served before its callback (classic; callbacks are served in order, so the positions it committed were that
+  assignment's), or librdkafka's pair at callback time (KIP-848, whose epoch moves without callbacks). One classic
+  pair is never reported as is: after an eviction librdkafka rejoins and, from the coordinator's MEMBER_ID_REQUIRED
+  answer until a JoinGroup grants a new generation, holds the rejoin's *new* member id with the evicted member's
+  *old* generation; a commit in that window is the evicted member's (the application still works on its last
+  assignment), so it is reported under that assignment's pair. Whenever the reported pair is not librdkafka's,
+  details `client_member_id` and `client_generation` / `client_member_epoch` keep what librdkafka held (what the
+  OffsetCommit request most likely carried). Details also hold the partitions and offsets (also of a commit that
+  raised: what the zombie tried to commit) and the member id and generation/epoch the consumer *last held while
+  assigned* (`last_member_id`, `last_generation` or `last_member_epoch`: set by each assignment and each accepted
+  commit): librdkafka clears its member id when the member is evicted, so a zombie's commit goes out without one
+  and only these attribute it;
 - group state from statistics (`stats_cb`, chained; `statistics.interval.ms` defaults to 5000 when unset):
   `heartbeat` while the coordinator is up, `heartbeat_failed` otherwise, with the `cgrp` fields in details;
 - client errors: `error_cb` (chained) -> `heartbeat_failed`; a rebalance whose reason (statistics
@@ -130,6 +140,58 @@ def parse_group_metadata(blob: bytes | None, consumer_protocol: bool) -> GroupId
     )
 
 
+def commit_identity(
+    current: GroupIdentity,
+    membership: GroupIdentity | None,
+    *,
+    consumer_protocol: bool,
+    auto_commit: bool = False,
+) -> GroupIdentity:
+    """The membership a commit is reported under (the event's member_id and generation/member_epoch), from
+    librdkafka's identity `current` and `membership`, the pair of the last assignment (or accepted commit).
+
+    Why not `current` alone: after an eviction librdkafka rejoins; the coordinator answers the first JoinGroup
+    with MEMBER_ID_REQUIRED and a new member id, which librdkafka stores while keeping the evicted member's
+    generation until a JoinGroup grants a new one (rd_kafka_cgrp_handle_JoinGroup). Its group metadata, and the
+    OffsetCommit it sends, then pair an id the group never had in that generation with that generation. A commit
+    in that window is still the evicted member's work (no assignment for the new id was served yet), so the classic
+    protocol reports `membership` instead, unless `current` already holds a newer generation (granted to the new
+    id: a real identity). A classic auto-commit (`auto_commit`) is the last assignment's by construction: it commits
+    that assignment's positions, and its callback is served before the next assignment's. KIP-848 keeps the member
+    id across a rejoin (only the epoch moves, also without any callback), so there `current` is the answer."""
+    if consumer_protocol or membership is None or membership.member_id is None:
+        return current
+    if auto_commit:
+        return membership
+    if current.member_id == membership.member_id:
+        return current
+    newer = (
+        current.generation is not None
+        and membership.generation is not None
+        and current.generation > membership.generation
+    )
+    return current if newer else membership
+
+
+def client_identity_details(reported: GroupIdentity, client: GroupIdentity) -> dict[str, str]:
+    """`client_member_id` / `client_generation` / `client_member_epoch`: librdkafka's own pair, when the event
+    reports another one (see `commit_identity`), so what the OffsetCommit carried is not lost."""
+    if (reported.member_id, reported.generation, reported.member_epoch) == (
+        client.member_id,
+        client.generation,
+        client.member_epoch,
+    ):
+        return {}
+    details = {}
+    if client.member_id:
+        details["client_member_id"] = client.member_id
+    if client.generation is not None:
+        details["client_generation"] = str(client.generation)
+    if client.member_epoch is not None:
+        details["client_member_epoch"] = str(client.member_epoch)
+    return details
+
+
 def _pop_prefixed(config: dict[str, Any], prefix: str) -> dict[str, Any]:
     found = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
     for key in list(config):
@@ -202,7 +264,8 @@ class RadarConsumer(Consumer):
         self._assigned_since_stats = False  # an assignment came after the last statistics were served
         self._overrun_reported: GroupIdentity | None = None  # the membership whose overrun was reported
         self._last_rebalance_reason = ""
-        self._pending_async: deque[GroupIdentity | None] = deque(maxlen=1024)
+        # (reported, librdkafka's) identities of async commit() calls, in call order, for their on_commit
+        self._pending_async: deque[tuple[GroupIdentity, GroupIdentity]] = deque(maxlen=1024)
         self._user_on_commit: Callable[..., Any] | None = conf.get("on_commit")
         self._user_stats_cb: Callable[[str], Any] | None = conf.get("stats_cb")
         self._user_error_cb: Callable[[KafkaError], Any] | None = conf.get("error_cb")
@@ -348,21 +411,31 @@ class RadarConsumer(Consumer):
                 details["last_member_epoch"] = str(last.member_epoch)
         return details
 
+    def _commit_identities(self, *, auto_commit: bool = False) -> tuple[GroupIdentity, GroupIdentity]:
+        """(the identity to report a commit under, librdkafka's identity now): see `commit_identity`."""
+        client = self.group_identity()
+        reported = commit_identity(
+            client, self._membership, consumer_protocol=self._consumer_protocol, auto_commit=auto_commit
+        )
+        return reported, client
+
     def _report_commit(
         self,
-        identity: GroupIdentity | None,
+        identities: tuple[GroupIdentity, GroupIdentity],
         error: KafkaError | None,
         partitions: list[TopicPartition] | None,
         trigger: str,
     ) -> None:
+        """A commit's outcome under `identities` (reported, librdkafka's), captured when the commit was issued."""
+        identity, client = identities
         failed = [p for p in partitions or [] if p.error is not None]
         if error is not None and error.code() == KafkaError._NO_OFFSET:
             return  # nothing was committed (an auto-commit with no new positions)
         details = self._commit_details(partitions, trigger)
+        details.update(client_identity_details(identity, client))
         if error is None and not failed:
             self._emit(Kind.COMMIT, identity, details=details)
-            if identity is not None:
-                self._remember_membership(identity)  # the coordinator accepted this member id and generation
+            self._remember_membership(identity)  # the coordinator accepted this member id and generation
             return
         cause = error if error is not None else failed[0].error
         if failed:
@@ -370,9 +443,12 @@ class RadarConsumer(Consumer):
         self._emit(Kind.COMMIT_FAILED, identity, error=_error_name(cause), reason=cause.str(), details=details)
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        identity = self._pending_async.popleft() if self._pending_async else None
-        trigger = "async" if identity is not None else "auto"
-        self._report_commit(identity or self.group_identity(), error, partitions, trigger)
+        """An async commit() result (its identities were captured at the call) or an auto-commit's (no call: the
+        last assignment's identity, see `commit_identity`), never librdkafka's identity at callback time alone."""
+        if self._pending_async:
+            self._report_commit(self._pending_async.popleft(), error, partitions, "async")
+        else:
+            self._report_commit(self._commit_identities(auto_commit=True), error, partitions, "auto")
         if self._user_on_commit is not None:
             self._user_on_commit(error, partitions)
 
@@ -396,24 +472,25 @@ class RadarConsumer(Consumer):
             return None
 
     def commit(self, *args: Any, **kwargs: Any) -> Any:
-        """`Consumer.commit`, reporting its result with the generation/epoch of the moment it was called."""
-        identity = self.group_identity()
+        """`Consumer.commit`, reporting its result under the membership of the moment it was called (captured
+        before the call: by the time it returns librdkafka may have rejoined under another member id)."""
+        identities = self._commit_identities()
         asynchronous = kwargs.get("asynchronous", True)
         if asynchronous:
-            self._pending_async.append(identity)
+            self._pending_async.append(identities)
             try:
                 return super().commit(*args, **kwargs)
             except KafkaException as failure:  # refused before it was sent: no on_commit will follow
                 if self._pending_async:
                     self._pending_async.pop()
-                self._report_commit(identity, failure.args[0], self._requested_offsets(args, kwargs), "async")
+                self._report_commit(identities, failure.args[0], self._requested_offsets(args, kwargs), "async")
                 raise
         try:
             result = super().commit(*args, **kwargs)
         except KafkaException as failure:
-            self._report_commit(identity, failure.args[0], self._requested_offsets(args, kwargs), "sync")
+            self._report_commit(identities, failure.args[0], self._requested_offsets(args, kwargs), "sync")
             raise
-        self._report_commit(identity, None, result, "sync")
+        self._report_commit(identities, None, result, "sync")
         return result
 
     # --- statistics, errors, poll ------------------------------------------------------------------------------

@@ -4,8 +4,11 @@ From telemetry (agent, protocol frames, client logs): a commit or a commit failu
 errors from a member whose generation/epoch is older than the group's, that has left the group, or for a
 partition it does not own. librdkafka clears its member id after eviction, so a zombie's commit may carry an
 empty member id: it is attributed through `details.last_member_id`, else the client id and host of a departed
-member. A commit nobody can attribute to a (former) member is not a zombie: an assign()-mode consumer's commit
-into a live group is refused by the broker, and accepted once the group is Empty, without any zombie involved.
+member. The member id a client reports is not trusted over its generation/epoch either: between its rejoin's
+MEMBER_ID_REQUIRED answer and the JoinGroup that grants a new generation, librdkafka pairs the new member id with
+the old generation, so a zombie's refused commit can name the live rejoined member (see `attribute`). A commit
+nobody can attribute to a (former) member is not a zombie: an assign()-mode consumer's commit into a live group is
+refused by the broker, and accepted once the group is Empty, without any zombie involved.
 
 From `__consumer_offsets` alone: a committed offset that moves backwards right after its partition changed
 owner (the old owner committing its stale position), and commits landing in a group that went Empty because
@@ -35,14 +38,55 @@ def _commit_partitions(event: GroupEvent) -> list[str]:
     return out
 
 
+def _known(state: GroupState, member_id: str | None) -> MemberState | DepartedMember | None:
+    if not member_id:
+        return None
+    return state.members.get(member_id) or state.departed.get(member_id)
+
+
+def _sent_generation(event: GroupEvent) -> int | None:
+    """The generation (classic) or member epoch (KIP-848) the event says the client sent; negative values are
+    the clients' "none" (librdkafka -1 after ILLEGAL_GENERATION, Java's NO_GENERATION), not an old generation."""
+    sent = event.generation if event.generation is not None else event.member_epoch
+    return sent if sent is not None and sent >= 0 else None
+
+
+def _former_member(
+    state: GroupState, event: GroupEvent, named: MemberState | DepartedMember
+) -> MemberState | DepartedMember | None:
+    """The former member an event belongs to although it names `named`: the event's generation/epoch is older
+    than `named`'s, and `details.last_member_id` names another (former) member that was in that generation or has
+    departed. Why: the member id a client reports can be newer than the generation it sent (librdkafka after
+    MEMBER_ID_REQUIRED: the rejoin's id, the evicted member's generation), while the generation is what the
+    coordinator judged. KIP-848 keeps the member id across a rejoin, so there the id names the right member
+    and the epoch comparison in `check_telemetry_commit` does the rest; Java resets both to NO_GENERATION and an
+    empty id, which `attribute` resolves through `last_member_id` or client id and host."""
+    sent = _sent_generation(event)
+    last_id = event.detail("last_member_id")
+    if sent is None or not last_id or last_id == named.member_id:
+        return None
+    named_generation = named.generation
+    if named_generation is None and isinstance(named, MemberState):
+        named_generation = state.generation  # a live member is at least in the group's generation
+    if named_generation is None or sent >= named_generation:
+        return None
+    former = _known(state, last_id)
+    if former is None:
+        return None
+    if isinstance(former, DepartedMember) or former.generation == sent:
+        return former
+    return None
+
+
 def attribute(state: GroupState, event: GroupEvent) -> MemberState | DepartedMember | None:
-    """The (former) member a telemetry event is about: its id, its last id, else its client id and host."""
-    for member_id in (event.member_id, event.detail("last_member_id")):
-        if member_id:
-            if member_id in state.members:
-                return state.members[member_id]
-            if member_id in state.departed:
-                return state.departed[member_id]
+    """The (former) member a telemetry event is about: its id (unless its generation/epoch shows it was sent by
+    the former member `last_member_id` names, see `_former_member`), its last id, else its client id and host."""
+    named = _known(state, event.member_id)
+    if named is not None:
+        return _former_member(state, event, named) or named
+    last = _known(state, event.detail("last_member_id"))
+    if last is not None:
+        return last
     if event.client_id:
         candidates = [
             d

@@ -229,3 +229,77 @@ def test_kip848_stale_member_epoch_of_a_live_member_is_a_retried_race() -> None:
     s.agent("commit_failed", G, t + 2000, member_id="k-a", member_epoch=4, error="FENCED_MEMBER_EPOCH")
     (zombie,) = run(G, s.rows, t + 60_000).of_kind("zombie_commit")
     assert "sent generation/epoch 4, the group is at 5" in zombie["summary"]
+
+
+# --- the resumed zombie whose client already rejoined (CI: test_telemetry_broker_4x, run 11) --------------------
+
+B_REJOINED = Member("rdkafka-bbb-2", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+A_HALF = Member(A.member_id, [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
+
+
+def _b_expires_and_rejoins(s: Silver, t: int) -> int:
+    """B expires out of generation 7; its process resumes and rejoins as a new member id in generation 9."""
+    after = _b_expires(s, t)
+    s.generation(G, 9, [A_HALF, B_REJOINED], after + 2000)
+    return after + 2000
+
+
+def test_zombie_commit_reported_under_the_rejoined_member_id_names_the_evicted_member() -> None:
+    """librdkafka's group metadata pairs the rejoin's new member id (from MEMBER_ID_REQUIRED) with the old
+    generation: a commit failure may name the live rejoined member while its generation and `last_member_id`
+    are the evicted one's. The generation decides: the zombie is the member of generation 7."""
+    s = Silver()
+    rejoined = _b_expires_and_rejoins(s, BASE_MS)
+    s.agent(
+        "commit_failed",
+        G,
+        rejoined + 300,
+        member_id=B_REJOINED.member_id,
+        generation=7,
+        client_id="worker-b",
+        host="10.0.0.2",
+        error="UNKNOWN_MEMBER_ID",
+        reason="Broker: Unknown member",
+        details={
+            "trigger": "sync",
+            "partitions": "orders-2,orders-3",
+            "offsets": "0,0",
+            "last_member_id": B.member_id,
+            "last_generation": "7",
+        },
+    )
+    out = run(G, s.rows, rejoined + 10_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert (zombie["member_id"], zombie["generation"]) == (B.member_id, 7)
+    assert "expired from the group" in zombie["summary"] and B_REJOINED.member_id not in zombie["summary"]
+
+
+def test_illegal_generation_commit_under_the_rejoined_id_names_the_evicted_member() -> None:
+    s = Silver()
+    rejoined = _b_expires_and_rejoins(s, BASE_MS)
+    s.agent(
+        "commit_failed",
+        G,
+        rejoined + 300,
+        member_id=B_REJOINED.member_id,
+        generation=7,
+        error="ILLEGAL_GENERATION",
+        details={"partitions": "orders-2", "last_member_id": B.member_id, "last_generation": "7"},
+    )
+    (zombie,) = run(G, s.rows, rejoined + 10_000).of_kind("zombie_commit")
+    assert (zombie["member_id"], zombie["generation"]) == (B.member_id, 7)
+
+
+def test_rejoined_member_committing_in_its_own_generation_is_not_sent_to_its_former_self() -> None:
+    """`last_member_id` alone does not redirect: a commit in the named member's own generation is its own."""
+    s = Silver()
+    rejoined = _b_expires_and_rejoins(s, BASE_MS)
+    s.agent(
+        "commit",
+        G,
+        rejoined + 300,
+        member_id=B_REJOINED.member_id,
+        generation=9,
+        details={"partitions": "orders-2,orders-3", "last_member_id": B.member_id, "last_generation": "7"},
+    )
+    assert run(G, s.rows, rejoined + 10_000).kinds() == ["heartbeat_expiration"]
