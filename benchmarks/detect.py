@@ -7,7 +7,8 @@
 detection with a 1 s trigger), a healthy fleet (several groups scaling out and restarting cleanly) for the whole
 run, and one member SIGSTOPped past its session timeout `--stalls` times (each an expiry, then a zombie commit).
 Latency per detection = when its row first became queryable in gold (the commit time of the first Delta version
-holding it, read from the log after the run) minus `detected_at`,
+holding it, read from the log after the run; a live run shows it `provisional` first, and `confirmed` is the same for
+its first open/resolved version) minus `detected_at`,
 the event time of the record that decided it (the broker's log line / the refused commit), i.e. produce of the
 deciding record -> queryable, shipper lag included. Also: events/s through the detection query, state bytes per
 group (state store memory / keys), and the healthy fleet's detection count (expected 0).
@@ -106,15 +107,19 @@ def phases_p50(progress: list[Any]) -> dict[str, float | None]:
     return {name: percentile([float(p.durationMs.get(name, 0)) for p in progress], 0.5) for name in names}
 
 
-def first_commit_of_each_detection(location: Path) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """When each detection first became queryable: the commit time (`commitInfo.timestamp`) of the first Delta
-    version whose added files hold its id, read from the log and the parquet files, so measuring adds no Spark job
-    beside the pipeline (a reader polling the table every 0.25 s cost the 2 cores a job each time)."""
+def first_commit_of_each_detection(
+    location: Path,
+) -> tuple[dict[str, float], dict[str, float], dict[str, dict[str, Any]]]:
+    """When each detection first became queryable (any status: a live run shows it `provisional` first) and when
+    confirmed (`open`/`resolved`): the commit time (`commitInfo.timestamp`) of the first Delta version whose added
+    files hold it so, read from the log and the parquet files, so measuring adds no Spark job beside the pipeline
+    (a reader polling the table every 0.25 s cost the 2 cores a job each time). Also each id's last row."""
     import pyarrow.parquet as pq
 
     first_seen: dict[str, float] = {}
+    first_confirmed: dict[str, float] = {}
     rows_of: dict[str, dict[str, Any]] = {}
-    for commit in sorted((location / "_delta_log").glob("*.json")):
+    for commit in sorted((location / "_delta_log").glob("*.json"), key=lambda path: int(path.stem)):
         actions = [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
         committed_ms = next(a["commitInfo"]["timestamp"] for a in actions if "commitInfo" in a)
         for action in actions:
@@ -122,8 +127,10 @@ def first_commit_of_each_detection(location: Path) -> tuple[dict[str, float], di
                 continue
             for row in pq.read_table(location / action["add"]["path"]).to_pylist():
                 first_seen.setdefault(row["detection_id"], committed_ms / 1000)
+                if row["status"] in ("open", "resolved"):
+                    first_confirmed.setdefault(row["detection_id"], committed_ms / 1000)
                 rows_of[row["detection_id"]] = row
-    return first_seen, rows_of
+    return first_seen, first_confirmed, rows_of
 
 
 def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str, Any]:
@@ -215,21 +222,27 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         progress = [p for p in detect_query.recentProgress]
         ingest_progress = [p for query in ingest.queries.all for p in query.recentProgress]
         queries.stop()
-    first_seen, rows_of = first_commit_of_each_detection(Path(location))
+    first_seen, first_confirmed, rows_of = first_commit_of_each_detection(Path(location))
 
     latencies: dict[str, list[float]] = {}
+    confirmed: list[float] = []
     for detection_id, row in rows_of.items():
-        if row["group_id"] != "incident":
+        if row["group_id"] != "incident" or row["status"] == "withdrawn":
             continue
         decided = row["detected_at"].replace(tzinfo=UTC).timestamp()
         latencies.setdefault(row["kind"], []).append(first_seen[detection_id] - decided)
+        if detection_id in first_confirmed:
+            confirmed.append(first_confirmed[detection_id] - decided)
     every = [v for values in latencies.values() for v in values]
     decided_by_records = [v for k, values in latencies.items() if k != "heartbeat_at_risk" for v in values]
     state = [p.stateOperators[0] for p in progress if p.stateOperators]
     last_state = state[-1] if state else None
     rows_in = sum(int(p.numInputRows or 0) for p in progress)
     busy_ms = sum(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
-    fleet_detections = [r for r in rows_of.values() if str(r["group_id"]).startswith("fleet-")]
+    fleet_detections = [
+        r for r in rows_of.values() if str(r["group_id"]).startswith("fleet-") and r["status"] != "withdrawn"
+    ]
+    withdrawn = [r for r in rows_of.values() if r["status"] == "withdrawn"]
     return {
         "mode": "live",
         "duration_s": duration_s,
@@ -238,6 +251,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         "warmup_s": round(warmup_s, 1),
         "latency_s": {
             "all": {"n": len(every), "p50": percentile(every, 0.5), "p95": percentile(every, 0.95)},
+            "confirmed": {"n": len(confirmed), "p50": percentile(confirmed, 0.5), "p95": percentile(confirmed, 0.95)},
             "decided_by_a_record": {
                 "n": len(decided_by_records),
                 "p50": percentile(decided_by_records, 0.5),
@@ -277,7 +291,11 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
             "detections": len(fleet_detections),
             "kinds": sorted({r["kind"] for r in fleet_detections}),
         },
-        "incident_detections": sorted({r["kind"] for r in rows_of.values() if r["group_id"] == "incident"}),
+        "incident_detections": sorted(
+            {r["kind"] for r in rows_of.values() if r["group_id"] == "incident" and r["status"] != "withdrawn"}
+        ),
+        "withdrawn": {"n": len(withdrawn), "kinds": sorted({r["kind"] for r in withdrawn})},
+        "still_provisional": sum(1 for r in rows_of.values() if r["status"] == "provisional"),
         "data_dir": str(config.data_dir),
     }
 

@@ -122,14 +122,18 @@ def parse_group_metadata(blob: bytes | None, consumer_protocol: bool) -> GroupId
         return None
     pos = len(_GROUP_METADATA_MAGIC)
     (generation,) = struct.unpack_from("=i", blob, pos)
-    parts = blob[pos + 4 :].split(b"\x00")
-    if len(parts) < 3:
+    # read by position: the "is null" flag of a static member's instance id is itself a NUL byte
+    rest = blob[pos + 4 :]
+    group_end = rest.find(b"\x00")
+    member_end = rest.find(b"\x00", group_end + 1) if group_end >= 0 else -1
+    if member_end < 0 or member_end + 1 >= len(rest):
         return None
-    group_id, member_id = parts[0].decode(errors="replace"), parts[1].decode(errors="replace")
-    flag = parts[2][:1]
+    group_id = rest[:group_end].decode(errors="replace")
+    member_id = rest[group_end + 1 : member_end].decode(errors="replace")
     instance = None
-    if flag == b"\x00" and len(parts[2]) > 1:
-        instance = parts[2][1:].decode(errors="replace")
+    if rest[member_end + 1] == 0:  # instance id present, NUL-terminated
+        instance_end = rest.find(b"\x00", member_end + 2)
+        instance = rest[member_end + 2 : instance_end if instance_end >= 0 else len(rest)].decode(errors="replace")
     valid = generation >= 0
     return GroupIdentity(
         group_id or None,

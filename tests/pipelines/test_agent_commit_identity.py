@@ -96,3 +96,21 @@ def test_real_librdkafka_group_metadata_before_any_join_parses_to_no_membership(
     client = parse_group_metadata(blob, consumer_protocol=False)
     assert client == GroupIdentity("identity-check", None, None, None, None)
     assert commit_identity(client, None, consumer_protocol=False) == client
+
+
+def test_a_static_members_instance_id_is_read_from_real_librdkafka_bytes() -> None:
+    """A static member's metadata: the "instance id is null" flag is a NUL byte itself, then the instance id (read
+    from a real, unconnected librdkafka consumer); a dynamic member's flag is 1 and it has none."""
+    identities = {}
+    for name, extra in (("static", {"group.instance.id": "orders-worker-3"}), ("dynamic", {})):
+        consumer = Consumer({"group.id": GROUP, "bootstrap.servers": "127.0.0.1:1", **extra})
+        try:
+            identities[name] = parse_group_metadata(consumer.consumer_group_metadata(), consumer_protocol=False)
+        finally:
+            consumer.close()
+    assert identities["static"] == GroupIdentity(GROUP, None, "orders-worker-3", None, None)
+    assert identities["dynamic"] == GroupIdentity(GROUP, None, None, None, None)
+    hand_made = b"CGMDv2:" + struct.pack("=i", 9) + b"orders\0rdkafka-1\0\0orders-worker-3\0"
+    assert parse_group_metadata(hand_made, consumer_protocol=False) == GroupIdentity(
+        GROUP, "rdkafka-1", "orders-worker-3", 9, None
+    )
