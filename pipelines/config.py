@@ -141,8 +141,9 @@ class DetectConfig(FrozenSection):
     # or withdrawn once the watermark passes them; off: detections appear only once the watermark has passed.
     provisional_detections: bool = True
     trigger_interval: str = "1 second"
-    # A live run's gold query MERGEs `rebalances` and `group_health` from `detector_output` this often: they are off
-    # the detection query's path, and a longer trigger coalesces many detection batches into one upsert.
+    # A live run's gold query MERGEs `rebalances`, `group_health` and the later versions of detections (a confirmed
+    # or resolved row) from `detector_output` this often: they are off the detection query's path, and a longer
+    # trigger coalesces many detection batches into one upsert.
     gold_trigger_interval: str = "30 seconds"
     # `radar maintain` deletes `detector_output` rows staged longer ago than this (the gold query has MERGEd them).
     staged_retention_hours: int = Field(default=24, gt=0)

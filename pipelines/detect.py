@@ -15,11 +15,19 @@ never written twice, and an older version of a row never replaces a newer one.
 
 Where the gold MERGEs run: a Delta MERGE rebuilds the table's state, materialises its source and rewrites files
 (0.7 s alone on an idle 2-core machine, 5 s under a live run's load, three of them in every detection micro-batch
-before this split). Live, the detection query MERGEs only `detections` and appends the new versions of `rebalances`
-and `group_health` rows to `detector_output` (a blind append: no table state); the gold query MERGEs them from there
-on its own, slower trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a
-stop drains it. To completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths
-end in the same gold rows (tested).
+before this split). Live, the detection query runs none: it appends the first row of each new detection to
+`detections`, and every other new version (of `rebalances` and `group_health` rows, and of detections the table
+holds) to `detector_output` (blind appends: no table state); the gold query MERGEs them from there on its own, slower
+trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a stop drains it. To
+completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths end in the same
+gold rows (tested).
+
+Provisional detections (live): a tracker decides on the events at or below the watermark only, which trails the
+newest event by `lateness_ms` and is computed from the previous micro-batch, so a detection would wait that long
+plus a micro-batch or two. Live, each tracker also previews the events ahead of the watermark on a copy of its state
+(`GroupTracker.preview`) and shows what they open as `provisional` rows in the same micro-batch; the watermark then
+confirms or withdraws each. Upserts rank a provisional row below any decided one, so the decided rows end as a
+replay's.
 
 The watermark's end in a replay: the watermark trails the newest event by `detect.lateness_ms`, so at the end of a
 dump the events of its last `lateness_ms` would stay buffered (and the deadlines due in that window unevaluated).
@@ -381,7 +389,8 @@ class GroupTrackerProcessor(StatefulProcessor):
 
 
 def _version(table: TableSchema, side: str) -> list[SparkColumn]:
-    """What orders two versions of one gold row, all event-time columns (so live and replay agree)."""
+    """What orders two versions of one gold row: event-time columns (so live and replay agree), after a detection's
+    status rank (`DETECTION_STATUS_RANK`: a provisional row never replaces a decided one)."""
 
     def col(name: str) -> SparkColumn:
         return F.col(f"{side}.{name}") if side else F.col(name)

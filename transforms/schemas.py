@@ -357,7 +357,7 @@ DETECTIONS = TableSchema(
         Column("first_seen", "TIMESTAMP", "event time of the first evidence"),
         Column("last_seen", "TIMESTAMP", "event time of the latest evidence"),
         Column("detected_at", "TIMESTAMP", "event time at which the rule decided"),
-        Column("status", "STRING", "one of DetectionStatus"),
+        Column("status", "STRING", "provisional (live, ahead of the watermark) | open | resolved | withdrawn"),
         Column("resolved_at", "TIMESTAMP"),
         Column("summary", "STRING", "one sentence for a human"),
         Column("evidence", "STRING", EVIDENCE_DOC),
