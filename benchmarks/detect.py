@@ -214,8 +214,10 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
                 else:
                     time.sleep(14.0)
                 extra.stop()
+                queries.raise_failures()
                 cycle += 1
             time.sleep(15.0)  # let the last detections through
+            queries.raise_failures()  # a query that died during the run (the gold query's MERGE, say) voids it
         finally:
             for process in members:
                 process.stop()

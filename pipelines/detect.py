@@ -65,10 +65,10 @@ from pipelines.tables import (
     TableCatalog,
     append_rows,
     ensure_tables,
-    forget_held_keys,
     held_keys,
     log_says_empty,
     note_written_keys,
+    write_lock,
 )
 from transforms.schemas import (
     CLOCK_TICKS,
@@ -476,14 +476,14 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
     source = source.persist()  # read for its keys, then written
     try:
         batch_keys = [tuple(r) for r in source.select(*keys).collect()]
-        held = held_keys(rows.sparkSession, location, keys)
-        if held is not None and not held.keys.intersection(batch_keys):
-            append_rows(source, config, table)
-            note_written_keys(location, held, batch_keys)
-        else:
-            _merge_into(source, config, table)
-            # another query may append to this table meanwhile (live `detections`): what it holds is read again
-            forget_held_keys(location)
+        with write_lock(location):
+            held = held_keys(rows.sparkSession, location, keys)
+            if held is not None and not held.keys.intersection(batch_keys):
+                append_rows(source, config, table)
+                note_written_keys(location, held, batch_keys)
+            else:
+                _merge_into(source, config, table)
+                note_written_keys(location, held, batch_keys)
     finally:
         source.unpersist()
 
@@ -500,10 +500,13 @@ class DetectionSplit:
     latest: DataFrame  # persisted; `release()` it after the writes
 
     def append_new(self, config: RadarConfig, location: Path) -> None:
-        """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state)."""
+        """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state),
+        never while the gold query MERGEs into it (`write_lock`). A MERGE since `known` was read makes what the
+        table holds unknown again (`note_written_keys`); its ids stay held (no writer deletes a detection)."""
         assert self.new is not None
-        append_rows(self.new.select(*DETECTIONS.column_names), config, DETECTIONS)
-        note_written_keys(location, self.known, self.new_keys)
+        with write_lock(location):
+            append_rows(self.new.select(*DETECTIONS.column_names), config, DETECTIONS)
+            note_written_keys(location, self.known, self.new_keys)
 
     def release(self) -> None:
         self.latest.unpersist()
@@ -512,9 +515,8 @@ class DetectionSplit:
 def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> DetectionSplit | None:
     """Live: which detection rows are first rows (appended to `detections` in this micro-batch, so a detection is
     queryable at once) and which update a row the table holds (staged to `detector_output`; the gold query MERGEs
-    them on its own trigger). The two writers do not conflict: under Delta's default WriteSerializable isolation a
-    MERGE does not conflict with a concurrent blind append. None when the table's ids cannot be known (it is
-    missing)."""
+    them on its own trigger; the two writers take turns, `write_lock`). None when the table's ids cannot be known
+    (it is missing)."""
     latest = latest_per_key(rows, DETECTIONS).persist()
     ids = [row["detection_id"] for row in latest.select("detection_id").collect()]
     known = held_keys(rows.sparkSession, location, KEY_COLUMNS[DETECTIONS.name])

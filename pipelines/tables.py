@@ -8,6 +8,7 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -332,6 +333,19 @@ def held_keys(spark: SparkSession, location: Path, key: Sequence[str]) -> HeldKe
         return HeldKeys(version, frozenset(tuple(r) for r in rows))
 
     return _known_at_current_version(_HELD_KEYS, location, lambda version: HeldKeys(version, frozenset()), read)
+
+
+_WRITE_LOCKS: dict[str, threading.Lock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def write_lock(location: Path) -> threading.Lock:
+    """The lock this process's writers of one local table hold around a write, when two queries write it (a live
+    run's `detections`: the detection query's appends, the gold query's MERGE). Delta OSS runs every transaction at
+    Serializable isolation, where a MERGE that read the whole table fails with ConcurrentAppendException if an
+    append commits while it runs (seen live); serialised, neither ever conflicts."""
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(str(location), threading.Lock())
 
 
 def forget_held_keys(location: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -474,6 +475,49 @@ def test_a_provisional_row_is_replaced_by_what_the_watermark_decides(
         _detection("y", p, BASE_MS + 4000, 6),
     )
     assert stored() == {"x": ("open", BASE_MS + 5000), "y": ("open", BASE_MS + 3000)}
+
+
+def test_the_two_live_writers_of_detections_take_turns(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """Live, the detection query appends new detections while the gold query MERGEs later versions of held ones.
+    Delta OSS runs both at Serializable isolation, where the MERGE fails (ConcurrentAppendException) if an append
+    commits while it runs: seen in the live benchmark, the gold query died. Both writers at once, several rounds:
+    no failure, every id once, each the newest version written."""
+    config = isolated_config(radar_config, tmp_path / "data")
+    ensure_tables(spark, config)
+    detection_query = gold_batch_writer(config, staged=True)
+    gold_query = gold_batch_writer(config)
+    columns = [c.name for c in DETECTOR_OUTPUT.columns if c.name != "staged_at"]
+    routed_schema = table(spark, config, DETECTOR_OUTPUT).drop("staged_at").schema
+
+    def frame(rows: list[dict[str, Any]]) -> Any:
+        return spark.createDataFrame([tuple(r.get(c) for c in columns) for r in rows], schema=routed_schema)
+
+    p, o = DetectionStatus.PROVISIONAL, DetectionStatus.OPEN
+    held = [f"held-{i}" for i in range(6)]
+    detection_query(frame([_detection(i, p, BASE_MS + 1000, 1) for i in held]), 0)
+    rounds = 4
+
+    def appends() -> None:
+        for r in range(rounds):
+            detection_query(frame([_detection(f"new-{r}-{i}", p, BASE_MS + 2000, 1) for i in range(3)]), r + 1)
+
+    def merges() -> None:
+        for r in range(rounds):
+            gold_query(frame([_detection(i, o, BASE_MS + 1000 + r, 2 + r) for i in held]), r)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = [pool.submit(appends), pool.submit(merges)]
+    for future in done:
+        future.result()
+    rows = [r.asDict() for r in table(spark, config, DETECTIONS).collect()]
+    ids = [r["detection_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == len(held) + rounds * 3
+    by_id = {r["detection_id"]: r for r in rows}
+    assert {by_id[i]["status"] for i in held} == {"open"}
+    assert {ms(by_id[i]["last_seen"].replace(tzinfo=UTC)) for i in held} == {BASE_MS + 1000 + rounds - 1}
+    assert {r["status"] for r in rows if r["detection_id"].startswith("new-")} == {"provisional"}
 
 
 def _chunks(s: Silver, size_ms: int) -> list[list[dict[str, Any]]]:
