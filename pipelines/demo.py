@@ -30,7 +30,7 @@ from rich.text import Text
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
 from pipelines.tables import TableCatalog
-from transforms.schemas import DETECTIONS
+from transforms.schemas import DETECTIONS, DetectionStatus
 
 DEMO_MARKER = ".radar-demo"
 """A data dir the demo made holds this file: only such a dir is cleared when the demo starts again."""
@@ -128,7 +128,8 @@ class DemoView:
         return self.progress.scenario
 
     def seen(self) -> set[tuple[str, str]]:
-        return {(d["group_id"], d["kind"]) for d in self.detections}
+        # a provisional detection counts (it is what a live run shows first); a withdrawn one does not
+        return {(d["group_id"], d["kind"]) for d in self.detections if d.get("status") != DetectionStatus.WITHDRAWN}
 
     def missing(self) -> list[tuple[str, str]]:
         seen = self.seen()
@@ -167,7 +168,8 @@ class DemoView:
         newest = sorted(self.detections, key=lambda d: d.get("detected_at") or datetime.min, reverse=True)
         for d in newest[:SHOWN_DETECTIONS]:
             stamp = d["detected_at"].strftime("%H:%M:%S") if d.get("detected_at") else ""
-            style = "dim" if d.get("status") == "resolved" else SEVERITY_STYLE.get(str(d.get("severity")), "")
+            ended = d.get("status") in (DetectionStatus.RESOLVED, DetectionStatus.WITHDRAWN)
+            style = "dim" if ended else SEVERITY_STYLE.get(str(d.get("severity")), "")
             found.add_row(
                 stamp, d["severity"], d["kind"], d["group_id"], d["status"], d.get("summary") or "", style=style
             )
