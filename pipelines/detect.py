@@ -476,16 +476,28 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
     source = source.persist()  # read for its keys, then written
     try:
         batch_keys = [tuple(r) for r in source.select(*keys).collect()]
-        with write_lock(location):
-            held = held_keys(rows.sparkSession, location, keys)
-            if held is not None and not held.keys.intersection(batch_keys):
-                append_rows(source, config, table)
-                note_written_keys(location, held, batch_keys)
-            else:
-                _merge_into(source, config, table)
-                note_written_keys(location, held, batch_keys)
+        held = held_keys(rows.sparkSession, location, keys)
+        if held is not None and not held.keys.intersection(batch_keys):
+            append_rows(source, config, table)
+        else:
+            _merge_taking_turns(source, config, table, location)
+        note_written_keys(location, held, batch_keys)
     finally:
         source.unpersist()
+
+
+def _merge_taking_turns(source: DataFrame, config: RadarConfig, table: TableSchema, location: Path) -> None:
+    """MERGE; if another query of this process appended to the table meanwhile (live `detections`: Delta OSS runs
+    every transaction at Serializable isolation, so the MERGE fails with ConcurrentAppendException), MERGE once more
+    holding `write_lock`, which those appends take. The failed attempt committed nothing, and the appender waits
+    only for a MERGE that collided with it, not for every MERGE (3-10 s each under a live run's load)."""
+    from delta.exceptions import ConcurrentAppendException
+
+    try:
+        _merge_into(source, config, table)
+    except ConcurrentAppendException:
+        with write_lock(location):
+            _merge_into(source, config, table)
 
 
 @dataclass(frozen=True)
@@ -501,8 +513,9 @@ class DetectionSplit:
 
     def append_new(self, config: RadarConfig, location: Path) -> None:
         """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state),
-        never while the gold query MERGEs into it (`write_lock`). A MERGE since `known` was read makes what the
-        table holds unknown again (`note_written_keys`); its ids stay held (no writer deletes a detection)."""
+        never while the gold query's MERGE retries after colliding with one (`write_lock`, `_merge_taking_turns`).
+        A MERGE since `known` was read makes what the table holds unknown again (`note_written_keys`); its ids stay
+        held (no writer deletes a detection)."""
         assert self.new is not None
         with write_lock(location):
             append_rows(self.new.select(*DETECTIONS.column_names), config, DETECTIONS)
@@ -515,8 +528,8 @@ class DetectionSplit:
 def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> DetectionSplit | None:
     """Live: which detection rows are first rows (appended to `detections` in this micro-batch, so a detection is
     queryable at once) and which update a row the table holds (staged to `detector_output`; the gold query MERGEs
-    them on its own trigger; the two writers take turns, `write_lock`). None when the table's ids cannot be known
-    (it is missing)."""
+    them on its own trigger; the two writers take turns where they collide, `_merge_taking_turns`). None when the
+    table's ids cannot be known (it is missing)."""
     latest = latest_per_key(rows, DETECTIONS).persist()
     ids = [row["detection_id"] for row in latest.select("detection_id").collect()]
     known = held_keys(rows.sparkSession, location, KEY_COLUMNS[DETECTIONS.name])

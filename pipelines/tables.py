@@ -340,10 +340,11 @@ _WRITE_LOCKS_GUARD = threading.Lock()
 
 
 def write_lock(location: Path) -> threading.Lock:
-    """The lock this process's writers of one local table hold around a write, when two queries write it (a live
-    run's `detections`: the detection query's appends, the gold query's MERGE). Delta OSS runs every transaction at
-    Serializable isolation, where a MERGE that read the whole table fails with ConcurrentAppendException if an
-    append commits while it runs (seen live); serialised, neither ever conflicts."""
+    """The lock of one local table two queries of this process write (a live run's `detections`: the detection
+    query's appends, the gold query's MERGE). Delta OSS runs every transaction at Serializable isolation, where a
+    MERGE that read the whole table fails with ConcurrentAppendException if an append commits while it runs (seen
+    live): the appends hold it, and a MERGE that collided with one retries holding it, so the retry cannot
+    collide."""
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(str(location), threading.Lock())
 

@@ -482,8 +482,9 @@ def test_the_two_live_writers_of_detections_take_turns(
 ) -> None:
     """Live, the detection query appends new detections while the gold query MERGEs later versions of held ones.
     Delta OSS runs both at Serializable isolation, where the MERGE fails (ConcurrentAppendException) if an append
-    commits while it runs: seen in the live benchmark, the gold query died. Both writers at once, several rounds:
-    no failure, every id once, each the newest version written."""
+    commits while it runs: seen in the live benchmark, the gold query died. A MERGE that collides runs again
+    holding the lock the appends take. Both writers at once, several rounds: no failure, every id once, each the
+    newest version written."""
     config = isolated_config(radar_config, tmp_path / "data")
     ensure_tables(spark, config)
     detection_query = gold_batch_writer(config, staged=True)
