@@ -3,7 +3,7 @@ backwards commits after an owner change, commits into a group emptied by removal
 
 from __future__ import annotations
 
-from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, run
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of, run
 from transforms.detectors.thresholds import DetectorThresholds
 from transforms.detectors.tracker import GroupTracker
 
@@ -244,62 +244,32 @@ def _b_expires_and_rejoins(s: Silver, t: int) -> int:
     return after + 2000
 
 
+def _reported_after_the_rejoin(kind: str, generation: int, error: str | None = None, **details: str) -> Outcome:
+    """B expires and rejoins as B_REJOINED (generation 9); then a commit event naming B_REJOINED, with
+    `last_member_id` the evicted B: the shape librdkafka's rejoin pair gives (see the module docstring)."""
+    s = Silver()
+    rejoined = _b_expires_and_rejoins(s, BASE_MS)
+    details = {"partitions": "orders-2,orders-3", "last_member_id": B.member_id, "last_generation": "7", **details}
+    who = {"member_id": B_REJOINED.member_id, "client_id": B_REJOINED.client_id, "host": B_REJOINED.host}
+    s.agent(kind, G, rejoined + 300, **who, generation=generation, error=error, details=details)
+    return run(G, s.rows, rejoined + 10_000)
+
+
 def test_zombie_commit_reported_under_the_rejoined_member_id_names_the_evicted_member() -> None:
     """librdkafka's group metadata pairs the rejoin's new member id (from MEMBER_ID_REQUIRED) with the old
     generation: a commit failure may name the live rejoined member while its generation and `last_member_id`
     are the evicted one's. The generation decides: the zombie is the member of generation 7."""
-    s = Silver()
-    rejoined = _b_expires_and_rejoins(s, BASE_MS)
-    s.agent(
-        "commit_failed",
-        G,
-        rejoined + 300,
-        member_id=B_REJOINED.member_id,
-        generation=7,
-        client_id="worker-b",
-        host="10.0.0.2",
-        error="UNKNOWN_MEMBER_ID",
-        reason="Broker: Unknown member",
-        details={
-            "trigger": "sync",
-            "partitions": "orders-2,orders-3",
-            "offsets": "0,0",
-            "last_member_id": B.member_id,
-            "last_generation": "7",
-        },
-    )
-    out = run(G, s.rows, rejoined + 10_000)
+    out = _reported_after_the_rejoin("commit_failed", 7, "UNKNOWN_MEMBER_ID", trigger="sync", offsets="0,0")
     (zombie,) = out.of_kind("zombie_commit")
     assert (zombie["member_id"], zombie["generation"]) == (B.member_id, 7)
     assert "expired from the group" in zombie["summary"] and B_REJOINED.member_id not in zombie["summary"]
 
 
 def test_illegal_generation_commit_under_the_rejoined_id_names_the_evicted_member() -> None:
-    s = Silver()
-    rejoined = _b_expires_and_rejoins(s, BASE_MS)
-    s.agent(
-        "commit_failed",
-        G,
-        rejoined + 300,
-        member_id=B_REJOINED.member_id,
-        generation=7,
-        error="ILLEGAL_GENERATION",
-        details={"partitions": "orders-2", "last_member_id": B.member_id, "last_generation": "7"},
-    )
-    (zombie,) = run(G, s.rows, rejoined + 10_000).of_kind("zombie_commit")
+    (zombie,) = _reported_after_the_rejoin("commit_failed", 7, "ILLEGAL_GENERATION").of_kind("zombie_commit")
     assert (zombie["member_id"], zombie["generation"]) == (B.member_id, 7)
 
 
 def test_rejoined_member_committing_in_its_own_generation_is_not_sent_to_its_former_self() -> None:
     """`last_member_id` alone does not redirect: a commit in the named member's own generation is its own."""
-    s = Silver()
-    rejoined = _b_expires_and_rejoins(s, BASE_MS)
-    s.agent(
-        "commit",
-        G,
-        rejoined + 300,
-        member_id=B_REJOINED.member_id,
-        generation=9,
-        details={"partitions": "orders-2,orders-3", "last_member_id": B.member_id, "last_generation": "7"},
-    )
-    assert run(G, s.rows, rejoined + 10_000).kinds() == ["heartbeat_expiration"]
+    assert _reported_after_the_rejoin("commit", 9).kinds() == ["heartbeat_expiration"]
