@@ -38,7 +38,7 @@ CHECK_VIEW = TableSchema(
     (
         Column("cluster", "STRING"),
         Column("group_id", "STRING", "null on a cluster-wide row"),
-        Column("open_critical_detections", "BIGINT", "per group: detections with status open and severity critical"),
+        Column("open_critical_detections", "BIGINT", "per group: critical detections still open (or provisional)"),
         Column("records", "BIGINT", "per cluster: records ingested (silver rows per record, plus quarantine)"),
         Column("quarantined", "BIGINT", "per cluster: quarantine rows"),
         Column("quarantine_rate", "DOUBLE", "per cluster: quarantined / records"),
