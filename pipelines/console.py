@@ -95,16 +95,21 @@ class JvmStderrFilter:
         self._source = source
         self._target_fd = target_fd
         self.dropped = 0
+        self._silenced = threading.Event()
         self._thread = threading.Thread(target=self._pump, name="radar-jvm-stderr", daemon=True)
 
     def start(self) -> JvmStderrFilter:
         self._thread.start()
         return self
 
+    def silence(self) -> None:
+        """Drop every line from now on, still draining the pipe (a JVM whose stderr fills up blocks)."""
+        self._silenced.set()
+
     def _pump(self) -> None:
         skip_blank = False
         for line in iter(self._source.readline, b""):
-            if is_worker_chatter(line):
+            if self._silenced.is_set() or is_worker_chatter(line):
                 self.dropped += 1
                 skip_blank = True
                 continue

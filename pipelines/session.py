@@ -148,7 +148,20 @@ def launch_local_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmSt
         spark_conf.set(key, value)
     gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": True})
     SparkContext._ensure_initialized(gateway=gateway)
-    return JvmStderrFilter(gateway.proc.stderr, os.dup(2)).start()  # where the JVM's stderr would go
+    global _local_jvm_stderr
+    _local_jvm_stderr = JvmStderrFilter(gateway.proc.stderr, os.dup(2)).start()  # where the JVM's stderr would go
+    return _local_jvm_stderr
+
+
+_local_jvm_stderr: JvmStderrFilter | None = None  # the filter `launch_local_jvm` started, if it did
+
+
+def silence_local_jvm_stderr() -> None:
+    """Drop the local JVM's stderr from now on (it is still drained): once `radar` stops its queries, what the
+    abandoned micro-batch's Python workers print (a traceback from a closed socket) is expected noise. Does nothing
+    without a JVM of ours."""
+    if _local_jvm_stderr is not None:
+        _local_jvm_stderr.silence()
 
 
 def kill_local_jvm() -> None:

@@ -5,6 +5,8 @@ through a real pipe, while log lines, errors and stack traces pass unchanged."""
 from __future__ import annotations
 
 import os
+import select
+import threading
 import time
 
 from pipelines.console import JvmStderrFilter
@@ -51,3 +53,26 @@ def test_worker_startup_prints_are_dropped_and_everything_else_passes() -> None:
         shown = result.read().decode()
     assert shown == "".join(KEPT)
     assert stderr_filter.dropped == 5
+
+
+def test_a_silenced_filter_drops_everything_after_and_still_drains_the_pipe() -> None:
+    """After `radar run` stops its queries, the abandoned batch's worker traceback (KEPT above) stays off the
+    console, while the JVM's pipe is still read to its end (a JVM with a full stderr pipe blocks)."""
+    jvm_read, jvm_write = os.pipe()
+    out_read, out_write = os.pipe()
+    with os.fdopen(jvm_read, "rb") as source, os.fdopen(out_read, "rb", buffering=0) as result:
+        stderr_filter = JvmStderrFilter(source, out_write).start()
+        os.write(jvm_write, KEPT[0].encode())
+        assert select.select([result], [], [], 10)[0], "the line before the silence never came through"
+        first = result.read(len(KEPT[0].encode()))
+        stderr_filter.silence()
+        writer = threading.Thread(target=os.write, args=(jvm_write, "".join(KEPT[1:] * 2000).encode()))
+        writer.start()  # more than a pipe holds: it returns only if the filter keeps reading
+        writer.join(timeout=10)
+        assert not writer.is_alive(), "the silenced filter stopped draining the JVM's stderr"
+        os.close(jvm_write)
+        stderr_filter._thread.join(timeout=10)
+        os.close(out_write)
+        rest = result.read()
+    assert first.decode() == KEPT[0]
+    assert rest == b""

@@ -1,13 +1,23 @@
 """The streaming skeleton's handling of Java failures inside `foreachBatch` (issue #9: Ctrl-C spilled a
-StackOverflowError from Spark's interruption regex run over a full Java stack)."""
+StackOverflowError from Spark's interruption regex run over a full Java stack), and of errors a requested stop
+causes."""
 
 from __future__ import annotations
+
+import threading
+from pathlib import Path
 
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from pipelines.streams import MAX_JAVA_ERROR_LINES, JavaBatchFailure, compact_java_error, raising_compact_java_errors
+from pipelines.streams import (
+    MAX_JAVA_ERROR_LINES,
+    JavaBatchFailure,
+    RunningQueries,
+    compact_java_error,
+    raising_compact_java_errors,
+)
 
 
 def java_failure(spark: SparkSession) -> Py4JJavaError:
@@ -42,3 +52,43 @@ def test_a_batch_writer_raises_the_compact_form_spark_recognises(spark: SparkSes
     # the literal prefix Spark's StreamExecution.PROXY_ERROR regex looks for before the interruption class names
     assert message.startswith("py4j.protocol.Py4JJavaError: An error occurred while calling")
     assert "ClassNotFoundException" in message and "\tat " not in message
+
+
+@pytest.mark.spark
+def test_an_error_a_requested_stop_causes_is_reported_not_raised(spark: SparkSession, tmp_path: Path) -> None:
+    """A query running when `radar run` asks it to stop, which then ends in an error (CI: a transformWithState
+    runner interrupted while starting), is named as interrupted and not raised; the same error is raised as a
+    failure when no stop was asked for."""
+    running, release = threading.Event(), threading.Event()
+
+    def batch_failing_once_stopping(_batch: object, _batch_id: int) -> None:
+        running.set()
+        release.wait(60)
+        raise RuntimeError("the batch broke while the query was stopping")
+
+    query = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 1)
+        .load()
+        .writeStream.foreachBatch(batch_failing_once_stopping)
+        .queryName("radar-test-stopping")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    queries = RunningQueries((query,))
+    try:
+        assert running.wait(120), "the first micro-batch never started"
+        stopped_by_request = queries.active_ids()
+        assert stopped_by_request == frozenset({query.id})
+        threading.Timer(1.0, release.set).start()  # the batch fails while stop() waits for it
+        queries.stop_within_bound()
+        assert query.exception() is not None, "the batch's error did not end the query"
+        interrupted = queries.interrupted_by_stop(stopped_by_request)
+        assert len(interrupted) == 1 and interrupted[0].startswith("radar-test-stopping (")
+        queries.raise_failures(stopped_by_request)  # not raised: the stop caused it
+        with pytest.raises(RuntimeError, match="streaming query radar-test-stopping failed"):
+            queries.raise_failures()
+    finally:
+        release.set()
+        if query.isActive:
+            query.stop()
