@@ -928,7 +928,9 @@ class GroupTracker:
                 )
                 st.rebalance.refs = merge_refs(st.rebalance.refs, [source_ref(event)])
         elif kind in (K.HEARTBEAT_FAILED, K.SESSION_TIMEOUT):
-            if kind == K.SESSION_TIMEOUT or event.error in FENCED_ERRORS:
+            # a "stale" refusal answers a heartbeat of a generation the client has already left behind: it is
+            # still a member (the Java client logs "..., ignoring the error")
+            if kind == K.SESSION_TIMEOUT or (event.error in FENCED_ERRORS and event.detail("stale") != "true"):
                 self._on_fenced_report(event)
         elif kind == K.POLL_TIMEOUT:
             who = commit_rules.attribute(st, event) or self._telemetry_member(event)

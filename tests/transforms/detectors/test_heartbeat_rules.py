@@ -111,6 +111,27 @@ def test_inferred_expiry_when_the_vanished_member_reports_unknown_member_id() ->
     assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", [B.member_id], [])
 
 
+
+def test_a_stale_heartbeat_error_the_client_ignores_is_not_a_fencing() -> None:
+    """The Java client logs "Attempt to heartbeat with stale Generation{...} ... failed due to ILLEGAL_GENERATION,
+    ignoring the error" when a heartbeat of its previous generation comes back after it moved on (AbstractCoordinator
+    `HeartbeatResponseHandler`, generation changed): it is still a member, so no expiry is inferred from it."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    s.generation(G, 8, [ALL_TO_A], t + 30_000)
+    s.client(
+        B.client_id,
+        G,
+        f"Attempt to heartbeat with stale Generation{{generationId=7, memberId='{B.member_id}', protocol='range'}} "
+        "and group instance id null failed due to ILLEGAL_GENERATION, ignoring the error",
+        t + 40_000,
+    )
+    out = run(G, s.rows, t + 45_000)
+    assert out.kinds() == []
+    assert out.completed()[0]["left"] == [B.member_id]
+
+
 def test_expiry_in_the_middle_of_a_rebalance_keeps_the_first_cause() -> None:
     s = Silver()
     t = BASE_MS
