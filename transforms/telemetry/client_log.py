@@ -9,6 +9,10 @@ generation N is not current" (ILLEGAL_GENERATION) and "Attempt to heartbeat fail
 valid." (UNKNOWN_MEMBER_ID). The "N client nodes and M consumers participating in this rebalance" summary exists
 since Streams 3.6; earlier versions list nodes on separate lines only.
 
+A classic consumer cut off from its coordinator for longer than its rebalance timeout (AbstractCoordinator 2.8+/3.x/
+4.x, WARN): "Consumer has been disconnected from the group coordinator for Nms" (a session timeout: the coordinator
+has expired the member; the KIP-848 consumer logs the same text at DEBUG only).
+
 Commit failures that name no partition error (`{...}` is a Java map `t-p=OffsetAndMetadata{offset=O, ...}`, read
 into `details.partitions`; the exception, when the record carries it, gives the error):
 - ConsumerCoordinator 2.x-4.x (ERROR), `commitAsync()`'s default callback: "Offset commit with offsets {...} failed"
@@ -206,6 +210,18 @@ def _session_timed_out(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         SOURCE,
         reason="session timed out without receiving a heartbeat response",
         details=_protocol_details(line, coordinator=coordinator.group(1) if coordinator else None),
+    )
+
+
+def _disconnected_from_coordinator(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """Classic consumer (AbstractCoordinator 2.8+/3.x/4.x, WARN): the coordinator has been unreachable for longer than
+    the rebalance timeout (max.poll.interval.ms), so for longer than any session timeout: no heartbeat of this
+    member reached it, and the coordinator has expired it."""
+    return line.event(
+        Kind.SESSION_TIMEOUT,
+        SOURCE,
+        reason="disconnected from the group coordinator past the rebalance timeout",
+        details=_protocol_details(line, disconnected_ms=m.group(1)),
     )
 
 
@@ -596,6 +612,11 @@ RULES = RuleTable.of(
             "session timed out without receiving a heartbeat response",
             re.compile(r"session timed out without receiving a heartbeat response"),
             _session_timed_out,
+        ),
+        MessageRule(
+            "disconnected from the group coordinator for",
+            re.compile(r"Consumer has been disconnected from the group coordinator for (\d+)ms"),
+            _disconnected_from_coordinator,
         ),
         MessageRule(  # the classic consumer writes "consumer poll ...", the KIP-848 (async) one "Consumer poll ..."
             "poll timeout has expired", re.compile(r"[Cc]onsumer poll timeout has expired"), _poll_timeout

@@ -483,3 +483,16 @@ def test_fatal_join_error_message_maps_to_its_name() -> None:
         "reached its max size."
     )
     assert (event.event, event.error) == (K.JOIN_FAILED, "GROUP_MAX_SIZE_REACHED")
+
+
+def test_disconnected_from_coordinator_past_the_rebalance_timeout_is_a_session_timeout() -> None:
+    # AbstractCoordinator 2.8+/3.x/4.x (WARN): "Consumer has been disconnected from the group coordinator for {}ms"
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] WARN {PREFIX} Consumer has been disconnected from the group coordinator for "
+        "301542ms (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+    )
+    assert (event.event, event.group_id, event.client_id) == (K.SESSION_TIMEOUT, "CG", "consumer-CG-1")
+    assert (event.details["disconnected_ms"], event.details["logger"]) == (
+        "301542",
+        "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator",
+    )
