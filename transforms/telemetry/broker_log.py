@@ -14,19 +14,26 @@ Wording by version (Apache Kafka source):
   in S state. Created a new member id M ..." (2.x: "Dynamic Member ... for this member and add to the group").
   Join reasons: "Adding new member M with group instance id None; client reason: R" and "Member M joining group
   during S; client reason: R" / "Updating metadata for member M during S; client reason: R" (client reasons
-  since 3.2, KIP-800).
+  since 3.2, KIP-800). A restarted static member: "Updating metadata for static member M with instance id Some(I);
+  client reason: R" (in CompletingRebalance) and "Group's selectedProtocol will change because static member M with
+  instance id Some(I) joined with change of protocol; client reason: R" (cause member_joined unless the client
+  reason says otherwise); a failed generation: "Error E when storing group assignment during SyncGroup (member: M)".
 - 4.x, Java `org.apache.kafka.coordinator.group.GroupMetadataManager`, prefix `[GroupCoordinator id=<broker>
   topic=__consumer_offsets partition=P] `: the same sentences without the `(__consumer_offsets-P)` part and
   with a final period ("... (reason: R).", "Stabilized group G generation N with K members.", "Group G with
   generation N is now empty.", "Member M in group G has failed, removing it from the group." with reason
   "removing member M on heartbeat expiration."), "Member M is joining group during S; client reason: R",
   "Assignment received from leader M for group G ...", "[Group G] Member M has left group through explicit
-  `LeaveGroup` request; client reason: R" with prepare reason "explicit `LeaveGroup` request for (M) members.".
+  `LeaveGroup` request; client reason: R" with prepare reason "explicit `LeaveGroup` request for (M) members.";
+  the static reasons above print the instance id bare ("with instance id I") and an empty client reason as
+  "not provided".
   Static membership (3.x Scala and 4.x Java alike): "Static member with groupInstanceId=I and unknown member id
   joins group G in S state. Replacing previously mapped member M with this groupInstanceId." (a replacement, not a
   departure) or "... Created a new member id M for this member and add(ed) to the group.", and "Static member
   which joins during Stable stage and doesn't affect the selected protocol (3.x: selectProtocol) will not
   trigger (a) rebalance." (no group named).
+- Client reasons read case-insensitively (a Streams "Shutdown requested" / "Active tasks corrupted", a consumer's
+  "rebalance enforced by user" or cooperative "need to revoke partitions and re-join" are enforced rebalances).
 - KIP-848 consumer groups (3.7+ preview, 4.0 GA), lines prefixed `[GroupId G] `: "Member M joins the consumer
   group using the consumer protocol.", "Bumped group epoch to E." (4.1+: "... with metadata hash H."),
   "Computed a new target assignment for epoch E with 'uniform' assignor in Tms...", "Member M new assignment
@@ -88,18 +95,34 @@ _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Removing member (\S+?) on LeaveGroup"), "member_left"),
     (re.compile(r"explicit `LeaveGroup` request for \(([^)]*)\) members"), "member_left"),
     (re.compile(r"Adding new member (\S+?) with group instance id"), "member_joined"),
+    # A known static member re-joining under a new member id (its restart) while the group completes a rebalance, or
+    # in Stable with another protocol: 3.x `with instance id Some(I)`, 4.x `with instance id I`.
+    (re.compile(r"Updating metadata for static member (\S+?) with instance id"), "static_member_rejoined"),
+    (
+        re.compile(r"selectedProtocol will change because static member (\S+?) with instance id"),
+        "static_member_rejoined",
+    ),
+    # The group could not persist the leader's assignment: the generation failed.
+    (re.compile(r"Error \w+ when storing group assignment during SyncGroup \(member: ([^)\s]+)\)"), "failed_previous"),
     (re.compile(r"Member (\S+?) (?:is )?joining group during"), "member_rejoined"),
     (re.compile(r"Updating metadata for member (\S+?) during"), "member_rejoined"),
     (re.compile(r"Leader (\S+?) re-joining group during"), "member_rejoined"),
     (_PENDING_SYNC_EXPIRED, "failed_previous"),
 )
 
-# Client reasons (KIP-800) that say why a known member rejoined.
+# Client reasons (KIP-800) that say why a known member rejoined, matched case-insensitively: the Java client's
+# `requestRejoin` reasons (ConsumerCoordinator/AbstractCoordinator 3.2+), `enforceRebalance` ones (Streams
+# StreamThread "triggered followup rebalance scheduled for T", "Active tasks corrupted", "Shutdown requested";
+# ClassicKafkaConsumer's default "rebalance enforced by user"), and the cooperative protocol's second rebalance
+# ("need to revoke partitions and re-join").
 _CLIENT_REASON_CAUSES: tuple[tuple[str, str], ...] = (
     ("followup rebalance", "enforced"),
     ("probing", "enforced"),
     ("version probing", "enforced"),
     ("shutdown", "enforced"),
+    ("active tasks corrupted", "enforced"),
+    ("rebalance enforced by user", "enforced"),
+    ("need to revoke partitions and re-join", "enforced"),
     ("subscription", "subscription_change"),
     ("metadata has changed", "subscription_change"),
     ("rebalance failed", "failed_previous"),
@@ -130,8 +153,10 @@ def cause_of_reason(reason: str) -> tuple[str, str | None, str | None]:
         if found is None:
             continue
         member = found.group(1)
-        if cause == "member_rejoined":
-            cause = next((c for key, c in _CLIENT_REASON_CAUSES if client_reason and key in client_reason), "unknown")
+        if cause in ("member_rejoined", "static_member_rejoined"):
+            said = (client_reason or "").lower()
+            fallback = "member_joined" if cause == "static_member_rejoined" else "unknown"
+            cause = next((c for key, c in _CLIENT_REASON_CAUSES if key in said), fallback)
         return cause, (member if "," not in member else None), client_reason
     return "unknown", None, client_reason
 

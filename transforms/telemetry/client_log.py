@@ -4,8 +4,24 @@ Consumer lines carry `[Consumer clientId=C, groupId=G]` (with `instanceId=I, ` f
 `AbstractCoordinator`/`ConsumerCoordinator`; Streams lines carry `stream-thread [<app>-<process>-StreamThread-n]`
 (the `-consumer` suffix from `StreamsPartitionAssignor`), whose application id is the group id. Wording is
 the 3.x/4.x classic consumer's (`Generation{generationId=N, memberId='M', protocol='P'}`); 2.x's "Attempt to
-heartbeat failed since group is rebalancing" is also read. The "N client nodes and M consumers participating
-in this rebalance" summary exists since Streams 3.6; earlier versions list nodes on separate lines only.
+heartbeat failed since group is rebalancing" is also read, as are 2.0-2.2's "Attempt to heartbeat failed since
+generation N is not current" (ILLEGAL_GENERATION) and "Attempt to heartbeat failed for since member id M is not
+valid." (UNKNOWN_MEMBER_ID). The "N client nodes and M consumers participating in this rebalance" summary exists
+since Streams 3.6; earlier versions list nodes on separate lines only.
+
+A classic consumer cut off from its coordinator for longer than its rebalance timeout (AbstractCoordinator 2.8+/3.x/
+4.x, WARN): "Consumer has been disconnected from the group coordinator for Nms" (a session timeout: the coordinator
+has expired the member; the KIP-848 consumer logs the same text at DEBUG only).
+
+Commit failures that name no partition error (`{...}` is a Java map `t-p=OffsetAndMetadata{offset=O, ...}`, read
+into `details.partitions`; the exception, when the record carries it, gives the error):
+- ConsumerCoordinator 2.x-4.x (ERROR), `commitAsync()`'s default callback: "Offset commit with offsets {...} failed"
+- ConsumerCoordinator 3.x/4.x (WARN): "Asynchronous auto-commit of offsets {...} failed: <message>" /
+  "Synchronous auto-commit of offsets {...} failed: <message>"; 3.3+ at join prepare (ERROR): "Asynchronous
+  auto-commit of offsets failed: joinPrepare timeout. Will continue to join group" / "... failed: <message>. Will
+  continue to join group."
+- CommitRequestManager (KIP-848 consumer, WARN): 3.9+/4.x "Auto-commit of offsets {...} failed", 3.7-3.8
+  "Asynchronous auto-commit of offsets {...} failed"
 """
 
 from __future__ import annotations
@@ -115,10 +131,30 @@ def _heartbeat_attempt_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent
     )
 
 
+# 2.0-2.2 AbstractCoordinator: "Attempt to heartbeat failed since generation N is not current" (ILLEGAL_GENERATION),
+# "Attempt to heartbeat failed for since member id M is not valid." (UNKNOWN_MEMBER_ID, the source's "for since").
+_LEGACY_HEARTBEAT_GENERATION = re.compile(r"^generation (-?\d+) is not current")
+_LEGACY_HEARTBEAT_MEMBER = re.compile(r"^member id (\S*?) is not valid")
+
+
 def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     cause = m.group(1).rstrip(".")
     error = error_name_in_text(cause) or (E.REBALANCE_IN_PROGRESS.name if "rebalancing" in cause else None)
-    return line.event(Kind.HEARTBEAT_FAILED, SOURCE, error=error, reason=cause, details=_protocol_details(line))
+    generation = _LEGACY_HEARTBEAT_GENERATION.match(cause)
+    member = _LEGACY_HEARTBEAT_MEMBER.match(cause)
+    if generation is not None:
+        error = E.ILLEGAL_GENERATION.name
+    elif member is not None:
+        error = E.UNKNOWN_MEMBER_ID.name
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        generation=int(generation.group(1)) if generation else None,
+        member_id=member.group(1) if member else None,
+        error=error,
+        reason=cause,
+        details=_protocol_details(line),
+    )
 
 
 def _heartbeat_ok(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
@@ -174,6 +210,18 @@ def _session_timed_out(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         SOURCE,
         reason="session timed out without receiving a heartbeat response",
         details=_protocol_details(line, coordinator=coordinator.group(1) if coordinator else None),
+    )
+
+
+def _disconnected_from_coordinator(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """Classic consumer (AbstractCoordinator 2.8+/3.x/4.x, WARN): the coordinator has been unreachable for longer than
+    the rebalance timeout (max.poll.interval.ms), so for longer than any session timeout: no heartbeat of this
+    member reached it, and the coordinator has expired it."""
+    return line.event(
+        Kind.SESSION_TIMEOUT,
+        SOURCE,
+        reason="disconnected from the group coordinator past the rebalance timeout",
+        details=_protocol_details(line, disconnected_ms=m.group(1)),
     )
 
 
@@ -251,13 +299,47 @@ def _offset_commit_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     )
 
 
+_COMMITTED_OFFSET = re.compile(r"([^\s{},=]+)=OffsetAndMetadata\{offset=(-?\d+)")
+
+
+def _offsets_details(offsets: str | None) -> dict[str, str | None]:
+    """`{orders-0=OffsetAndMetadata{offset=42, ...}, ...}` (a Java map of offsets) -> the partitions it names."""
+    if not offsets:
+        return {}
+    partitions = [tp for tp, _offset in _COMMITTED_OFFSET.findall(offsets)]
+    return {"offsets": offsets, "partitions": ",".join(partitions) or None, "partition_count": str(len(partitions))}
+
+
 def _auto_commit_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """ConsumerCoordinator "(A)synchronous auto-commit of offsets {...} failed: <message>" and, at a rebalance's
+    join prepare (3.3+), "Asynchronous auto-commit of offsets failed: <message>. Will continue to join group.";
+    the KIP-848 CommitRequestManager "Auto-commit of offsets {...} failed" (3.9+/4.x; 3.7-3.8 "Asynchronous
+    auto-commit of offsets {...} failed"), whose exception follows on the next line."""
+    text = (m.group("message") or "").strip()
+    mode = m.group("mode")
     return line.event(
         Kind.COMMIT_FAILED,
         SOURCE,
-        error=error_name_in_text(m.group(3)),
-        reason=m.group(3).strip(),
-        details=_protocol_details(line, commit_mode=m.group(1).lower(), offsets=m.group(2)),
+        error=error_name_in_text(line.message),
+        reason=text or None,
+        details=_protocol_details(
+            line,
+            commit_mode=mode.lower() if mode else "auto",
+            join_prepare="true" if m.group("join") else None,
+            **_offsets_details(m.group("offsets")),
+        ),
+    )
+
+
+def _offset_commit_callback_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """ConsumerCoordinator's default callback of `commitAsync()` (2.x-4.x, ERROR): the exception (a
+    CommitFailedException, RebalanceInProgressException...) is on the next line, or in the same record."""
+    return line.event(
+        Kind.COMMIT_FAILED,
+        SOURCE,
+        error=error_name_in_text(m.group("rest")),
+        reason="commitAsync failed",
+        details=_protocol_details(line, commit_mode="async", **_offsets_details(m.group("offsets"))),
     )
 
 
@@ -531,6 +613,11 @@ RULES = RuleTable.of(
             re.compile(r"session timed out without receiving a heartbeat response"),
             _session_timed_out,
         ),
+        MessageRule(
+            "disconnected from the group coordinator for",
+            re.compile(r"Consumer has been disconnected from the group coordinator for (\d+)ms"),
+            _disconnected_from_coordinator,
+        ),
         MessageRule(  # the classic consumer writes "consumer poll ...", the KIP-848 (async) one "Consumer poll ..."
             "poll timeout has expired", re.compile(r"[Cc]onsumer poll timeout has expired"), _poll_timeout
         ),
@@ -548,9 +635,18 @@ RULES = RuleTable.of(
             _offset_commit_failed,
         ),
         MessageRule(
-            "auto-commit of offsets",
-            re.compile(r"(Asynchronous|Synchronous) auto-commit of offsets (.*) failed: (.*)$"),
+            "uto-commit of offsets",
+            re.compile(
+                r"(?:(?P<mode>Asynchronous|Synchronous) a|A)uto-commit of offsets (?:(?P<offsets>\{[^\n]*\}) )?failed"
+                r"(?:: (?P<message>[^\n]*?))?(?P<join>\.? Will continue to join group)?\.?[ \t]*(?:\n.*)?$",
+                re.DOTALL,
+            ),
             _auto_commit_failed,
+        ),
+        MessageRule(
+            "Offset commit with offsets",
+            re.compile(r"Offset commit with offsets (?P<offsets>\{[^\n]*\}) failed(?P<rest>.*)$", re.DOTALL),
+            _offset_commit_callback_failed,
         ),
         MessageRule(
             "ommit cannot be completed",

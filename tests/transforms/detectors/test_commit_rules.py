@@ -273,3 +273,23 @@ def test_illegal_generation_commit_under_the_rejoined_id_names_the_evicted_membe
 def test_rejoined_member_committing_in_its_own_generation_is_not_sent_to_its_former_self() -> None:
     """`last_member_id` alone does not redirect: a commit in the named member's own generation is its own."""
     assert _reported_after_the_rejoin("commit", 9).kinds() == ["heartbeat_expiration"]
+
+
+def test_expired_java_member_commit_async_failing_is_a_zombie() -> None:
+    """B's classic Java client, after the coordinator expired it, reports a failed `commitAsync()` through the default
+    callback (ConsumerCoordinator 2.x-4.x, ERROR: "Offset commit with offsets {} failed"); no member id in the line,
+    so the client id attributes it."""
+    s = Silver()
+    after = _b_expires(s, BASE_MS)
+    s.client(
+        "worker-b",
+        G,
+        "Offset commit with offsets {orders-2=OffsetAndMetadata{offset=120, leaderEpoch=null, metadata=''}, "
+        "orders-3=OffsetAndMetadata{offset=98, leaderEpoch=null, metadata=''}} failed",
+        after + 5000,
+        level="ERROR",
+    )
+    out = run(G, s.rows, after + 10_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id
+    assert "expired" in zombie["summary"]

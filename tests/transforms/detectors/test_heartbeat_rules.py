@@ -277,3 +277,19 @@ def test_heartbeats_answered_rebalance_in_progress_keep_the_member_alive() -> No
         message = "Received successful Heartbeat response" if i < 6000 else "Attempt to heartbeat failed since group "
         s.client(A.client_id, G, message + ("is rebalancing" if i >= 6000 else ""), t + i)
     assert run(G, s.rows, t + 60_000).kinds() == []
+
+
+def test_inferred_expiry_when_the_vanished_member_was_cut_off_from_its_coordinator() -> None:
+    """No broker logs: B vanishes from generation 8 without a leave; its classic client then warns it has been
+    disconnected from the coordinator past its rebalance timeout (AbstractCoordinator 2.8+/3.x/4.x, WARN)."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    s.generation(G, 8, [ALL_TO_A], t + 30_000)
+    s.client(B.client_id, G, "Consumer has been disconnected from the group coordinator for 301542ms", t + 40_000)
+    out = run(G, s.rows, t + 45_000)
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == B.member_id
+    assert "inferred" in expiry["summary"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", [B.member_id], [])

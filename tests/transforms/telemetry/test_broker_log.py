@@ -527,3 +527,63 @@ def test_audited_coordinator_wording(text: str, kind: K, fields: dict[str, objec
 )
 def test_audited_near_misses_produce_no_event(text: str) -> None:
     assert not parse_broker_log_line(text, TS).recognised
+
+
+# --- Rebalance reasons the audit had left "unknown": each is the reason text of the named coordinator source, in the
+# prepare line that quotes it.
+@pytest.mark.parametrize(
+    ("prefix", "reason", "cause", "member"),
+    [
+        # GroupCoordinator.scala 3.2+ (CompletingRebalance): a static member restarted under its instance id
+        (
+            "[GroupCoordinator 1]: Preparing to rebalance group orders in state PreparingRebalance with old "
+            "generation 12 (__consumer_offsets-46)",
+            "Updating metadata for static member orders-0-6c1e with instance id Some(orders-0); client reason: ",
+            "member_joined",
+            "orders-0-6c1e",
+        ),
+        # GroupMetadataManager.java 4.x: the same, instance id printed bare, empty client reason as "not provided"
+        (
+            f"{J} Preparing to rebalance group orders in state PreparingRebalance with old generation 12",
+            "Updating metadata for static member orders-0-6c1e with instance id orders-0; client reason: not provided",
+            "member_joined",
+            "orders-0-6c1e",
+        ),
+        # GroupCoordinator.scala 3.2+ / GroupMetadataManager.java 4.x (Stable, protocol change); a client reason wins
+        (
+            f"{J} Preparing to rebalance group orders in state PreparingRebalance with old generation 12",
+            "Group's selectedProtocol will change because static member orders-0-6c1e with instance id orders-0 "
+            "joined with change of protocol; client reason: subscription has changed from [a] to [a, b]",
+            "subscription_change",
+            "orders-0-6c1e",
+        ),
+        # GroupCoordinator.scala 3.x / GroupMetadataManager.java 4.x: the leader's assignment could not be stored
+        (
+            f"{J} Preparing to rebalance group orders in state PreparingRebalance with old generation 12",
+            "Error NOT_COORDINATOR when storing group assignment during SyncGroup (member: c-1-9f0d)",
+            "failed_previous",
+            "c-1-9f0d",
+        ),
+    ],
+)
+def test_static_and_sync_store_rebalance_reasons(prefix: str, reason: str, cause: str, member: str) -> None:
+    suffix = f" {SCALA}" if prefix.startswith("[GroupCoordinator 1]") else "."
+    event = only_event(f"[2025-06-30 13:13:14,468] INFO {prefix} (reason: {reason}){suffix}")
+    assert (event.event, event.group_id, event.generation) == (K.REBALANCE_PREPARE, "orders", 12)
+    assert (event.details["cause"], event.member_id) == (cause, member)
+
+
+@pytest.mark.parametrize(
+    ("client_reason", "cause"),
+    [
+        ("Shutdown requested", "enforced"),  # Streams StreamThread 3.x/4.x enforceRebalance
+        ("Active tasks corrupted", "enforced"),  # Streams StreamThread 3.x/4.x enforceRebalance
+        ("rebalance enforced by user", "enforced"),  # ClassicKafkaConsumer/KafkaConsumer.enforceRebalance() default
+        ("need to revoke partitions and re-join", "enforced"),  # ConsumerCoordinator, cooperative second rebalance
+        ("received assignment does not match the current subscription", "subscription_change"),
+        ("group is already rebalancing", "unknown"),
+    ],
+)
+def test_client_reasons_of_a_rejoining_member(client_reason: str, cause: str) -> None:
+    reason = f"Updating metadata for member c-1-9f0d during Stable; client reason: {client_reason}"
+    assert cause_of_reason(reason)[:3] == (cause, "c-1-9f0d", client_reason)

@@ -366,3 +366,133 @@ def test_audited_client_wording(text: str, kind: K, fields: dict[str, object], d
 )
 def test_audited_client_near_misses_produce_no_event(text: str) -> None:
     assert not parse_client_log_line(f"[2025-06-30 13:13:14,468] INFO {text}", TS).recognised
+
+
+# --- Commit failures the audit had missed: each line is built from the named format string, with a log4j layout.
+OFFSETS = (
+    "{orders-3=OffsetAndMetadata{offset=120, leaderEpoch=null, metadata=''}, "
+    "orders-7=OffsetAndMetadata{offset=88, leaderEpoch=4, metadata=''}}"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "details"),
+    [
+        # ConsumerCoordinator 3.3+/4.x (ERROR), onJoinPrepare: "Asynchronous auto-commit of offsets failed: joinPrepare
+        # timeout. Will continue to join group"
+        (
+            f"{PREFIX} Asynchronous auto-commit of offsets failed: joinPrepare timeout. Will continue to join group",
+            {"commit_mode": "asynchronous", "join_prepare": "true"},
+        ),
+        # ConsumerCoordinator 3.3+/4.x (ERROR): "Asynchronous auto-commit of offsets failed: {}. Will continue to join
+        # group." with the exception's message
+        (
+            f"{PREFIX} Asynchronous auto-commit of offsets failed: The coordinator is not aware of this member.. Will "
+            "continue to join group.",
+            {"commit_mode": "asynchronous", "join_prepare": "true"},
+        ),
+        # CommitRequestManager 3.9+/4.x (WARN, KIP-848 consumer): "Auto-commit of offsets {} failed", exception after
+        (
+            f"{PREFIX} Auto-commit of offsets {OFFSETS} failed",
+            {"commit_mode": "auto", "partitions": "orders-3,orders-7", "partition_count": "2"},
+        ),
+        # CommitRequestManager 3.7-3.8 (WARN): "Asynchronous auto-commit of offsets {} failed", exception after
+        (
+            f"{PREFIX} Asynchronous auto-commit of offsets {OFFSETS} failed",
+            {"commit_mode": "asynchronous", "partitions": "orders-3,orders-7"},
+        ),
+        # ConsumerCoordinator 2.x-4.x (ERROR), the default callback of commitAsync(): "Offset commit with offsets {}
+        # failed", exception after
+        (
+            f"{PREFIX} Offset commit with offsets {OFFSETS} failed",
+            {"commit_mode": "async", "partitions": "orders-3,orders-7", "partition_count": "2"},
+        ),
+    ],
+)
+def test_commit_failures_without_a_partition_error(text: str, details: dict[str, str]) -> None:
+    event = only_event(f"[2025-06-30 13:13:14,468] ERROR {text} (org.apache.kafka.clients.consumer.internals.X)")
+    assert (event.event, event.group_id, event.client_id) == (K.COMMIT_FAILED, "CG", "consumer-CG-1")
+    for key, value in details.items():
+        assert event.details.get(key) == value, key
+
+
+def test_commit_failure_error_comes_from_the_exception_in_the_same_record() -> None:
+    """A shipper that keeps the stack trace in the record (multiline) gives the exception its error name."""
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] ERROR {PREFIX} Offset commit with offsets {OFFSETS} failed\n"
+        "org.apache.kafka.clients.consumer.RetriableCommitFailedException: Offset commit failed with a retriable "
+        "exception. You should retry committing the latest consumed offsets.\n"
+        "Caused by: org.apache.kafka.common.errors.UnknownMemberIdException: The coordinator is not aware of this "
+        "member."
+    )
+    assert (event.event, event.error, event.details["partitions"]) == (
+        K.COMMIT_FAILED,
+        "UNKNOWN_MEMBER_ID",
+        "orders-3,orders-7",
+    )
+    auto = only_event(
+        f"[2025-06-30 13:13:14,468] WARN {PREFIX} Auto-commit of offsets {OFFSETS} failed\n"
+        "org.apache.kafka.clients.consumer.CommitFailedException: OffsetCommit failed with unknown member ID. The "
+        "coordinator is not aware of this member."
+    )
+    assert (auto.event, auto.error) == (K.COMMIT_FAILED, "UNKNOWN_MEMBER_ID")
+
+
+def test_synchronous_auto_commit_keeps_its_message() -> None:
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] WARN {PREFIX} Synchronous auto-commit of offsets {OFFSETS} failed: Offset commit "
+        "cannot be completed since the consumer is not part of an active group for auto partition assignment; it is "
+        "likely that the consumer was kicked out of the group."
+    )
+    assert (event.event, event.details["commit_mode"], event.details["partition_count"]) == (
+        K.COMMIT_FAILED,
+        "synchronous",
+        "2",
+    )
+    assert event.reason is not None and event.reason.startswith("Offset commit cannot be completed since")
+
+
+# AbstractCoordinator 2.0-2.2 (INFO): the heartbeat failures later logged as "Attempt to heartbeat with ...".
+@pytest.mark.parametrize(
+    ("text", "error", "fields"),
+    [
+        (
+            "Attempt to heartbeat failed since generation 7 is not current",
+            "ILLEGAL_GENERATION",
+            {"generation": 7},
+        ),
+        (
+            "Attempt to heartbeat failed for since member id consumer-CG-1-0a1b is not valid.",
+            "UNKNOWN_MEMBER_ID",
+            {"member_id": "consumer-CG-1-0a1b"},
+        ),
+        ("Attempt to heartbeat failed since group is rebalancing", "REBALANCE_IN_PROGRESS", {}),
+    ],
+)
+def test_legacy_heartbeat_failures_name_their_error(text: str, error: str, fields: dict[str, object]) -> None:
+    event = only_event(f"[2019-03-04 10:00:00,000] INFO {PREFIX} {text}")
+    assert (event.event, event.error) == (K.HEARTBEAT_FAILED, error)
+    for name, value in fields.items():
+        assert getattr(event, name) == value, name
+
+
+def test_fatal_join_error_message_maps_to_its_name() -> None:
+    # AbstractCoordinator 3.x/4.x (ERROR) with Errors.GROUP_MAX_SIZE_REACHED.message()
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] ERROR {PREFIX} JoinGroup failed due to fatal error: The consumer group has "
+        "reached its max size."
+    )
+    assert (event.event, event.error) == (K.JOIN_FAILED, "GROUP_MAX_SIZE_REACHED")
+
+
+def test_disconnected_from_coordinator_past_the_rebalance_timeout_is_a_session_timeout() -> None:
+    # AbstractCoordinator 2.8+/3.x/4.x (WARN): "Consumer has been disconnected from the group coordinator for {}ms"
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] WARN {PREFIX} Consumer has been disconnected from the group coordinator for "
+        "301542ms (org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+    )
+    assert (event.event, event.group_id, event.client_id) == (K.SESSION_TIMEOUT, "CG", "consumer-CG-1")
+    assert (event.details["disconnected_ms"], event.details["logger"]) == (
+        "301542",
+        "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator",
+    )
