@@ -201,8 +201,21 @@ def _settle_archive_at_exit(archive: ClassArchive) -> None:
     process = getattr(SparkContext._gateway, "proc", None)
     if process is not None and process.poll() is None:
         print("radar: saving the JVM's class-data archive once, so later commands start faster ...", file=sys.stderr)
+        _quiet_accumulator_server()
     if process is not None:
         settle_class_archive(archive, process)
+
+
+def _quiet_accumulator_server() -> None:
+    """Ending the JVM closes its connection to PySpark's accumulator server, whose handler thread then raises
+    EOFError and socketserver prints the traceback (seen on a first `radar replay`). The command is done: stop the
+    server and keep that expected end off the console."""
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda _request, _address: None
+        server.shutdown()
 
 
 def build_spark_session(

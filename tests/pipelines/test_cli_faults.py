@@ -268,7 +268,11 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     (stub / "python").symlink_to(stub / "python3")
     script = Path(sys.executable).parent / "radar"
     assert script.is_file(), f"the console script is not next to {sys.executable}"
-    env = radar_env(PATH=f"{stub}{os.pathsep}{os.environ['PATH']}")
+    # a class-data archive of its own: this is a first replay, which saves one as it exits (the JVM's end once made
+    # PySpark's accumulator server print an EOFError traceback there)
+    env = radar_env(
+        PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", RADAR__SPARK__CLASS_ARCHIVE_DIR=str(tmp_path / "archives")
+    )
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
     done = subprocess.run(
@@ -283,7 +287,9 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     assert "offset_commits=7" in done.stderr
     assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "data"]  # no spark-warehouse, derby.log, .radar
+    assert "class-data archive" in done.stderr  # the first-run path was taken
+    # no spark-warehouse, derby.log, .radar
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data"]
 
 
 # --- 6. the console ---
