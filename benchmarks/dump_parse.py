@@ -50,7 +50,13 @@ def main() -> None:
         dump = Path(folder) / "dump.jsonl"
         write_dump(records, dump)
         content = dump.read_bytes()
-    files = pa.RecordBatch.from_pydict({"path": ["file:///staging/0000-dump.jsonl"], "content": [content]})
+    files = pa.RecordBatch.from_pydict(
+        {
+            "path": ["file:///staging/0000-dump.jsonl"],
+            "modificationTime": pa.array([0], pa.timestamp("ms")),
+            "content": [content],
+        }
+    )
     vectorised = _rate(parse_dump_files, files, args.records, args.repeat)
     by_rows = _rate(parse_dump_files_by_rows, files, args.records, args.repeat)
     same = pa.Table.from_batches(list(parse_dump_files(iter([files]), {}))).equals(

@@ -397,7 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
 
     replay = sub.add_parser("replay", help="ingest dump files, then detect, to completion; summarise")
-    replay.add_argument("--input", action="append", required=True, metavar="DUMP", help="dump file (repeatable)")
+    replay.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a dump file, or a broker's or client's log file read as telemetry (repeatable)",
+    )
     replay.set_defaults(func=_replay)
 
     detections = sub.add_parser("detections", help="show the detections as a table, newest first")

@@ -382,10 +382,18 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
     """The ingest stage over dump files, to completion (one checkpoint per set of files)."""
+    from pipelines.log_files import REPLAYED_LOG_TOPIC
     from pipelines.sources import replay_stream
 
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
-    stage = IngestStage(spark, config, source, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
+    stage = IngestStage(
+        spark,
+        config,
+        source,
+        checkpoint_name=replay_checkpoint_name(paths),
+        available_now=True,
+        telemetry_topics=(*config.kafka.telemetry_topics, REPLAYED_LOG_TOPIC),  # log files given as inputs
+    )
     with phase("ingest queries"), stage:
         stage.queries.await_with_progress("radar replay")
 

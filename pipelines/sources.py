@@ -11,6 +11,7 @@ import glob
 import hashlib
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
@@ -22,6 +23,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from pipelines.dump import check_dump_files
 from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows
+from pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = (
@@ -118,12 +120,36 @@ def kafka_stream(
     )
 
 
-def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[tuple[str, pa.Buffer]]:
-    """(the path the user gave, the content) of every `binaryFile` row; `files` maps a staging link's name to it."""
+@dataclass(frozen=True)
+class ReplayedFile:
+    """One input of a replay as its `binaryFile` row brings it."""
+
+    name: str  # the path the user gave
+    position: int  # its place among the replay's inputs (the staging link's number)
+    modified_ms: int
+    content: pa.Buffer
+
+    @property
+    def is_log(self) -> bool:
+        """A log file rather than a dump, by its first MiB (`pipelines.log_files.is_log_file`)."""
+        head = self.content.slice(0, min(self.content.size, SNIFFED_BYTES)).to_pybytes()
+        return is_log_file(head, self.modified_ms)
+
+
+def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[ReplayedFile]:
+    """Every `binaryFile` row as a `ReplayedFile`; `files` maps a staging link's name to the path the user gave."""
     for batch in batches:
         contents = batch.column("content")
+        modified = batch.column("modificationTime").cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
         for index, path in enumerate(batch.column("path").to_pylist()):
-            yield files.get(unquote(path.rsplit("/", 1)[-1]), path), contents[index].as_buffer()
+            link = unquote(path.rsplit("/", 1)[-1])
+            number = link.split("-", 1)[0]
+            yield ReplayedFile(
+                files.get(link, path),
+                int(number) if number.isdigit() else 0,
+                modified[index] or 0,
+                contents[index].as_buffer(),
+            )
 
 
 def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
@@ -150,12 +176,17 @@ def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]
     value, says why in `source_error`, and every row keeps its file and line number. Batches of
     `LINES_PER_ARROW_BATCH` rows across files, as `parse_dump_files_by_rows` cuts them.
     `files` maps a staging link's name to the path the user gave."""
-    parsed = (
-        rows
-        for name, content in _dump_files(batches, files)
-        for rows in decode_dump_content(content, name, LINES_PER_ARROW_BATCH)
+    return _in_batches_of(
+        (rows for file in _dump_files(batches, files) for rows in _file_rows(file)), LINES_PER_ARROW_BATCH
     )
-    return _in_batches_of(parsed, LINES_PER_ARROW_BATCH)
+
+
+def _file_rows(file: ReplayedFile) -> Iterator[pa.RecordBatch]:
+    """A dump's lines through the dump readers; a log file's records as telemetry (`pipelines.log_files`)."""
+    if file.is_log:
+        content = file.content.to_pybytes()
+        return log_file_rows(content, file.name, file.position, file.modified_ms, LINES_PER_ARROW_BATCH)
+    return decode_dump_content(file.content, file.name, LINES_PER_ARROW_BATCH)
 
 
 def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[pa.RecordBatch]:
@@ -163,10 +194,13 @@ def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[s
     reader must match, and the row-by-row side of benchmarks/dump_parse.py."""
 
     def by_rows() -> Iterator[pa.RecordBatch]:
-        for name, content in _dump_files(batches, files):
-            lines = content.to_pybytes().splitlines()
+        for file in _dump_files(batches, files):
+            if file.is_log:  # as `parse_dump_files` routes it
+                yield from _file_rows(file)
+                continue
+            lines = file.content.to_pybytes().splitlines()
             numbers = [number for number, raw in enumerate(lines, 1) if raw.strip()]
-            yield decode_dump_lines_by_rows([lines[number - 1] for number in numbers], numbers, name)
+            yield decode_dump_lines_by_rows([lines[number - 1] for number in numbers], numbers, file.name)
 
     return _in_batches_of(by_rows(), LINES_PER_ARROW_BATCH)
 
@@ -211,7 +245,7 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
             .option("maxFilesPerTrigger", 1)
             .option("pathGlobFilter", glob.escape(link.name))
             .load(str(staging))
-            .select("path", "content")
+            .select("path", "modificationTime", "content")
         )
         files = one if files is None else files.unionByName(one)
     assert files is not None

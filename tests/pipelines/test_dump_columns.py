@@ -24,11 +24,18 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
 
 
+MODIFIED_MS = 1_763_780_000_000
+
+
 def _binary_files(contents: list[bytes]) -> pa.RecordBatch:
     """What Spark's `binaryFile` source hands `mapInArrow`: one row per file."""
     paths = [f"file:///staging/{index:04d}-dump%20{index}.jsonl" for index in range(len(contents))]
     return pa.RecordBatch.from_pydict(
-        {"path": pa.array(paths, pa.string()), "content": pa.array(contents, pa.binary())}
+        {
+            "path": pa.array(paths, pa.string()),
+            "modificationTime": pa.array([MODIFIED_MS] * len(contents), pa.timestamp("ms")),
+            "content": pa.array(contents, pa.binary()),
+        }
     )
 
 

@@ -1,0 +1,114 @@
+"""Log files replayed as telemetry: `radar replay --input server.log` reads a broker's or a client's log file as if
+its lines had been shipped to a telemetry topic, so an incident's logs can be replayed beside a dump of
+`__consumer_offsets` without a cluster to ship them through.
+
+A file is a log file when none of its first lines is a dump record and at least one is telemetry (a line the
+telemetry parsers recognise, or one that starts with a timestamp); anything else stays a dump, whose bad lines are
+quarantined as before. Each log record becomes one row on `REPLAYED_LOG_TOPIC`, partition = the input's position
+among the replay's files (so two files never share a record key), offset = its first line's number - 1, and its
+time = the time its first line starts with (a time-only layout takes the date nearest the file's modification time;
+read in UTC: the telemetry parsers read the line's own time again, in `telemetry.timezone`). A Java stack trace
+(indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`) is one record with the line it
+follows, as a multi-line log shipper sends it: the exception names the error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from pipelines.dump import DumpFormatError, decode_dump_line
+from pipelines.dump_columns import PARSED_DUMP
+from transforms.telemetry.log_line import timestamp_ms_in_text
+from transforms.telemetry.record_parser import parse_telemetry_record
+
+REPLAYED_LOG_TOPIC = "radar.replayed-log"
+"""The topic a replayed log file's records carry (any topic but `__consumer_offsets` is telemetry)."""
+SNIFFED_LINES = 50
+"""How many non-blank lines decide whether a file is a log file..."""
+SNIFFED_BYTES = 1 << 20
+"""... at most from its first MiB."""
+
+_CONTINUATION = re.compile(
+    r"^(?:[ \t]+\S|Caused by: |Suppressed: |\.\.\. \d+ more|[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error)(?::|$))"
+)
+
+
+def is_continuation(line: bytes) -> bool:
+    """A line of a Java stack trace, which belongs to the record of the line it follows."""
+    return _CONTINUATION.match(line.decode("utf-8", "replace")) is not None
+
+
+def _is_dump_record(line: bytes) -> bool:
+    try:
+        decode_dump_line(line, "sniff")
+    except DumpFormatError:
+        return False
+    return True
+
+
+def is_log_file(content: bytes, modified_ms: int) -> bool:
+    """True when `content` reads as a log file rather than a dump (see the module docstring)."""
+    sniffed = [line for line in content[:SNIFFED_BYTES].splitlines() if line.strip()][:SNIFFED_LINES]
+    if not sniffed or any(_is_dump_record(line) for line in sniffed):
+        return False
+    return any(
+        timestamp_ms_in_text(line.decode("utf-8", "replace"), modified_ms) is not None
+        or parse_telemetry_record(line, modified_ms).recognised
+        for line in sniffed
+    )
+
+
+def log_records(content: bytes, modified_ms: int) -> Iterator[tuple[int, int, bytes]]:
+    """(first line number, time in epoch ms, record bytes) per record of a log file, continuation lines joined."""
+    first = 0
+    time_ms = modified_ms
+    record: list[bytes] = []
+    for number, raw in enumerate(content.splitlines(), 1):
+        line = raw.rstrip(b"\r")
+        if not line.strip():
+            continue
+        if record and is_continuation(line):
+            record.append(line)
+            continue
+        if record:
+            yield first, time_ms, b"\n".join(record)
+        found = timestamp_ms_in_text(line.decode("utf-8", "replace"), time_ms)
+        time_ms = found if found is not None else time_ms
+        first, record = number, [line]
+    if record:
+        yield first, time_ms, b"\n".join(record)
+
+
+def log_file_rows(
+    content: bytes, name: str, partition: int, modified_ms: int, lines_per_batch: int
+) -> Iterator[pa.RecordBatch]:
+    """A log file's records as `PARSED_DUMP` rows (`name` is the file as the user gave it)."""
+    batch: list[tuple[int, int, bytes]] = []
+
+    def rows() -> pa.RecordBatch:
+        count = len(batch)
+        return pa.RecordBatch.from_pydict(
+            {
+                "key": [None] * count,
+                "value": [value for _, _, value in batch],
+                "topic": [REPLAYED_LOG_TOPIC] * count,
+                "partition": [partition] * count,
+                "offset": [number - 1 for number, _, _ in batch],
+                "timestamp_ms": [time_ms for _, time_ms, _ in batch],
+                "source_error": [None] * count,
+                "source_file": [name] * count,
+                "source_line": [number for number, _, _ in batch],
+            },
+            schema=PARSED_DUMP,
+        )
+
+    for record in log_records(content, modified_ms):
+        batch.append(record)
+        if len(batch) >= lines_per_batch:
+            yield rows()
+            batch = []
+    if batch:
+        yield rows()
