@@ -309,8 +309,12 @@ class IngestStage(Stage):
         available_now: bool = False,
         telemetry_topics: Sequence[str] | None = None,
         from_kafka: bool = False,
+        telemetry_from_every_other_topic: bool = False,
     ) -> None:
         super().__init__()
+        # a replay: every record not of the offsets topic is telemetry (a dump's other topics, replayed log files),
+        # never silently left out because its topic is not configured
+        self.telemetry_from_every_other_topic = telemetry_from_every_other_topic
         self.from_kafka = from_kafka  # sources from `kafka_stream`: no repeated record within a batch, no dump lines
         self.spark, self.config, self.source, self.telemetry_source = spark, config, source, telemetry_source
         self.checkpoint_name = checkpoint_name
@@ -332,9 +336,14 @@ class IngestStage(Stage):
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
         writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka)
         started = [self._start(offsets_rows, OFFSETS_QUERY, writer)]
-        if self.telemetry_topics:
+        if self.telemetry_topics or self.telemetry_from_every_other_topic:
             rows = self.source if self.telemetry_source is None else self.telemetry_source
-            telemetry_rows = rows.where(F.col("topic").isin(*self.telemetry_topics) & F.col("source_error").isNull())
+            wanted = (
+                F.col("topic") != offsets_topic
+                if self.telemetry_from_every_other_topic
+                else F.col("topic").isin(*self.telemetry_topics)
+            )
+            telemetry_rows = rows.where(wanted & F.col("source_error").isNull())
             writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka)
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
         return RunningQueries(tuple(started))
@@ -382,7 +391,6 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
     """The ingest stage over dump files, to completion (one checkpoint per set of files)."""
-    from pipelines.log_files import REPLAYED_LOG_TOPIC
     from pipelines.sources import replay_stream
 
     source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
@@ -392,7 +400,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
         source,
         checkpoint_name=replay_checkpoint_name(paths),
         available_now=True,
-        telemetry_topics=(*config.kafka.telemetry_topics, REPLAYED_LOG_TOPIC),  # log files given as inputs
+        telemetry_from_every_other_topic=True,  # as the dump format says; replayed log files included
     )
     with phase("ingest queries"), stage:
         stage.queries.await_with_progress("radar replay")

@@ -4,8 +4,9 @@ its lines had been shipped to a telemetry topic, so an incident's logs can be re
 
 A file is a log file when none of its first lines is a dump record and at least one is telemetry (a line the
 telemetry parsers recognise, or one that starts with a timestamp); anything else stays a dump, whose bad lines are
-quarantined as before. Each log record becomes one row on `REPLAYED_LOG_TOPIC`, partition = the input's position
-among the replay's files (so two files never share a record key), offset = its first line's number - 1, and its
+quarantined as before. Each log record becomes one row on `REPLAYED_LOG_TOPIC`, partition = a CRC-32 of the file's
+resolved path (`log_partition`: two files never share a record key, and a file replayed again, alone or with
+others, is written once), offset = its first line's number - 1, key = the file's name as given, and its
 time = the time its first line starts with (a time-only layout takes the date nearest the file's modification time;
 read in UTC: the telemetry parsers read the line's own time again, in `telemetry.timezone`). A Java stack trace
 (indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`) is one record with the line it
@@ -15,6 +16,7 @@ follows, as a multi-line log shipper sends it: the exception names the error.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -34,6 +36,11 @@ SNIFFED_BYTES = 1 << 20
 _CONTINUATION = re.compile(
     r"^(?:[ \t]+\S|Caused by: |Suppressed: |\.\.\. \d+ more|[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error)(?::|$))"
 )
+
+
+def log_partition(resolved_path: str) -> int:
+    """The partition a log file's records carry: stable for one file, whatever else a replay reads with it."""
+    return zlib.crc32(resolved_path.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
 
 
 def is_continuation(line: bytes) -> bool:
@@ -87,12 +94,13 @@ def log_file_rows(
 ) -> Iterator[pa.RecordBatch]:
     """A log file's records as `PARSED_DUMP` rows (`name` is the file as the user gave it)."""
     batch: list[tuple[int, int, bytes]] = []
+    key = name.encode("utf-8", "surrogateescape")  # the record key names the file (`telemetry_raw.key`)
 
     def rows() -> pa.RecordBatch:
         count = len(batch)
         return pa.RecordBatch.from_pydict(
             {
-                "key": [None] * count,
+                "key": [key] * count,
                 "value": [value for _, _, value in batch],
                 "topic": [REPLAYED_LOG_TOPIC] * count,
                 "partition": [partition] * count,

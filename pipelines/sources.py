@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from pipelines.dump import check_dump_files
 from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows
-from pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows
+from pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
 from pipelines.session import on_databricks
 
 SOURCE_COLUMNS = (
@@ -125,7 +126,7 @@ class ReplayedFile:
     """One input of a replay as its `binaryFile` row brings it."""
 
     name: str  # the path the user gave
-    position: int  # its place among the replay's inputs (the staging link's number)
+    partition: int  # a replayed log file's records' partition: its resolved path's CRC-32 (`log_partition`)
     modified_ms: int
     content: pa.Buffer
 
@@ -143,12 +144,9 @@ def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> 
         modified = batch.column("modificationTime").cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
         for index, path in enumerate(batch.column("path").to_pylist()):
             link = unquote(path.rsplit("/", 1)[-1])
-            number = link.split("-", 1)[0]
+            local = os.path.realpath(unquote(path.removeprefix("file:")))  # the staging link's target
             yield ReplayedFile(
-                files.get(link, path),
-                int(number) if number.isdigit() else 0,
-                modified[index] or 0,
-                contents[index].as_buffer(),
+                files.get(link, path), log_partition(local), modified[index] or 0, contents[index].as_buffer()
             )
 
 
@@ -185,7 +183,7 @@ def _file_rows(file: ReplayedFile) -> Iterator[pa.RecordBatch]:
     """A dump's lines through the dump readers; a log file's records as telemetry (`pipelines.log_files`)."""
     if file.is_log:
         content = file.content.to_pybytes()
-        return log_file_rows(content, file.name, file.position, file.modified_ms, LINES_PER_ARROW_BATCH)
+        return log_file_rows(content, file.name, file.partition, file.modified_ms, LINES_PER_ARROW_BATCH)
     return decode_dump_content(file.content, file.name, LINES_PER_ARROW_BATCH)
 
 

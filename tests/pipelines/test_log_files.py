@@ -15,10 +15,11 @@ from pyspark.sql import SparkSession
 
 from pipelines.cli import main
 from pipelines.dump import DumpRecord, dump_line
-from pipelines.log_files import REPLAYED_LOG_TOPIC, is_log_file, log_records
+from pipelines.log_files import REPLAYED_LOG_TOPIC, is_log_file, log_partition, log_records
 from tests.pipelines.incident_tables import CONF, ORDERS, incident_scenario
 from tests.transforms.detectors.silver_rows import TELEMETRY_TOPIC, run
 
+AGENT_TOPIC = "app.radar-events"
 MODIFIED_MS = int(datetime(2025, 11, 22, 23, 0, tzinfo=UTC).timestamp() * 1000)
 BROKER_LOG = (
     b"[2025-11-22 02:53:21,101] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=12] Member m-b in "
@@ -72,14 +73,17 @@ def test_a_stack_trace_is_one_record_with_the_line_it_follows_and_times_come_fro
 @pytest.mark.spark
 def test_replay_reads_a_broker_log_file_beside_the_dump(spark: SparkSession, tmp_path: Path) -> None:
     """The incident tables' scenario with its broker lines in `server.log` (the 4.x coordinator's layout) instead of
-    the dump: heartbeat events, the rebalance's cause and the detections are the pure tracker's over the same
-    records, and every log record's source is its file and line."""
+    the dump, and its agent events on a topic the conf does not name: heartbeat events, the rebalance's cause and
+    the detections (the zombie commit needs the agent's events) are the pure tracker's over the same records, and
+    every log record's source is its file and line."""
     scenario = incident_scenario()
     log_lines, dumped = [], []
     for record in scenario.records:
         value = base64.b64decode(record["value"]) if record["value"] is not None else b""
         if record["topic"] == TELEMETRY_TOPIC and value.startswith(b"["):  # a broker line, not an agent event
             log_lines.append(value)
+        elif record["topic"] == TELEMETRY_TOPIC:  # agent events on a topic the conf does not name: still telemetry
+            dumped.append({**record, "topic": AGENT_TOPIC})
         else:
             dumped.append(record)
     assert log_lines, "the scenario has broker lines"
@@ -104,10 +108,13 @@ def test_replay_reads_a_broker_log_file_beside_the_dump(spark: SparkSession, tmp
     def table(name: str) -> list[dict[str, object]]:
         return [row.asDict() for row in spark.read.format("delta").load(str(data_dir / "tables" / name)).collect()]
 
+    assert {e["src_topic"] for e in table("heartbeat_events")} == {REPLAYED_LOG_TOPIC, AGENT_TOPIC}
     from_log = [e for e in table("heartbeat_events") if e["src_topic"] == REPLAYED_LOG_TOPIC]
     assert len(from_log) == len([row for row in scenario.rows if row.get("source") == "broker_log"])
-    assert {e["src_partition"] for e in from_log} == {1}  # the second input
+    assert {e["src_partition"] for e in from_log} == {log_partition(str(server_log.resolve()))}
     assert sorted(e["src_offset"] + 1 for e in from_log) == list(range(1, len(log_lines) + 1))
+    raw_keys = {bytes(r["key"]) for r in table("telemetry_raw") if r["src_topic"] == REPLAYED_LOG_TOPIC}
+    assert raw_keys == {str(server_log).encode()}  # the record key names the file
     newest = max(r["timestamp"] for r in scenario.records)
     for group in {r["group_id"] for r in table("detections")} | {ORDERS}:
         oracle = run(group, scenario.rows, newest)
@@ -115,9 +122,14 @@ def test_replay_reads_a_broker_log_file_beside_the_dump(spark: SparkSession, tmp
         assert sorted((d["kind"], d["member_id"], d["generation"]) for d in replayed) == sorted(
             (d["kind"], d["member_id"], d["generation"]) for d in oracle.detections.values()
         ), group
+    assert {"heartbeat_expiration", "zombie_commit"} <= {d["kind"] for d in table("detections")}
     (expired,) = [r for r in table("rebalances") if r["group_id"] == ORDERS and r["generation"] == 8]
     assert expired["cause"] == "heartbeat_expiration"
     refs = [
         ref for d in table("detections") if d["kind"] == "heartbeat_expiration" for ref in json.loads(d["evidence"])
     ]
     assert any(ref["topic"] == REPLAYED_LOG_TOPIC for ref in refs), refs
+    # the same log file replayed again, alone, into the same tables: its records are written once
+    assert main(["replay", "--input", str(server_log), "--data-dir", str(data_dir), "--conf", str(CONF)]) == 0
+    again = [e for e in table("heartbeat_events") if e["src_topic"] == REPLAYED_LOG_TOPIC]
+    assert len(again) == len(from_log)
