@@ -10,7 +10,8 @@ others, is written once), offset = its first line's number - 1, key = the file's
 time = the time its first line starts with (a time-only layout takes the date nearest the file's modification time;
 read in UTC: the telemetry parsers read the line's own time again, in `telemetry.timezone`). A Java stack trace
 (indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`) is one record with the line it
-follows, as a multi-line log shipper sends it: the exception names the error.
+follows, as a multi-line log shipper sends it: the exception names the error. (A gzip-compressed input arrives here
+decompressed: `pipelines.sources` reads every replay input by its magic bytes.)
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ same reader as `radar decode` (`pipelines.dump.decode_dump_line`).
 from __future__ import annotations
 
 import glob
+import gzip
 import hashlib
 import os
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -137,17 +139,54 @@ class ReplayedFile:
         return is_log_file(head, self.modified_ms)
 
 
-def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[ReplayedFile]:
-    """Every `binaryFile` row as a `ReplayedFile`; `files` maps a staging link's name to the path the user gave."""
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """An input whose bytes cannot be read at all (a corrupt gzip file): one quarantine row says so."""
+
+    name: str
+    reason: str
+
+    def rows(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist(
+            [
+                {
+                    "value": None,
+                    "topic": "",
+                    "partition": -1,
+                    "offset": -1,
+                    "timestamp_ms": 0,
+                    "source_error": f"{self.name}: {self.reason}",
+                    "source_file": self.name,
+                    "source_line": 0,
+                }
+            ],
+            schema=PARSED_DUMP,
+        )
+
+
+def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> Iterator[ReplayedFile | UnreadableFile]:
+    """Every `binaryFile` row as a `ReplayedFile` (gzip-compressed files, as rotated logs are, decompressed);
+    `files` maps a staging link's name to the path the user gave."""
     for batch in batches:
         contents = batch.column("content")
         modified = batch.column("modificationTime").cast(pa.timestamp("ms")).cast(pa.int64()).to_pylist()
         for index, path in enumerate(batch.column("path").to_pylist()):
             link = unquote(path.rsplit("/", 1)[-1])
+            name = files.get(link, path)
             local = os.path.realpath(unquote(path.removeprefix("file:")))  # the staging link's target
-            yield ReplayedFile(
-                files.get(link, path), log_partition(local), modified[index] or 0, contents[index].as_buffer()
-            )
+            content = contents[index].as_buffer()
+            if content.size >= 2 and content.slice(0, 2).to_pybytes() == GZIP_MAGIC:
+                try:
+                    content = pa.py_buffer(gzip.decompress(content.to_pybytes()))
+                except (OSError, EOFError, zlib.error) as error:
+                    yield UnreadableFile(
+                        name, f"gzip data that cannot be decompressed ({error}); nothing of it was read"
+                    )
+                    continue
+            yield ReplayedFile(name, log_partition(local), modified[index] or 0, content)
 
 
 def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
@@ -179,8 +218,10 @@ def parse_dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]
     )
 
 
-def _file_rows(file: ReplayedFile) -> Iterator[pa.RecordBatch]:
+def _file_rows(file: ReplayedFile | UnreadableFile) -> Iterator[pa.RecordBatch]:
     """A dump's lines through the dump readers; a log file's records as telemetry (`pipelines.log_files`)."""
+    if isinstance(file, UnreadableFile):
+        return iter([file.rows()])
     if file.is_log:
         content = file.content.to_pybytes()
         return log_file_rows(content, file.name, file.partition, file.modified_ms, LINES_PER_ARROW_BATCH)
@@ -193,7 +234,7 @@ def parse_dump_files_by_rows(batches: Iterator[pa.RecordBatch], files: Mapping[s
 
     def by_rows() -> Iterator[pa.RecordBatch]:
         for file in _dump_files(batches, files):
-            if file.is_log:  # as `parse_dump_files` routes it
+            if isinstance(file, UnreadableFile) or file.is_log:  # as `parse_dump_files` routes them
                 yield from _file_rows(file)
                 continue
             lines = file.content.to_pybytes().splitlines()

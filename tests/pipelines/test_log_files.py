@@ -6,16 +6,19 @@ the pure tracker gives over the same records."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.cli import main
 from pipelines.dump import DumpRecord, dump_line
 from pipelines.log_files import REPLAYED_LOG_TOPIC, is_log_file, log_partition, log_records
+from pipelines.sources import parse_dump_files
 from tests.pipelines.incident_tables import CONF, ORDERS, incident_scenario
 from tests.transforms.detectors.silver_rows import TELEMETRY_TOPIC, run
 
@@ -68,6 +71,31 @@ def test_a_stack_trace_is_one_record_with_the_line_it_follows_and_times_come_fro
     # a time-only layout takes the date nearest the file's modification time
     ((_, time_ms, _),) = log_records(b"[22:59:58,000] INFO x\n", MODIFIED_MS)
     assert time_ms == MODIFIED_MS - 2000
+
+
+def parsed(contents: list[bytes]) -> pa.Table:
+    """`parse_dump_files` (the replay's `mapInArrow` body) over files with these contents, as Spark hands them."""
+    files = pa.RecordBatch.from_pydict(
+        {
+            "path": [f"file:///staging/{index:04d}-input" for index in range(len(contents))],
+            "modificationTime": pa.array([MODIFIED_MS] * len(contents), pa.timestamp("ms")),
+            "content": pa.array(contents, pa.binary()),
+        }
+    )
+    names = {f"{index:04d}-input": f"given-{index}" for index in range(len(contents))}
+    return pa.Table.from_batches(list(parse_dump_files(iter([files]), names)))
+
+
+def test_gzip_compressed_inputs_read_as_their_contents_and_a_corrupt_one_is_one_quarantine_row() -> None:
+    """Rotated logs and archived dumps come gzip-compressed (`server.log.2025-11-22-02.gz`): told by magic bytes."""
+    dump = (dump_line(DumpRecord(TELEMETRY_TOPIC, 0, 7, MODIFIED_MS, None, b"x")) + "\n").encode()
+    plain = parsed([dump, CLIENT_LOG])
+    compressed = parsed([gzip.compress(dump), gzip.compress(CLIENT_LOG)])
+    assert compressed.equals(plain)
+    assert plain.column("topic").to_pylist() == [TELEMETRY_TOPIC, REPLAYED_LOG_TOPIC, REPLAYED_LOG_TOPIC]
+    (broken,) = parsed([gzip.compress(CLIENT_LOG)[:40]]).to_pylist()
+    assert broken["source_file"] == "given-0" and broken["value"] is None
+    assert broken["source_error"].startswith("given-0: gzip data that cannot be decompressed")
 
 
 @pytest.mark.spark
