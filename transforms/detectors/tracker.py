@@ -1181,6 +1181,13 @@ class GroupTracker:
             reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._emit_rebalance(self._rebalance_row(reb, None))  # the cause so far, while it is under way
             generation_rules.check_failing_attempts(st, self.book, now, self.thresholds)
+            expired = st.departed.get(event.member_id or "")
+            if event.detail("cause") == "heartbeat_expiration" and event.member_id and not (
+                expired is not None and expired.how == "expired"
+            ):
+                # the coordinator's "removing member M on heartbeat expiration" is its removal on expiry, also when
+                # its "Member M ... has failed" line is missing (an excerpt grepped for "Preparing to rebalance")
+                self._on_broker_expiry(event)
             return
         if st.rebalance is not None:
             _add_attempt(

@@ -280,3 +280,27 @@ def test_heartbeats_answered_rebalance_in_progress_keep_the_member_alive() -> No
         message = "Received successful Heartbeat response" if i < 6000 else "Attempt to heartbeat failed since group "
         s.client(A.client_id, G, message + ("is rebalancing" if i >= 6000 else ""), t + i)
     assert run(G, s.rows, t + 60_000).kinds() == []
+
+
+@pytest.mark.parametrize("with_failed_line", [False, True], ids=["prepare_line_alone", "both_lines"])
+def test_the_coordinators_rebalance_on_heartbeat_expiration_names_the_expired_member(with_failed_line: bool) -> None:
+    """ "Preparing to rebalance ... (reason: removing member M on heartbeat expiration)" is the coordinator's removal
+    on expiry even when an excerpt (grepped for "Preparing to rebalance") lacks its "Member M ... has failed" line;
+    with both lines it is still one detection."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A, B], t)
+    if with_failed_line:
+        s.broker(f"Member {B.member_id} in group {G} has failed, removing it from the group.", t + 31_000)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7 (reason: removing member "
+        f"{B.member_id} on heartbeat expiration).",
+        t + 31_000,
+    )
+    s.generation(G, 8, [ALL_TO_A], t + 32_500)
+    out = run(G, s.rows, t + 60_000)
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert (expiry["member_id"], expiry["generation"]) == (B.member_id, 7)
+    assert out.kinds() == ["heartbeat_expiration"]
+    (rebalance,) = out.completed()
+    assert (rebalance["cause"], rebalance["expired"]) == ("heartbeat_expiration", [B.member_id])
