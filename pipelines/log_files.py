@@ -9,7 +9,8 @@ resolved path (`log_partition`: two files never share a record key, and a file r
 others, is written once), offset = its first line's number - 1, key = the file's name as given, and its
 time = the time its first line starts with (a time-only layout takes the date nearest the file's modification time;
 read in UTC: the telemetry parsers read the line's own time again, in `telemetry.timezone`). A Java stack trace
-(indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`) is one record with the line it
+(indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`; also behind `docker compose
+logs`' `service | ` prefix) is one record with the line it
 follows, as a multi-line log shipper sends it: the exception names the error. (A gzip-compressed input arrives here
 decompressed: `pipelines.sources` reads every replay input by its magic bytes.)
 """
@@ -44,9 +45,14 @@ def log_partition(resolved_path: str) -> int:
     return zlib.crc32(resolved_path.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
 
 
+_SERVICE_PREFIX = re.compile(r"^[\w.-]+\s*\| ")  # `docker compose logs`: "kafka-1  | <the container's line>"
+
+
 def is_continuation(line: bytes) -> bool:
-    """A line of a Java stack trace, which belongs to the record of the line it follows."""
-    return _CONTINUATION.match(line.decode("utf-8", "replace")) is not None
+    """A line of a Java stack trace, which belongs to the record of the line it follows (also behind a `docker
+    compose logs` service prefix)."""
+    text = line.decode("utf-8", "replace")
+    return _CONTINUATION.match(_SERVICE_PREFIX.sub("", text, count=1)) is not None
 
 
 def _is_dump_record(line: bytes) -> bool:

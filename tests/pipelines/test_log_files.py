@@ -73,6 +73,13 @@ def test_a_stack_trace_is_one_record_with_the_line_it_follows_and_times_come_fro
     assert time_ms == MODIFIED_MS - 2000
 
 
+def test_docker_compose_logs_keep_stack_traces_with_their_line() -> None:
+    compose = b"".join(b"kafka-1  | " + line + b"\n" for line in CLIENT_LOG.splitlines() if line.strip())
+    records = list(log_records(compose, MODIFIED_MS))
+    assert [line for line, _, _ in records] == [1, 6]
+    assert records[0][2].count(b"\n") == 4 and records[0][2].startswith(b"kafka-1  | [2025-11-22 02:53:40,500] ERROR")
+
+
 def parsed(contents: list[bytes]) -> pa.Table:
     """`parse_dump_files` (the replay's `mapInArrow` body) over files with these contents, as Spark hands them."""
     files = pa.RecordBatch.from_pydict(
