@@ -50,9 +50,11 @@ _SERVICE_PREFIX = re.compile(r"^[\w.-]+\s*\| ")  # `docker compose logs`: "kafka
 
 def is_continuation(line: bytes) -> bool:
     """A line of a Java stack trace, which belongs to the record of the line it follows (also behind a `docker
-    compose logs` service prefix)."""
+    compose logs` service prefix); never a line with a time of its own (a `%5p` layout starts " INFO 2025-...")."""
     text = line.decode("utf-8", "replace")
-    return _CONTINUATION.match(_SERVICE_PREFIX.sub("", text, count=1)) is not None
+    if _CONTINUATION.match(_SERVICE_PREFIX.sub("", text, count=1)) is None:
+        return False
+    return timestamp_ms_in_text(text, 0) is None
 
 
 def _is_dump_record(line: bytes) -> bool:

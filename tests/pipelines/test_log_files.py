@@ -80,6 +80,12 @@ def test_docker_compose_logs_keep_stack_traces_with_their_line() -> None:
     assert records[0][2].count(b"\n") == 4 and records[0][2].startswith(b"kafka-1  | [2025-11-22 02:53:40,500] ERROR")
 
 
+def test_a_line_with_its_own_time_is_never_a_continuation() -> None:
+    """A layout that pads the level first (`%5p %d ...`) starts every line with a space: each is its own record."""
+    padded = b" INFO 2025-11-22 02:53:40,500 first\n WARN 2025-11-22 02:53:41,000 second\n\tat x.y(Z.java:1)\n"
+    assert [(line, text.count(b"\n")) for line, _, text in log_records(padded, MODIFIED_MS)] == [(1, 0), (2, 1)]
+
+
 def parsed(contents: list[bytes]) -> pa.Table:
     """`parse_dump_files` (the replay's `mapInArrow` body) over files with these contents, as Spark hands them."""
     files = pa.RecordBatch.from_pydict(
