@@ -131,12 +131,12 @@ class ReplayedFile:
     partition: int  # a replayed log file's records' partition: its resolved path's CRC-32 (`log_partition`)
     modified_ms: int
     content: pa.Buffer
+    is_log: bool  # a log file rather than a dump, by its first MiB (`pipelines.log_files.is_log_file`)
 
-    @property
-    def is_log(self) -> bool:
-        """A log file rather than a dump, by its first MiB (`pipelines.log_files.is_log_file`)."""
-        head = self.content.slice(0, min(self.content.size, SNIFFED_BYTES)).to_pybytes()
-        return is_log_file(head, self.modified_ms)
+    @classmethod
+    def of(cls, name: str, partition: int, modified_ms: int, content: pa.Buffer) -> ReplayedFile:
+        head = content.slice(0, min(content.size, SNIFFED_BYTES)).to_pybytes()
+        return cls(name, partition, modified_ms, content, is_log_file(head, modified_ms))
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -186,7 +186,7 @@ def _dump_files(batches: Iterator[pa.RecordBatch], files: Mapping[str, str]) -> 
                         name, f"gzip data that cannot be decompressed ({error}); nothing of it was read"
                     )
                     continue
-            yield ReplayedFile(name, log_partition(local), modified[index] or 0, content)
+            yield ReplayedFile.of(name, log_partition(local), modified[index] or 0, content)
 
 
 def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
