@@ -77,6 +77,8 @@ class SparkConfig(FrozenSection):
     kafka_connector_version: str | None = None
     kafka_token_provider_version: str | None = None  # None = kafka_connector_version
     delta_version: str | None = None
+    # The local JVM's heap (driver and executors are one process): Spark's 1g default is exhausted by a 160 MB dump.
+    driver_memory: str = Field(default="4g", pattern=r"^[1-9][0-9]*[mMgG]$")
     extra_conf: dict[str, str] = Field(default_factory=dict)
     # `radar sql`, `radar detections` and a short `radar replay` map a class-data archive of their JVM
     # (`pipelines.class_archive`).

@@ -292,9 +292,10 @@ def _positions(selected: np.ndarray, first: int = 0) -> np.ndarray:
     return np.cumsum(selected, dtype=np.int64)[selected] - 1 + first
 
 
-def decode_dump_chunk(dump: DumpLines, indices: np.ndarray, name: str) -> pa.RecordBatch:
+def decode_dump_chunk(dump: DumpLines, indices: np.ndarray, name: str, first_line: int = 1) -> pa.RecordBatch:
     """The `PARSED_DUMP` rows of the (non-blank, ascending) lines at `indices`, in their order: the fast path's where
-    it accepts a line, the reader's for every other line."""
+    it accepts a line, the reader's for every other line. `first_line`: the number of `dump`'s first line in its
+    file (a piece of a large dump starts further in)."""
     n = len(indices)
     if not n:
         return pa.RecordBatch.from_pylist([], schema=PARSED_DUMP)
@@ -305,7 +306,7 @@ def decode_dump_chunk(dump: DumpLines, indices: np.ndarray, name: str) -> pa.Rec
         pa.large_binary(), last + 1 - first, [None, pa.py_buffer(offsets), dump.content.slice(int(dump.starts[first]))]
     )
     lines = span if n == last + 1 - first else span.filter(pa.array(~dump.blank[first : last + 1]))
-    numbers = indices.astype(np.int64) + 1
+    numbers = indices.astype(np.int64) + first_line
     fast, accepted = fast_path_rows(lines)
     declined = np.flatnonzero(~accepted)
     by_rows = decode_dump_lines_by_rows([dump.raw(i) for i in indices[declined]], numbers[declined].tolist(), name)
@@ -330,10 +331,13 @@ def decode_dump_chunk(dump: DumpLines, indices: np.ndarray, name: str) -> pa.Rec
     return both.take(pa.array(order))
 
 
-def decode_dump_content(content: pa.Buffer, name: str, lines_per_batch: int) -> Iterator[pa.RecordBatch]:
-    """Every non-blank line of one dump file as `PARSED_DUMP` rows, in line order, at most `lines_per_batch` rows a
-    batch; `name` is the file as the user gave it, for `source_file` and the reader's FILE:LINE."""
+def decode_dump_content(
+    content: pa.Buffer, name: str, lines_per_batch: int, first_line: int = 1
+) -> Iterator[pa.RecordBatch]:
+    """Every non-blank line of one dump file (or of a piece of one whose first line is `first_line`) as `PARSED_DUMP`
+    rows, in line order, at most `lines_per_batch` rows a batch; `name` is the file as the user gave it, for
+    `source_file` and the reader's FILE:LINE."""
     dump = DumpLines.of(content)
     lines = np.flatnonzero(~dump.blank)
     for first in range(0, len(lines), lines_per_batch):
-        yield decode_dump_chunk(dump, lines[first : first + lines_per_batch], name)
+        yield decode_dump_chunk(dump, lines[first : first + lines_per_batch], name, first_line)

@@ -390,10 +390,12 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
-    """The ingest stage over dump files, to completion (one checkpoint per set of files)."""
-    from pipelines.sources import replay_stream
+    """The ingest stage over dump files, to completion (one checkpoint per set of files); then the copies of large
+    dumps it read in pieces are deleted (`pipelines.sources.PIECE_BYTES`)."""
+    from pipelines.sources import remove_pieces, replay_stream
 
-    source = replay_stream(spark, paths, staging_root=config.data_dir / "replay-inputs")
+    staging_root = config.data_dir / "replay-inputs"
+    source = replay_stream(spark, paths, staging_root=staging_root)
     stage = IngestStage(
         spark,
         config,
@@ -404,6 +406,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
     )
     with phase("ingest queries"), stage:
         stage.queries.await_with_progress("radar replay")
+    remove_pieces(paths, staging_root)
 
 
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:

@@ -77,6 +77,7 @@ def local_session_conf(
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
         "spark.driver.extraJavaOptions": java_options,
+        "spark.driver.memory": config.spark.driver_memory,
         # Python workers run this interpreter, not the first python3 on PATH (which may lack pyarrow).
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
