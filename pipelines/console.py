@@ -157,6 +157,7 @@ class QueryTally:
     records_by_batch: dict[int, int] = field(default_factory=dict)
     rate: float = 0.0
     behind: int | None = None
+    unit: str = "records"  # what its input rows are: a replay's file streams read files (or pieces of one)
 
     def update(self, query: StreamingQuery) -> None:
         for progress in query.recentProgress:
@@ -176,7 +177,7 @@ class QueryTally:
     def describe(self, with_rate: bool = True) -> str:
         rate = f" ({self.rate:,.0f}/s)" if with_rate else ""
         behind = "" if self.behind is None else f", {self.behind:,} behind"
-        return f"{self.name}: {self.records:,} records{rate} in {len(self.records_by_batch)} batches{behind}"
+        return f"{self.name}: {self.records:,} {self.unit}{rate} in {len(self.records_by_batch)} batches{behind}"
 
 
 class StatusLine:
@@ -190,10 +191,11 @@ class StatusLine:
         *,
         detections: Callable[[], int | None] | None = None,
         stream: TextIO | None = None,
+        unit: str = "records",
     ) -> None:
         self.label = label
         self.queries = tuple(queries)
-        self.tallies = {q.name: QueryTally(q.name) for q in self.queries}
+        self.tallies = {q.name: QueryTally(q.name, unit=unit) for q in self.queries}
         self.detections = detections
         self.stream = stream or sys.stderr
         self.started = time.monotonic()

@@ -405,7 +405,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
         telemetry_from_every_other_topic=True,  # as the dump format says; replayed log files included
     )
     with phase("ingest queries"), stage:
-        stage.queries.await_with_progress("radar replay")
+        stage.queries.await_with_progress("radar replay", unit="input files")  # a row of a file stream is a file
     remove_pieces(paths, staging_root)
 
 

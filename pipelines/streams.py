@@ -237,11 +237,12 @@ class RunningQueries:
                 interrupted.append(f"{query.name} ({condition.group(1) if condition else text.splitlines()[0][:120]})")
         return interrupted
 
-    def await_with_progress(self, label: str, poll_s: float = 1.0) -> None:
-        """Wait for the queries, with a live status line on stderr and a summary at the end."""
+    def await_with_progress(self, label: str, poll_s: float = 1.0, *, unit: str = "records") -> None:
+        """Wait for the queries, with a live status line on stderr and a summary at the end (`unit`: what the
+        queries' input rows are)."""
         from pipelines.console import StatusLine
 
-        status = StatusLine(label, self.all)
+        status = StatusLine(label, self.all, unit=unit)
         try:
             while active := [q for q in self.all if q.isActive]:
                 status.update()

@@ -154,10 +154,15 @@ def test_gzip_and_log_files_are_read_whole(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.spark
 def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
-    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     """Through Spark: the same counts and quarantine (line numbers included) whole and in pieces, a piece a
-    micro-batch; the copies are deleted once the replay has read them."""
+    micro-batch (the progress line counts them as input files, not records); the copies are deleted once the
+    replay has read them."""
     lines = SAMPLE.read_bytes().splitlines()
     content = b"\n".join(lines[:30]) + b"\n" + BAD_LINE + b"\n" + b"\n".join(lines[30:]) + b"\n"
     dump = tmp_path / "in" / "big.jsonl"
@@ -166,8 +171,12 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     whole_config = isolated_config(radar_config, tmp_path / "whole")
     whole = run_replay(whole_config, [str(dump)])
     monkeypatch.setattr(sources, "PIECE_BYTES", 1_500)
+    pieces = len(staged_inputs([dump], tmp_path / "counted")[0].pieces)
+    assert pieces > 3
     pieces_config = isolated_config(radar_config, tmp_path / "pieces")
+    capfd.readouterr()
     in_pieces = run_replay(pieces_config, [str(dump)])
+    assert f": {pieces} input files in {pieces} batches" in capfd.readouterr().err
     assert in_pieces == whole
     assert whole["offsets_raw"] > 30 and whole["quarantine"] >= 1
 
