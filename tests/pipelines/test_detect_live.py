@@ -269,26 +269,31 @@ def recording(
     create_topics(bootstrap, {telemetry: 1})
     result = Recording(telemetry)
     out_dir = tmp_path_factory.mktemp("detect-live")
+    scenarios = Scenarios(bootstrap, telemetry, out_dir, result)
     shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
     clock.start()
-    # Every scenario has its own group and topic, so the incidents run in lanes beside each other and beside the
-    # healthy fleet, as a real cluster's groups do (the suite waits for the longest lane, not their sum); each lane
-    # stops only its own members.
-    lanes = {
-        "zombies": zombie_lane,
-        "overruns": overrun_lane,
-        "generations": generation_lane,
-        "healthy scale-outs": healthy_scale_outs,
-        "healthy static restart": healthy_static_restart,
-    }
-    scenarios = {name: Scenarios(bootstrap, telemetry, out_dir, result) for name in lanes}
+    # Every scenario has its own group and topic, so the healthy fleet runs beside the incidents, as a real cluster's
+    # healthy groups do (and the suite waits for the longer of the two, not their sum); each side stops only its own
+    # members.
+    healthy = Scenarios(bootstrap, telemetry, out_dir, result)
     try:
-        with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="scenario-lane") as pool:
-            running = [pool.submit(lane, scenarios[name]) for name, lane in lanes.items()]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
+            fleet = pool.submit(healthy_fleet, healthy)
             try:
-                for lane_done in running:
-                    lane_done.result(timeout=300)
+                scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+                scenarios.stop_all()
+                scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+                scenarios.stop_all()
+                scenarios.poll_overruns("poll-overrun")
+                scenarios.stop_all()
+                unsynced = scenarios.joins_without_sync("never-syncs")
+                scenarios.crash_loop("crash-loop")
+                scenarios.second_consumer_zombie("second-consumer")
+                unsynced.join(120)
+                result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
+                scenarios.stop_all()
+                fleet.result(timeout=300)
                 time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
                 result.moments["recording_end"] = now_ms()
                 clock.stop()
@@ -297,46 +302,17 @@ def recording(
             finally:
                 clock.stop()
                 shipper.stop()
+                scenarios.stop_all()
     finally:
-        for lane_scenarios in scenarios.values():  # once every lane's thread has ended (the pool waits for them)
-            lane_scenarios.stop_all()
+        healthy.stop_all()  # once the fleet's thread has ended (the pool waits for it): none of its members is left
     return result
 
 
-def zombie_lane(scenarios: Scenarios) -> None:
-    """A member stalled past its session timeout, then committing: classic, then KIP-848."""
-    scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
-    scenarios.stop_all()
-    scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-    scenarios.stop_all()
-
-
-def overrun_lane(scenarios: Scenarios) -> None:
-    """Repeated max.poll.interval.ms overruns, then a second consumer committing older offsets."""
-    scenarios.poll_overruns("poll-overrun")
-    scenarios.stop_all()
-    scenarios.second_consumer_zombie("second-consumer")
-    scenarios.stop_all()
-
-
-def generation_lane(scenarios: Scenarios) -> None:
-    """A member that joins and never syncs, beside a crash-looping member of another group."""
-    unsynced = scenarios.joins_without_sync("never-syncs")
-    scenarios.crash_loop("crash-loop")
-    unsynced.join(120)
-    scenarios.recording.members["never-syncs/U"] = [{"member": m, "generation": g} for g, m in unsynced.joined]
-    scenarios.stop_all()
-
-
-def healthy_scale_outs(scenarios: Scenarios) -> None:
-    """Scale-outs and clean shutdowns, classic and KIP-848."""
+def healthy_fleet(scenarios: Scenarios) -> None:
+    """Scale-outs and clean shutdowns (classic, KIP-848), then a static rolling restart whose members stay up until
+    detection has read everything (a static member's close sends no LeaveGroup)."""
     scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
     scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
-
-
-def healthy_static_restart(scenarios: Scenarios) -> None:
-    """A static rolling restart whose members stay up until detection has read everything (a static member's close
-    sends no LeaveGroup)."""
     scenarios.static_rolling_restart("healthy-static")
 
 
