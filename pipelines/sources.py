@@ -46,7 +46,8 @@ PIECE_BYTES = 128 << 20
 """A dump file bigger than this is replayed in pieces of about this size, cut at line ends (`staged_inputs`), one
 piece a micro-batch: a `binaryFile` row holds a whole file in the JVM's heap (a 164 MB dump exhausted Spark's
 default 1 GB; no row may exceed 2 GB), so the heap a replay needs no longer grows with the dump. Smaller pieces
-cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s in 2 pieces, 47 s in 5 of 32 MB."""
+cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s in 2 pieces, 47 s in 5 of 32 MB
+(two a micro-batch)."""
 PIECE_MARK = "@line-"  # a piece's staging name: <entry>@line-<its first line's number, 12 digits>
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
 
@@ -138,12 +139,10 @@ class ReplayedFile:
     modified_ms: int
     content: pa.Buffer
     is_log: bool  # a log file rather than a dump, by its first MiB (`pipelines.log_files.is_log_file`)
-    first_line: int = 1  # the number of its first line: > 1 for a piece of a large dump (`staged_inputs`)
+    first_line: int = 1  # the number of its first line: a piece of a large dump starts further in (`staged_inputs`)
 
     @classmethod
-    def of(cls, name: str, partition: int, modified_ms: int, content: pa.Buffer, first_line: int = 1) -> ReplayedFile:
-        if first_line > 1:  # only dumps are cut into pieces, and the first piece decided that
-            return cls(name, partition, modified_ms, content, False, first_line)
+    def of(cls, name: str, partition: int, modified_ms: int, content: pa.Buffer) -> ReplayedFile:
         head = content.slice(0, min(content.size, SNIFFED_BYTES)).to_pybytes()
         return cls(name, partition, modified_ms, content, is_log_file(head, modified_ms))
 
@@ -198,8 +197,11 @@ def _dump_files(
                         name, f"gzip data that cannot be decompressed ({error}); nothing of it was read"
                     )
                     continue
-            first_line = first_lines.get(link, 1)
-            yield ReplayedFile.of(name, log_partition(local), modified[index] or 0, content, first_line)
+            first_line = first_lines.get(link)
+            if first_line is not None:  # a piece: only dumps are cut into pieces (`staged_inputs` decided it)
+                yield ReplayedFile(name, log_partition(local), modified[index] or 0, content, False, first_line)
+            else:
+                yield ReplayedFile.of(name, log_partition(local), modified[index] or 0, content)
 
 
 def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
@@ -359,15 +361,11 @@ def staged_inputs(paths: Sequence[str | Path], staging: Path) -> list[StagedInpu
     return staged
 
 
-def remove_pieces(paths: Sequence[str | Path], staging_root: Path | None = None) -> int:
-    """Delete the staged pieces of a finished replay (copies of its large dumps); returns how many. A replay of the
-    same files again cuts the same pieces, which its checkpoint has read already."""
-    staging = replay_staging_dir(paths, staging_root)
-    removed = 0
-    for piece in staging.glob(f"*{PIECE_MARK}*"):
+def remove_pieces(paths: Sequence[str | Path], staging_root: Path | None = None) -> None:
+    """Delete the staged pieces of a finished replay (copies of its large dumps). A replay of the same files again
+    cuts the same pieces, which its checkpoint has read already."""
+    for piece in replay_staging_dir(paths, staging_root).glob(f"*{PIECE_MARK}*"):
         piece.unlink()
-        removed += 1
-    return removed
 
 
 def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root: Path | None = None) -> DataFrame:
