@@ -107,6 +107,35 @@ class DetectionBatches:
         return moved
 
 
+class Confirmation:
+    """Tells when the expected detections are all shown and the watermark has had time to confirm them: a live
+    detection is first `provisional`, and the demo should not end (and report) before the watermark passes it.
+
+    From the moment none is missing, the clock's ticks carry event time `lateness_s` past every deciding record;
+    then the detection micro-batch in flight may predate that tick, the next one reads it (and moves the watermark),
+    and the one after decides with it: `BATCHES` micro-batches finished after that moment."""
+
+    BATCHES = 3
+
+    def __init__(self, lateness_s: float) -> None:
+        self.lateness_s = lateness_s
+        self.all_seen_at: float | None = None
+        self.from_batch: int | None = None
+
+    def done(self, view: DemoView, detection_query: StreamingQuery) -> bool:
+        if view.missing():
+            return False
+        now = time.monotonic()
+        self.all_seen_at = self.all_seen_at or now
+        progress = detection_query.lastProgress
+        batch = int(progress.batchId) if progress is not None else -1
+        if self.from_batch is None:
+            if now - self.all_seen_at < self.lateness_s:
+                return False
+            self.from_batch = batch
+        return batch >= self.from_batch + self.BATCHES
+
+
 class DemoView:
     """The live terminal view: the script's phases with their progress, the expected detections ticked off as
     they appear, and the newest detections."""
@@ -250,6 +279,7 @@ def run_demo(
             queries = start_stages(stack, [ingest, detect])
             view.monitor = "monitor running: ingest + detection, a clock tick every second"
             detection_batches = DetectionBatches([detect.detection_query])
+            confirmation = Confirmation(config.detect.lateness_ms / 1000)
             while True:
                 queries.raise_failures()
                 if detection_batches.advanced():  # a Delta read is a Spark job: only after a new detection batch
@@ -260,11 +290,12 @@ def run_demo(
                     script_done_at = time.monotonic()
                     view.monitor = "script done: waiting for the monitor to catch up"
                 if script_done_at is not None and (
-                    not view.missing() or time.monotonic() - script_done_at >= catch_up_s
+                    confirmation.done(view, detect.detection_query) or time.monotonic() - script_done_at >= catch_up_s
                 ):
                     break
                 time.sleep(VIEW_REFRESH_S)
-        queries.stop()
+        for stage in (detect, ingest):  # as the stack would: the detection's stop drains its staged gold rows, so
+            stage.stop()  # the detections read here (and checked) are the confirmed ones, not provisional ones
         detections = tuple(read_detections(spark, config))
         view.update(list(detections))
         missing = tuple(view.missing())

@@ -683,6 +683,7 @@ class DetectStage(Stage):
         self.trigger = Trigger(available_now, config.detect.trigger_interval)
         self.binding = binding
         self.kafka = kafka
+        self._drained = False
 
     @property
     def staged(self) -> bool:
@@ -723,8 +724,9 @@ class DetectStage(Stage):
 
     def stop(self) -> None:
         super().stop()
-        if self.staged and self._queries is not None:
+        if self.staged and self._queries is not None and not self._drained:
             self.drain_staged()
+            self._drained = True  # stopped queries stage nothing more: a second stop has nothing to drain
 
     def drain_staged(self) -> None:
         """MERGE what `detector_output` still holds for the gold query (availableNow on its checkpoint): a stopped

@@ -87,6 +87,8 @@ def test_the_short_demo_leaves_its_detections_in_the_gold_tables(short_demo: Dem
     assert (billing, "heartbeat_expiration") in found and (billing, "zombie_commit") in found
     assert not [d for d in short_demo.detections if d["group_id"] == orders]  # the healthy group raised nothing
     assert short_demo.first_detection_s is not None
+    # the demo ends once the watermark has confirmed what it showed: nothing is left provisional in its report
+    assert not [(d["kind"], d["group_id"]) for d in short_demo.detections if d["status"] == "provisional"]
     # the zombie commit is a critical detection left open: the checks raise an alert for its group
     assert ("open_critical_detections", billing) in short_demo.alerts
     assert not [a for a in short_demo.alerts if a[1] == orders]
