@@ -96,6 +96,10 @@ class DetectionBatches:
         self.queries = tuple(queries)
         self.seen: dict[str, int] = {}
 
+    def newest(self, query: StreamingQuery) -> int:
+        """The newest micro-batch of `query` seen by `advanced` (-1 before any)."""
+        return self.seen.get(query.name, -1)
+
     def advanced(self) -> bool:
         moved = False
         for query in self.queries:
@@ -122,13 +126,12 @@ class Confirmation:
         self.all_seen_at: float | None = None
         self.from_batch: int | None = None
 
-    def done(self, view: DemoView, detection_query: StreamingQuery) -> bool:
+    def done(self, view: DemoView, batch: int) -> bool:
+        """`batch`: the detection query's newest finished micro-batch (`DetectionBatches.newest`)."""
         if view.missing():
             return False
         now = time.monotonic()
         self.all_seen_at = self.all_seen_at or now
-        progress = detection_query.lastProgress
-        batch = int(progress.batchId) if progress is not None else -1
         if self.from_batch is None:
             if now - self.all_seen_at < self.lateness_s:
                 return False
@@ -234,7 +237,7 @@ def run_demo(
     from pipelines.report import write_report
     from pipelines.session import build_spark_session
     from pipelines.sources import kafka_cluster_id, kafka_stream
-    from pipelines.streams import start_stages
+    from pipelines.streams import start_stages, stop_stages
 
     scenario = scenario_named(scenario_name)
     if not config.kafka.telemetry_topics:
@@ -276,7 +279,8 @@ def run_demo(
             detect = DetectStage(
                 spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
             )
-            queries = start_stages(stack, [ingest, detect])
+            stages = [ingest, detect]
+            queries = start_stages(stack, stages)
             view.monitor = "monitor running: ingest + detection, a clock tick every second"
             detection_batches = DetectionBatches([detect.detection_query])
             confirmation = Confirmation(config.detect.lateness_ms / 1000)
@@ -290,12 +294,12 @@ def run_demo(
                     script_done_at = time.monotonic()
                     view.monitor = "script done: waiting for the monitor to catch up"
                 if script_done_at is not None and (
-                    confirmation.done(view, detect.detection_query) or time.monotonic() - script_done_at >= catch_up_s
+                    confirmation.done(view, detection_batches.newest(detect.detection_query))
+                    or time.monotonic() - script_done_at >= catch_up_s
                 ):
                     break
                 time.sleep(VIEW_REFRESH_S)
-        for stage in (detect, ingest):  # as the stack would: the detection's stop drains its staged gold rows, so
-            stage.stop()  # the detections read here (and checked) are the confirmed ones, not provisional ones
+        stop_stages(stages)  # the detections read and checked below are then the drained, confirmed ones
         detections = tuple(read_detections(spark, config))
         view.update(list(detections))
         missing = tuple(view.missing())

@@ -21,7 +21,7 @@ from pipelines.config import ConfigError, RadarConfig
 from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
 from pipelines.phases import phase
-from pipelines.streams import run_until_stopped, start_stages
+from pipelines.streams import run_until_stopped, start_stages, stop_stages
 from pipelines.tables import TableCatalog, count_if_exists, log_says_empty
 from transforms.schemas import DETECTIONS
 
@@ -139,7 +139,8 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
-        queries = start_stages(stack, [ingest, detect])
+        stages = [ingest, detect]
+        queries = start_stages(stack, stages)
         if config.checks.in_run:  # expectations -> alerts every checks.interval_s, beside the queries
             from pipelines.check import CheckSchedule
 
@@ -152,6 +153,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         detections = partial(count_if_exists, spark, config, DETECTIONS)
         verbose = config.spark.log_level != "ERROR"
         run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s, detections=detections, verbose=verbose)
+        stop_stages(stages)  # the summary and counts below then include the detection stage's drained gold rows
         summary = summarise_detections(spark, config)
         for line in summary.lines():
             print(f"radar run: {line}", file=sys.stderr)

@@ -313,6 +313,13 @@ def start_stages(stack: ExitStack, stages: Sequence[Stage]) -> RunningQueries:
     return running
 
 
+def stop_stages(stages: Sequence[Stage]) -> None:
+    """Stop `stages` now, in reverse order as their stack will (stopping again then is a no-op): a command reads
+    what they leave behind (the detection stage's drained gold rows) only after this."""
+    for stage in reversed(stages):
+        stage.stop()
+
+
 def run_until_stopped(
     queries: RunningQueries,
     *,
