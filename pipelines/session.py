@@ -47,6 +47,7 @@ def on_databricks() -> bool:
 # with the work for the cores (measured on 2 cores: `radar sql` 52-75 s -> 33-35 s under load). A long-running
 # JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+PYTHON_DAEMON_MODULE = "pipelines.python_daemon"
 
 
 def local_session_conf(
@@ -81,6 +82,8 @@ def local_session_conf(
         # Python workers run this interpreter, not the first python3 on PATH (which may lack pyarrow).
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        # workers without Spark's zips and jar on their import path: each task re-read them (`python_daemon`)
+        "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
         # Ctrl-C must end `radar run` within a bound: a query whose micro-batch does not stop is abandoned.
         "spark.sql.streaming.stopTimeout": "30s",
     }

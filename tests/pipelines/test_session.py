@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.python_daemon import is_spark_archive
 from pipelines.session import verify_formats
 
 pytestmark = pytest.mark.spark
@@ -32,3 +36,33 @@ def test_kafka_format_resolves(spark: SparkSession, radar_config: RadarConfig) -
     if "kafka" not in radar_config.spark.connectors:
         pytest.skip("kafka is not among spark.connectors in this configuration")
     verify_formats(spark, ("kafka",))
+
+
+def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Inside a Python worker: its import path, and where it imported pyspark from."""
+    import sys
+
+    import pyspark
+
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pylist([{"path": list(sys.path), "pyspark": pyspark.__file__}])
+
+
+def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> None:
+    """The workers run `pipelines.python_daemon`: no jar or pyspark/py4j zip on their path (each task re-read their
+    directories), and pyspark imported from a directory, the one the driver imports it from."""
+    import pyspark
+
+    facts = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, "path array<string>, pyspark string")
+    row = facts.collect()[0]
+    assert [entry for entry in row["path"] if is_spark_archive(entry)] == []
+    assert row["pyspark"] == pyspark.__file__
+
+
+def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
+    assert is_spark_archive("/x/pyspark/jars/spark-core_2.13-4.1.4.jar")
+    assert is_spark_archive("/x/pyspark/python/lib/pyspark.zip")
+    assert is_spark_archive("/x/pyspark/python/lib/py4j-0.10.9.9-src.zip")
+    assert not is_spark_archive("/usr/lib/python311.zip")
+    assert not is_spark_archive("/x/site-packages")

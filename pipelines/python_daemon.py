@@ -1,0 +1,57 @@
+"""The Python worker daemon of a local session (`spark.python.daemon.module`): pyspark's own daemon, started with
+only the import path entries Python code can come from.
+
+Why: Spark puts `pyspark.zip`, py4j's zip and the spark-core jar ahead of site-packages on its workers' path, and
+every task's worker calls `importlib.invalidate_caches()` (`pyspark.worker_util.setup_spark_files`), which on
+Python 3.11 re-reads the whole directory of every zip archive on the path in pure Python. With the jar's thousands
+of entries that was most of a small task's time (a live detection micro-batch's decode and `transformWithState`
+tasks: 0.3-0.9 s each, ~80 % of the workers' samples in `zipimport._read_directory`). A pip-installed pyspark
+carries the same pyspark and py4j in site-packages (with compiled bytecode, which a zip import recompiles in every
+new daemon), and a jar holds no Python, so the archives are dropped before the daemon imports pyspark.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def is_spark_archive(entry: str) -> bool:
+    """An archive Spark adds to its workers' path: a jar, or pyspark's and py4j's zips (a zip of the Python
+    distribution itself, `python311.zip`, is not one of them)."""
+    name = Path(entry).name
+    return name.endswith(".jar") or (name.endswith(".zip") and name.startswith(("pyspark", "py4j")))
+
+
+def path_without_archives(entries: list[str]) -> list[str]:
+    """`sys.path` less Spark's archives."""
+    return [entry for entry in entries if not is_spark_archive(entry)]
+
+
+def drop_archives_from_import_path() -> None:
+    """Remove the archives from `sys.path` and their importers from `sys.path_importer_cache` (the cache is what
+    `invalidate_caches` walks)."""
+    sys.path[:] = path_without_archives(sys.path)
+    for entry in [e for e in sys.path_importer_cache if is_spark_archive(e)]:
+        del sys.path_importer_cache[entry]
+
+
+def archives_are_redundant() -> bool:
+    """True when pyspark and py4j import from a directory (site-packages) once the archives are gone: only then
+    can they be dropped (a Spark distribution without a pip-installed pyspark has them only in its zips)."""
+    from importlib.machinery import PathFinder
+
+    directories = path_without_archives(sys.path)
+    for package in ("pyspark", "py4j"):
+        spec = PathFinder.find_spec(package, directories)
+        if spec is None or spec.origin is None or not Path(spec.origin).is_file():
+            return False
+    return True
+
+
+if __name__ == "__main__":
+    if archives_are_redundant():
+        drop_archives_from_import_path()
+    from pyspark.daemon import manager
+
+    manager()
