@@ -180,7 +180,7 @@ def timestamp_maximum(location: Path, column: str) -> ColumnMaximum | None:
 
 def history_without_checkpoint(location: Path) -> bool:
     """True when the log of the Delta table at `location` still starts at its first commit and has no checkpoint
-    yet (Delta writes one every 10 commits by default): its few JSON commits are the whole table, cheaper to read in
+    yet (one every `tables.CHECKPOINT_INTERVAL` commits): its few JSON commits are the whole table, cheaper to read in
     order than a snapshot to reconstruct."""
     log = location / "_delta_log"
     if not log.is_dir():

@@ -13,6 +13,7 @@ from pipelines.config import RadarConfig
 from pipelines.delta_log import ColumnMaximum, history_without_checkpoint, log_version, timestamp_maximum
 from pipelines.streams import TableWriter
 from pipelines.tables import (
+    CHECKPOINT_INTERVAL,
     TableCatalog,
     append_idempotent,
     append_new_records,
@@ -56,6 +57,7 @@ def test_names_follow_the_data_dir_and_appends_are_idempotent(spark, radar_confi
     # event time: queries filter on them, and Delta refuses to Z-order by a column without statistics)
     properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
     assert properties["delta.dataSkippingStatsColumns"] == ",".join(stats_columns(QUARANTINE))
+    assert properties["delta.checkpointInterval"] == str(CHECKPOINT_INTERVAL)
     assert set(stats_columns(QUARANTINE)) == set(QUARANTINE.record_key) | {"src_timestamp"}
     assert set(stats_columns(OFFSET_COMMITS)) == {*RECORD_KEY, "group_id", "commit_ts", "src_timestamp"}
 
@@ -216,3 +218,16 @@ def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noti
     append_new_records(_quarantine_rows(spark, config, 2, first=35), config, QUARANTINE, "run:q", 4)
     assert offsets() == [(0, i) for i in range(37)] + [(1, i) for i in range(8)]
     assert spark.read.format("delta").load(str(location)).count() == 37 + 8 + 1
+
+
+@pytest.mark.spark
+def test_a_new_table_writes_no_checkpoint_every_ten_commits(spark, radar_config: RadarConfig, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Delta's default interval made every tenth commit a state reconstruction and a parquet checkpoint in the
+    committing thread (every tenth live detection micro-batch); new tables checkpoint every CHECKPOINT_INTERVAL."""
+    config = radar_config.with_data_dir(tmp_path / "commits")
+    ensure_tables(spark, config, [QUARANTINE])
+    for version in range(11):
+        append_idempotent(_quarantine_rows(spark, config, 1), config, QUARANTINE, "test:c", version)
+    log = TableCatalog(config).location(QUARANTINE) / "_delta_log"
+    assert (log / f"{11:020d}.json").is_file()  # the create and eleven appends
+    assert not [p.name for p in log.iterdir() if ".checkpoint." in p.name]
