@@ -518,7 +518,7 @@ class DetectionSplit:
         held (no writer deletes a detection)."""
         assert self.new is not None
         with write_lock(location):
-            append_rows(self.new.select(*DETECTIONS.column_names), config, DETECTIONS)
+            append_rows(self.new.select(*DETECTIONS.column_names).coalesce(1), config, DETECTIONS)
             note_written_keys(location, self.known, self.new_keys)
 
     def release(self) -> None:
@@ -549,10 +549,11 @@ def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> De
 
 def append_staged(rows: DataFrame, config: RadarConfig) -> None:
     """Append routed rows to `detector_output` (a blind Delta append: no table state is read, unlike a MERGE's, so
-    it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`)."""
+    it costs a fraction of one; see `transforms.schemas.DETECTOR_OUTPUT`). A live micro-batch stages a few rows
+    per group: one task writes them to one file (one per partition of the batch was a task and a file each)."""
     given = {"staged_at": F.current_timestamp()}
     staged = rows.select(*(given.get(c.name, F.col(c.name)).cast(c.ddl).alias(c.name) for c in DETECTOR_OUTPUT.columns))
-    append_rows(staged, config, DETECTOR_OUTPUT)
+    append_rows(staged.coalesce(1), config, DETECTOR_OUTPUT)
 
 
 def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[[DataFrame, int], None]:
