@@ -110,6 +110,9 @@ SOURCE_TABLES: dict[str, TableSchema] = {
     t.name: t for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, CLOCK_TICKS)
 }
 STATE_DDL = "snapshot BINARY, emitted BIGINT"
+# A group's idle-expiry timer is set to a multiple of this (event-time ms): it moves once a minute, not on every
+# micro-batch (each registration and deletion is a round trip to the JVM's state server).
+TTL_TIMER_STEP_MS = 60_000
 KEY_COLUMNS: dict[str, tuple[str, ...]] = {
     REBALANCES.name: ("rebalance_id",),
     DETECTIONS.name: ("detection_id",),
@@ -307,12 +310,13 @@ class GroupTrackerProcessor(StatefulProcessor):
         # ASSIGN_TTL); idle groups expire in event time instead (see `_advance`).
         self._state = handle.getValueState("tracker", STATE_DDL)
 
-    def _load(self, cluster: str, group_id: str) -> tuple[Any, int]:
-        if self._state.exists():
-            stored = self._state.get()
-            if stored is not None:
-                return self._binding.tracker.restore(bytes(stored[0]), self._thresholds), int(stored[1])
-        return self._binding.tracker(cluster, group_id, self._thresholds), 0
+    def _load(self, cluster: str, group_id: str) -> tuple[Any, int] | None:
+        """The group's stored tracker and emit count; None when it has none. Every state call is a round trip to
+        the JVM's state server (milliseconds each on 2 busy cores), so `get` alone answers (None: no value)."""
+        stored = self._state.get()
+        if stored is None:
+            return None
+        return self._binding.tracker.restore(bytes(stored[0]), self._thresholds), int(stored[1])
 
     # Spark calls these by name, with these keyword names: pyspark's spelling, not ours.
     def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:  # noqa: N802, N803
@@ -321,7 +325,10 @@ class GroupTrackerProcessor(StatefulProcessor):
             for _ in rows:
                 pass
             return
-        tracker, emitted = self._load(cluster, group_id)
+        loaded = self._load(cluster, group_id)
+        if loaded is None:
+            loaded = self._binding.tracker(cluster, group_id, self._thresholds), 0
+        tracker, emitted = loaded
         convert = self._binding.event_from_row
         events = []
         for row in rows:
@@ -343,9 +350,10 @@ class GroupTrackerProcessor(StatefulProcessor):
         expiredTimerInfo: ExpiredTimerInfo,  # noqa: N803
     ) -> Iterator[Row]:
         cluster, group_id = key
-        if not self._state.exists():
+        loaded = self._load(cluster, group_id)
+        if loaded is None:
             return
-        tracker, emitted = self._load(cluster, group_id)
+        tracker, emitted = loaded
         yield from self._advance(tracker, emitted, timerValues.getCurrentWatermarkInMs())
 
     def _advance(self, tracker: Any, emitted: int, watermark_ms: int, *, preview: bool = False) -> Iterator[Row]:
@@ -361,21 +369,28 @@ class GroupTrackerProcessor(StatefulProcessor):
         for target, values in routed:
             emitted += 1
             yield self._routed_row(target, emitted, values)
-        for timer in list(self._handle.listTimers()):
-            if timer > watermark_ms:  # expired ones (the one firing now) are Spark's to remove
-                self._handle.deleteTimer(timer)
-        if watermark_ms > 0 and tracker.is_expired(watermark_ms):
+        # expired timers (the one firing now) are Spark's to remove; the others are kept where still wanted
+        registered = {timer for timer in self._handle.listTimers() if timer > watermark_ms}
+        wanted: set[int] = set()
+        expired = watermark_ms > 0 and tracker.is_expired(watermark_ms)
+        if not expired:
+            self._state.update((tracker.snapshot(), emitted))
+            wakeup = tracker.next_wakeup()
+            if wakeup is not None:
+                wanted.add(max(int(wakeup), watermark_ms + 1))
+            # The state's TTL, in event time: wake up `state_ttl_ms` after this activity (rounded up to
+            # `TTL_TIMER_STEP_MS`, so that most micro-batches keep the timer they have instead of replacing it) and
+            # let the tracker say whether the group is idle (`is_expired`); a group with an open detection stays.
+            # (Before the first watermark there is no event time yet; the wakeup brings the group back once there
+            # is.)
+            if watermark_ms > 0:
+                wanted.add(-(-(watermark_ms + self._state_ttl_ms) // TTL_TIMER_STEP_MS) * TTL_TIMER_STEP_MS)
+        for timer in registered - wanted:
+            self._handle.deleteTimer(timer)
+        for timer in wanted - registered:
+            self._handle.registerTimer(timer)
+        if expired:
             self._state.clear()
-            return
-        self._state.update((tracker.snapshot(), emitted))
-        wakeup = tracker.next_wakeup()
-        if wakeup is not None:
-            self._handle.registerTimer(max(int(wakeup), watermark_ms + 1))
-        # The state's TTL, in event time: wake up `state_ttl_ms` after this activity and let the tracker say
-        # whether the group is idle (`is_expired`); a group with an open detection stays. (Before the first
-        # watermark there is no event time yet; the wakeup above brings the group back once there is.)
-        if watermark_ms > 0:
-            self._handle.registerTimer(watermark_ms + self._state_ttl_ms)
 
     def _routed_row(self, target: str, seq: int, values: Mapping[str, Any]) -> Row:
         full = {"target": target, "emit_seq": seq, **values}
