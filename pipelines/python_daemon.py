@@ -7,7 +7,8 @@ Python 3.11 re-reads the whole directory of every zip archive on the path in pur
 of entries that was most of a small task's time (a live detection micro-batch's decode and `transformWithState`
 tasks: 0.3-0.9 s each, ~80 % of the workers' samples in `zipimport._read_directory`). A pip-installed pyspark
 carries the same pyspark and py4j in site-packages (with compiled bytecode, which a zip import recompiles in every
-new daemon), and a jar holds no Python, so the archives are dropped before the daemon imports pyspark.
+new daemon), and the spark-core jar holds no Python, so these archives are dropped before the daemon imports
+pyspark.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pathlib import Path
 
 
 def is_spark_archive(entry: str) -> bool:
-    """An archive Spark adds to its workers' path: a jar, or pyspark's and py4j's zips (a zip of the Python
-    distribution itself, `python311.zip`, is not one of them)."""
+    """An archive Spark itself adds to its workers' path: the spark-core jar, pyspark's and py4j's zips. (Not a zip
+    of the Python distribution, `python311.zip`, nor a package a job ships as a py-file, a jar among them.)"""
     name = Path(entry).name
-    return name.endswith(".jar") or (name.endswith(".zip") and name.startswith(("pyspark", "py4j")))
+    return (name.startswith("spark-core_") and name.endswith(".jar")) or (
+        name.endswith(".zip") and name.startswith(("pyspark", "py4j"))
+    )
 
 
 def path_without_archives(entries: list[str]) -> list[str]:

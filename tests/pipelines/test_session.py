@@ -65,4 +65,5 @@ def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
     assert is_spark_archive("/x/pyspark/python/lib/pyspark.zip")
     assert is_spark_archive("/x/pyspark/python/lib/py4j-0.10.9.9-src.zip")
     assert not is_spark_archive("/usr/lib/python311.zip")
+    assert not is_spark_archive("/tmp/spark-1/userFiles-2/graphframes-0.8.3-spark3.5-s_2.12.jar")  # a py-file
     assert not is_spark_archive("/x/site-packages")
