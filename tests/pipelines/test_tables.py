@@ -127,19 +127,21 @@ def test_a_log_is_read_commit_by_commit_only_until_its_first_checkpoint(  # type
     spark, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
     """A new detection stream reads a table's commits from version 0 only while they are a few JSON files: once
-    Delta wrote a checkpoint (every 10 commits), the snapshot is the cheaper read."""
+    Delta wrote a checkpoint (every CHECKPOINT_INTERVAL commits; 3 here, set on the table), the snapshot is the
+    cheaper read."""
     config = radar_config.with_data_dir(tmp_path)
     ensure_tables(spark, config, [QUARANTINE])
     location = TableCatalog(config).location(QUARANTINE)
     assert location is not None
     assert not history_without_checkpoint(tmp_path / "no-table-here")
     assert history_without_checkpoint(location)  # version 0: the CREATE
-    version = 0
+    spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '3')")
+    version = 1
     while not list((location / "_delta_log").glob("*.checkpoint*.parquet")):
         assert history_without_checkpoint(location), version
         _quarantine_rows(spark, config, 1, first=version).write.format("delta").mode("append").save(str(location))
         version += 1
-        assert version <= 100, "Delta wrote no checkpoint"
+        assert version <= 10, "Delta wrote no checkpoint"
     assert not history_without_checkpoint(location)
 
 
