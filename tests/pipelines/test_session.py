@@ -50,8 +50,8 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
 
 def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> None:
-    """The workers run `pipelines.python_daemon`: no jar or pyspark/py4j zip on their path (each task re-read their
-    directories), and pyspark imported from a directory, the one the driver imports it from."""
+    """The workers run `pipelines.python_daemon`: no spark-core jar, pyspark or py4j zip on their path (each task
+    re-read their directories), and pyspark imported from a directory, the one the driver imports it from."""
     import pyspark
 
     facts = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, "path array<string>, pyspark string")
