@@ -5,7 +5,7 @@ Why: Spark puts `pyspark.zip`, py4j's zip and the spark-core jar ahead of site-p
 every task's worker calls `importlib.invalidate_caches()` (`pyspark.worker_util.setup_spark_files`), which on
 Python 3.11 re-reads the whole directory of every zip archive on the path in pure Python. With the jar's thousands
 of entries that was most of a small task's time (a live detection micro-batch's decode and `transformWithState`
-tasks: 0.3-0.9 s each, ~80 % of the workers' samples in `zipimport._read_directory`). A pip-installed pyspark
+tasks: 0.2-0.9 s each, ~80 % of the workers' samples in `zipimport._read_directory`). A pip-installed pyspark
 carries the same pyspark and py4j in site-packages (with compiled bytecode, which a zip import recompiles in every
 new daemon), and the spark-core jar holds no Python, so these archives are dropped before the daemon imports
 pyspark.
