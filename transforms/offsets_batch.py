@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.member_columns import member_row, members_array
 from transforms.offset_commit_columns import decode_offset_commits
-from transforms.schemas import DECODED_OFFSETS_BATCH, MEMBER_COLUMNS, OFFSET_COMMITS, QuarantineStage, quarantine_row
-from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
+from transforms.schemas import DECODED_OFFSETS_BATCH, GROUP_METADATA, OFFSET_COMMITS, QuarantineStage, quarantine_row
 from transforms.wire.coordinator_records import DecodedRecord, decode_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
@@ -31,10 +30,7 @@ PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in DECODED_OFFSETS_BATCH
 TARGET_OF_PAYLOAD: dict[str, str] = {p.column: p.table.name for p in DECODED_OFFSETS_BATCH.payloads}
 # the payload the vectorised path fills (transforms.offset_commit_columns)
 OFFSET_COMMIT_COLUMN: str = next(p.column for p in DECODED_OFFSETS_BATCH.payloads if p.table is OFFSET_COMMITS)
-# Member columns copied from the GroupMetadata member as is (the others come from `_consumer_protocol_columns`).
-_MEMBER_KAFKA_FIELDS: tuple[tuple[str, str], ...] = tuple(
-    (c.name, c.kafka_field) for c in MEMBER_COLUMNS if c.kafka_field
-)
+GROUP_METADATA_COLUMN: str = next(p.column for p in DECODED_OFFSETS_BATCH.payloads if p.table is GROUP_METADATA)
 
 
 def decoded_batch_ddl() -> str:
@@ -62,48 +58,14 @@ def _first(data: dict[str, Any], *names: str) -> Any:
     return None
 
 
-def _partitions(items: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-    if items is None:
-        return None
-    return [{"topic": t.get("topic"), "partitions": t.get("partitions")} for t in items]
-
-
-@lru_cache(maxsize=16_384)
-def _consumer_protocol_columns(subscription: bytes | None, assignment: bytes | None) -> dict[str, Any]:
-    """A member's decoded subscription/assignment as member columns (read-only: the result is shared).
-
-    Cached by the bytes themselves: every rebalance rewrites the whole group with mostly unchanged members, so
-    the same payloads come back generation after generation.
-    """
-    sub = decode_subscription(subscription)
-    assigned = decode_assignment(assignment)
-    errors = [f"{part}: {d.error}" for part, d in (("subscription", sub), ("assignment", assigned)) if d.error]
-    sub_data, assign_data = sub.data or {}, assigned.data or {}
-    return {
-        "subscribed_topics": sub_data.get("topics"),
-        "owned_partitions": _partitions(sub_data.get("ownedPartitions")),
-        "subscription_generation": sub_data.get("generationId"),
-        "rack_id": sub_data.get("rackId"),
-        "assigned_partitions": _partitions(assign_data.get("assignedPartitions")),
-        "subscription_version": sub.version,
-        "assignment_version": assigned.version,
-        "embedded_error": "; ".join(errors) or None,
-    }
-
-
-def _member_row(member: dict[str, Any], consumer_protocol: bool) -> dict[str, Any]:
-    """One `group_metadata.members` struct, field by field from `MEMBER_COLUMNS`."""
-    row: dict[str, Any] = {name: member.get(kafka_field) for name, kafka_field in _MEMBER_KAFKA_FIELDS}
-    if consumer_protocol:
-        row.update(_consumer_protocol_columns(row["subscription"], row["assignment"]))
-    return row
-
-
 class _BatchBuilder:
-    """Column lists for one output batch; one `append_*` call per input row."""
+    """Column lists for one output batch; one `append` call per input row. `group_metadata` rows hold the reader's
+    member dicts (`_routed_row`): built member by member (`member_row`, the reference) or, `columnar_members`, as
+    columns at once (`members_array`)."""
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, *, columnar_members: bool = False) -> None:
         self.schema = schema
+        self.columnar_members = columnar_members
         self.targets: list[str] = []
         self.payloads: dict[str, list[dict[str, Any] | None]] = {column: [] for column in PAYLOAD_COLUMNS}
 
@@ -118,8 +80,24 @@ class _BatchBuilder:
             for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
         ]
         arrays.append(pa.array(self.targets, pa.string()))
-        arrays += [pa.array(self.payloads[column], type=self.schema.field(column).type) for column in PAYLOAD_COLUMNS]
+        for column in PAYLOAD_COLUMNS:
+            rows, struct_type = self.payloads[column], self.schema.field(column).type
+            if column == GROUP_METADATA_COLUMN:
+                arrays.append(self._group_metadata(rows, struct_type))
+            else:
+                arrays.append(pa.array(rows, type=struct_type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _group_metadata(self, rows: list[dict[str, Any] | None], struct_type: pa.StructType) -> pa.Array:
+        if not self.columnar_members:
+            return pa.array([None if r is None else _with_member_rows(r) for r in rows], type=struct_type)
+        members_type = struct_type.field("members").type
+        others = pa.array(rows, type=pa.struct([f for f in struct_type if f.name != "members"]))
+        members = members_array(
+            [(None, None) if r is None else (r["members"], r["protocol_type"]) for r in rows], members_type
+        )
+        children = [members if f.name == "members" else others.field(f.name) for f in struct_type]
+        return pa.StructArray.from_arrays(children, fields=list(struct_type), mask=others.is_null())
 
 
 def _quarantine_row(exc: DecodeError, key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -136,8 +114,22 @@ def _quarantine_row(exc: DecodeError, key: bytes | None, value: bytes | None) ->
     )
 
 
+def _with_member_rows(row: dict[str, Any]) -> dict[str, Any]:
+    """A `group_metadata` row of `_routed_row` with its members as `member_row` gives them."""
+    members = row["members"]
+    if members is None:
+        return row
+    return {**row, "members": [member_row(m, row["protocol_type"]) for m in members]}
+
+
 def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
     """Route one `__consumer_offsets` record: (payload column, row). Never raises for bad bytes."""
+    column, row = _route_record(key, value)
+    return column, (_with_member_rows(row) if column == GROUP_METADATA_COLUMN else row)
+
+
+def _route_record(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+    """`route_offsets_row`, with a `group_metadata` row's members left as the reader's dicts."""
     decoded = decode_record(key, value)
     if decoded.error is not None:
         return "quarantine", _quarantine_row(decoded.error, key, value)
@@ -150,7 +142,7 @@ def route_offsets_row(key: bytes | None, value: bytes | None) -> tuple[str, dict
 
 
 def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
-    """The payload column and row of a record that decoded."""
+    """The payload column and row of a record that decoded (a `group_metadata` row's members: the reader's dicts)."""
     record_type, key_data, data, version = decoded.record_type, decoded.key, decoded.value, decoded.value_version
     assert record_type is not None and key_data is not None  # a record without error has a decoded key
     tombstone = data is None
@@ -174,8 +166,7 @@ def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
     if type_id == 2:
         d = data or {}
         members = d.get("members")
-        consumer = d.get("protocolType") == CONSUMER_PROTOCOL_TYPE
-        return "group_metadata", {
+        return GROUP_METADATA_COLUMN, {
             "group_id": key_data["group"],
             "protocol_type": d.get("protocolType"),
             "generation": d.get("generation"),
@@ -183,7 +174,7 @@ def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
             "leader": d.get("leader"),
             "state_ts": _ts(d.get("currentStateTimestamp")),
             "member_count": None if members is None else len(members),
-            "members": None if members is None else [_member_row(m, consumer) for m in members],
+            "members": members,
             "is_tombstone": tombstone,
             "value_version": version,
         }
@@ -202,13 +193,16 @@ def _routed_row(decoded: DecodedRecord) -> tuple[str, dict[str, Any]]:
     }
 
 
-def route_offsets_batch_by_rows(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """Route one Arrow batch row by row through the codec's front door (the reference the fast path must match)."""
-    builder = _BatchBuilder(schema)
+def route_offsets_batch_by_rows(
+    batch: pa.RecordBatch, schema: pa.Schema, *, columnar_members: bool = False
+) -> pa.RecordBatch:
+    """Route one Arrow batch row by row through the codec's front door (the reference the fast path must match,
+    with members row by row too)."""
+    builder = _BatchBuilder(schema, columnar_members=columnar_members)
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
     for key, value in zip(keys, values, strict=True):
-        column, row = route_offsets_row(key, value)
+        column, row = _route_record(key, value)
         builder.append(column, row)
     return builder.build(batch)
 
@@ -236,7 +230,7 @@ def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBa
             for column in PAYLOAD_COLUMNS
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
-    by_rows = route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema)
+    by_rows = route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema, columnar_members=True)
     if not fast.accepted.any():
         return by_rows
     # fast rows first, then the codec's rows; one `take` per column puts every row back in its input position

@@ -1,6 +1,7 @@
-"""The vectorised OffsetCommit path against the codec: for any bytes, `route_offsets_batch` (fast path + codec for
-what it declines) gives exactly the batch `route_offsets_batch_by_rows` (the codec for every row) gives: same rows,
-same columns, same quarantine, same order."""
+"""The vectorised paths against the codec: for any bytes, `route_offsets_batch` (the OffsetCommit fast path, the
+codec for what it declines, GroupMetadata members built as columns) gives exactly the batch
+`route_offsets_batch_by_rows` (the codec for every row, members row by row) gives: same rows, same columns, same
+quarantine, same order."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from transforms.offsets_batch import (
     route_offsets_batch_by_rows,
 )
 from transforms.wire import primitives as prim
+from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from transforms.wire.coordinator_records import encode_coordinator_record
 
 Record = tuple[bytes | None, bytes | None]
@@ -126,10 +128,73 @@ def damaged(draw: st.DrawFn, record: st.SearchStrategy[Record]) -> Record:
     return (raw, value) if part == "key" else (key, raw)
 
 
+PARTITIONS = st.lists(
+    st.fixed_dictionaries({"topic": TEXT, "partitions": st.lists(st.integers(-(2**31), 2**31 - 1), max_size=4)}),
+    max_size=3,
+)
+
+
+@st.composite
+def consumer_protocol_bytes(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """A member's subscription and assignment: well formed at any version, or any bytes (an error column)."""
+    version = draw(st.integers(0, 3))
+    subscription = {"topics": draw(st.lists(TEXT, max_size=3)), "userData": None}
+    if version >= 1:
+        subscription["ownedPartitions"] = draw(PARTITIONS)
+    if version >= 2:
+        subscription["generationId"] = draw(st.integers(-1, 2**31 - 1))
+    if version >= 3:
+        subscription["rackId"] = draw(st.one_of(st.none(), TEXT))
+    encoded = (
+        encode_subscription(version, subscription),
+        encode_assignment(min(version, 1), {"assignedPartitions": draw(PARTITIONS), "userData": None}),
+    )
+    return draw(st.one_of(st.just(encoded), st.tuples(st.binary(max_size=30), st.binary(max_size=30))))
+
+
+@st.composite
+def group_metadata_record(draw: st.DrawFn) -> Record:
+    """A classic group's GroupMetadata record of any value version (or a tombstone): consumer groups, other
+    protocol types (connect), members with and without static ids, repeated subscriptions."""
+    key = {"group": draw(TEXT)}
+    if draw(st.integers(0, 9)) == 0:
+        return encode_coordinator_record(2, key, None, None)
+    version = draw(st.integers(0, 4))
+    shared = draw(consumer_protocol_bytes())
+    members = []
+    for _ in range(draw(st.integers(0, 4))):
+        subscription, assignment = draw(st.one_of(st.just(shared), consumer_protocol_bytes()))
+        member: dict[str, object] = {
+            "memberId": draw(TEXT),
+            "clientId": draw(TEXT),
+            "clientHost": draw(TEXT),
+            "sessionTimeout": draw(st.integers(-(2**31), 2**31 - 1)),
+            "subscription": subscription,
+            "assignment": assignment,
+        }
+        if version >= 1:
+            member["rebalanceTimeout"] = draw(st.integers(-(2**31), 2**31 - 1))
+        if version >= 3:
+            member["groupInstanceId"] = draw(st.one_of(st.none(), TEXT))
+        members.append(member)
+    value: dict[str, object] = {
+        "protocolType": draw(st.sampled_from(("consumer", "connect", ""))),
+        "generation": draw(st.integers(-(2**31), 2**31 - 1)),
+        "protocol": draw(st.one_of(st.none(), TEXT)),
+        "leader": draw(st.one_of(st.none(), TEXT)),
+        "members": members,
+    }
+    if version >= 2:
+        value["currentStateTimestamp"] = draw(TIMESTAMP_MS)
+    return encode_coordinator_record(2, key, version, value)
+
+
 RECORDS = st.lists(
     st.one_of(
         offset_commit_record(),
         damaged(offset_commit_record()),
+        group_metadata_record(),
+        damaged(group_metadata_record()),
         st.tuples(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=60))),
     ),
     min_size=1,
