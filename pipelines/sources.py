@@ -48,6 +48,7 @@ piece a micro-batch: a `binaryFile` row holds a whole file in the JVM's heap (a 
 default 1 GB; no row may exceed 2 GB), so the heap a replay needs no longer grows with the dump. Smaller pieces
 cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s in 2 pieces, 47 s in 5 of 32 MB
 (two a micro-batch)."""
+PIECE_STAMP_STEP_NS = 1_000_000  # piece k is stamped the input's modification time + k of these (the stream's ms)
 PIECE_MARK = "@line-"  # a piece's staging name: <entry>@line-<its first line's number, 12 digits>
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
 
@@ -307,7 +308,11 @@ def _cut_into_pieces(target: Path, staging: Path, entry: str) -> tuple[tuple[str
     """Copy `target` into `staging` as pieces of about `PIECE_BYTES`, each ending at a line end (a line longer than
     that stays whole), named by their first line's number (as `DumpLines` counts lines: `\n`, `\r`, `\r\n`).
     The same file always gives the same pieces, so a replay resumed from its checkpoint reads none again; pieces of
-    an earlier version of the file are removed."""
+    an earlier version of the file are removed.
+
+    Piece k is stamped the input's modification time + k ms: the file stream reads files oldest first, and pieces of
+    one time were read in the folder's order, so a piece of lower offsets could follow a higher one and make every
+    table's write look for its records in the table (`tables.append_new_records`) instead of appending."""
     pieces: list[tuple[str, int]] = []
     stamp = target.stat()
     with target.open("rb") as source:
@@ -324,11 +329,13 @@ def _cut_into_pieces(target: Path, staging: Path, entry: str) -> tuple[tuple[str
             piece, pending = data[:cut], data[cut:]
             name = f"{entry}{PIECE_MARK}{line:012d}"
             written = staging / name
+            modified_ns = stamp.st_mtime_ns + len(pieces) * PIECE_STAMP_STEP_NS
             if not written.is_file() or written.stat().st_size != len(piece):
                 partial_path = staging / f".{name}.partial"
                 partial_path.write_bytes(piece)
-                os.utime(partial_path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
                 partial_path.replace(written)
+            if written.stat().st_mtime_ns != modified_ns:
+                os.utime(written, ns=(stamp.st_atime_ns, modified_ns))
             pieces.append((name, line))
             line += len(piece.splitlines())
     names = {name for name, _ in pieces}

@@ -5,6 +5,8 @@ dump read whole exhausted Spark's default heap and ended `radar replay` in a sta
 from __future__ import annotations
 
 import gzip
+import itertools
+import json
 import os
 from pathlib import Path
 
@@ -26,8 +28,9 @@ from pipelines.sources import (
     replay_staging_dir,
     staged_inputs,
 )
+from pipelines.tables import TableCatalog
 from tests.pipelines.ingest_support import isolated_config, table
-from transforms.schemas import QUARANTINE
+from transforms.schemas import OFFSETS_RAW, QUARANTINE
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -125,8 +128,10 @@ def test_pieces_are_cut_once_and_follow_the_file(tmp_path: Path, monkeypatch: py
     dump.write_bytes(SAMPLE.read_bytes())
     staging = tmp_path / "staging"
     (first,) = staged_inputs([dump], staging)
-    stamps = {name: (staging / name).stat().st_mtime_ns for name in first.names}
-    assert all(stamp == dump.stat().st_mtime_ns for stamp in stamps.values())  # the input's own time
+    stamps = [(staging / name).stat().st_mtime_ns for name in first.names]
+    # the input's own time, one step later per piece: the file stream reads them in line order
+    step = sources.PIECE_STAMP_STEP_NS
+    assert stamps == [dump.stat().st_mtime_ns + k * step for k in range(len(stamps))]
     (again,) = staged_inputs([dump], staging)
     assert again == first  # the same pieces, the same names: a resumed replay reads none of them again
     with dump.open("ab") as more:
@@ -150,6 +155,21 @@ def test_gzip_and_log_files_are_read_whole(tmp_path: Path, monkeypatch: pytest.M
     assert os.path.getsize(zipped) > 500 and os.path.getsize(log) > 500
     staged = staged_inputs([zipped, log], replay_staging_dir([zipped, log], tmp_path / "staging"))
     assert [s.pieces for s in staged] == [(), ()]
+
+
+def _offsets_by_commit(spark: SparkSession, config: RadarConfig) -> list[dict[int, tuple[int, int]]]:
+    """Per commit that added rows to bronze `offsets_raw`, in commit order: the lowest and highest source offset of
+    its rows per partition (read from the files the commit added)."""
+    location = TableCatalog(config).location(OFFSETS_RAW)
+    assert location is not None
+    spans = []
+    for commit in sorted((location / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in commit.read_text().splitlines()]
+        added = [str(location / a["add"]["path"]) for a in actions if "add" in a]
+        if added:
+            rows = spark.read.parquet(*added).groupBy("src_partition").agg(F.min("src_offset"), F.max("src_offset"))
+            spans.append({r[0]: (r[1], r[2]) for r in rows.collect()})
+    return spans
 
 
 @pytest.mark.spark
@@ -186,5 +206,10 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
 
     assert quarantined(pieces_config) == quarantined(whole_config)
     assert any(line == 31 for _, line, _ in quarantined(pieces_config))
+    # a piece a micro-batch, in line order: each bronze commit adds offsets above those of the commit before it
+    spans = _offsets_by_commit(spark, pieces_config)
+    assert len(spans) == pieces
+    for before, after in itertools.pairwise(spans):
+        assert all(before[p][1] < low for p, (low, _) in after.items() if p in before), (before, after)
     assert list((pieces_config.data_dir / "replay-inputs").glob(f"*/*{PIECE_MARK}*")) == []
     assert run_replay(pieces_config, [str(dump)]) == in_pieces  # again: nothing read twice
