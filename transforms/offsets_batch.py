@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from transforms.cyclic_gc import cyclic_gc_paused
 from transforms.member_columns import member_row, members_array
 from transforms.offset_commit_columns import decode_offset_commits
 from transforms.schemas import DECODED_OFFSETS_BATCH, GROUP_METADATA, OFFSET_COMMITS, QuarantineStage, quarantine_row
@@ -216,7 +217,13 @@ def _positions(selected: np.ndarray, first: int = 0) -> pa.Array:
 def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Route one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp): OffsetCommit records
     the vectorised path accepts become columns at once, every other row goes through the codec row by row; the
-    output keeps the input's row order."""
+    output keeps the input's row order. The cyclic garbage collector waits until the batch is done
+    (`cyclic_gc_paused`)."""
+    with cyclic_gc_paused():
+        return _route_offsets_batch(batch, schema)
+
+
+def _route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     fast = decode_offset_commits(batch.column("key"), batch.column("value"), schema.field(OFFSET_COMMIT_COLUMN).type)
     slow = ~fast.accepted
     if not slow.any():

@@ -184,3 +184,59 @@ def test_bad_records_are_quarantined_with_a_reason(key: bytes | None, value: byt
     assert target == "quarantine"
     assert row["kind"] == kind and row["reason"] and row["stage"] == "decode_offsets"
     assert row["value"] == value and row["key"] == key
+
+
+def _group_of_unique_members(group: int) -> tuple[bytes, bytes | None]:
+    """A GroupMetadata record whose members' subscriptions and assignments are their own (as in a real group)."""
+    members = []
+    for i in range(10):
+        owned = [{"topic": f"orders-{group}", "partitions": [i, i + 10]}]
+        members.append(
+            {
+                "memberId": f"consumer-{group}-{i}",
+                "groupInstanceId": None,
+                "clientId": f"consumer-{i}",
+                "clientHost": "/10.0.0.1",
+                "rebalanceTimeout": 300_000,
+                "sessionTimeout": 45_000,
+                "subscription": encode_subscription(1, {"topics": [f"orders-{group}"], "ownedPartitions": owned}),
+                "assignment": encode_assignment(1, {"assignedPartitions": owned}),
+            }
+        )
+    value = {
+        "protocolType": "consumer",
+        "generation": group,
+        "protocol": "range",
+        "leader": "consumer-0",
+        "currentStateTimestamp": 1_700_000_000_000,
+        "members": members,
+    }
+    return encode_coordinator_record(2, {"group": f"g{group}"}, 3, value)
+
+
+def test_no_cyclic_collection_runs_while_a_batch_is_routed(arrow_schema: pa.Schema) -> None:
+    """A batch's members are hundreds of thousands of acyclic dicts and lists: the cyclic collector, which walked
+    them all at every collection, waits until the batch is done, and is on again after (also after a failure)."""
+    import gc
+
+    batch = _kafka_batch([_group_of_unique_members(g) for g in range(2_000)])
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        routed = route_offsets_batch(batch, arrow_schema)
+    finally:
+        gc.callbacks.remove(count)
+    assert gc.isenabled()
+    without_offsets = batch.drop_columns(["offset"])
+    with pytest.raises(KeyError):
+        route_offsets_batch(without_offsets, arrow_schema)
+    assert gc.isenabled()
+    assert len(collections) <= 1  # at most the one due as the collector comes back on (291 without the pause)
+    members = routed.column("group_metadata").to_pylist()
+    assert [m["member_id"] for m in members[7]["members"]] == [f"consumer-7-{i}" for i in range(10)]
+    assert members[7]["members"][3]["assigned_partitions"] == [{"topic": "orders-7", "partitions": [3, 13]}]
