@@ -25,19 +25,22 @@ def arrow_schema(spark: object) -> pa.Schema:
     return to_arrow_schema(StructType.fromDDL(parsed_batch_ddl()))
 
 
-def test_records_reconcile_into_events_counts_and_quarantine(arrow_schema: pa.Schema) -> None:
-    n = len(LINES)
-    batch = pa.RecordBatch.from_pydict(
+def _telemetry_batch(lines: list[bytes]) -> pa.RecordBatch:
+    n = len(lines)
+    return pa.RecordBatch.from_pydict(
         {
             "key": pa.array([None] * n, pa.binary()),
-            "value": pa.array(LINES, pa.binary()),
+            "value": pa.array(lines, pa.binary()),
             "topic": ["radar.telemetry"] * n,
             "partition": pa.array([0] * n, pa.int32()),
             "offset": pa.array(range(n), pa.int64()),
             "timestamp": pa.array([1_763_780_000_000_000] * n, pa.timestamp("us", tz="UTC")),
         }
     )
-    out = parse_telemetry_batch(batch, arrow_schema).to_pylist()
+
+
+def test_records_reconcile_into_events_counts_and_quarantine(arrow_schema: pa.Schema) -> None:
+    out = parse_telemetry_batch(_telemetry_batch(LINES), arrow_schema).to_pylist()
     by_offset = {row["src_offset"]: row for row in out}
     assert sorted(by_offset) == [0, 1, 2, 3]  # nothing lost
     event = by_offset[0]["event"]
@@ -57,3 +60,24 @@ def test_records_reconcile_into_events_counts_and_quarantine(arrow_schema: pa.Sc
         assert by_offset[garbage]["quarantine"]["stage"] == "parse_telemetry"
         assert by_offset[garbage]["quarantine"]["reason"]
     assert by_offset[2]["quarantine"]["value"] == LINES[2]
+
+
+def test_no_cyclic_collection_runs_while_a_batch_is_parsed(arrow_schema: pa.Schema) -> None:
+    """The cyclic collector waits until the batch is done (`transforms.cyclic_gc`), and is on again after."""
+    import gc
+
+    batch = _telemetry_batch(LINES * 2_500)
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        out = parse_telemetry_batch(batch, arrow_schema)
+    finally:
+        gc.callbacks.remove(count)
+    assert gc.isenabled()
+    assert len(collections) <= 1  # at most the one due as the collector comes back on
+    assert out.num_rows == batch.num_rows
