@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.local.sample_dump import sample_records
+from tests.cyclic_collections import cyclic_collections
 from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_row
 from transforms.schemas import MEMBER_COLUMNS
 from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
@@ -220,17 +221,8 @@ def test_no_cyclic_collection_runs_while_a_batch_is_routed(arrow_schema: pa.Sche
     import gc
 
     batch = _kafka_batch([_group_of_unique_members(g) for g in range(2_000)])
-    collections: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
+    with cyclic_collections() as collections:
         routed = route_offsets_batch(batch, arrow_schema)
-    finally:
-        gc.callbacks.remove(count)
     assert gc.isenabled()
     without_offsets = batch.drop_columns(["offset"])
     with pytest.raises(KeyError):

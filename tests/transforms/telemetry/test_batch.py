@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from tests.cyclic_collections import cyclic_collections
 from transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 
 LINES = [
@@ -67,17 +68,8 @@ def test_no_cyclic_collection_runs_while_a_batch_is_parsed(arrow_schema: pa.Sche
     import gc
 
     batch = _telemetry_batch(LINES * 2_500)
-    collections: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
+    with cyclic_collections() as collections:
         out = parse_telemetry_batch(batch, arrow_schema)
-    finally:
-        gc.callbacks.remove(count)
     assert gc.isenabled()
     assert len(collections) <= 1  # at most the one due as the collector comes back on
     assert out.num_rows == batch.num_rows
