@@ -1,8 +1,9 @@
 """The members of a classic GroupMetadata record (`group_metadata.members`): one reference row per member, and the
 same members of a whole Arrow batch as columns at once.
 
-A GroupMetadata record carries every member of its group, so one in ten records of the mix brings ten members: a
-Python dict per member, built field by field and then read back by Arrow, cost about two thirds of decoding the mix.
+A GroupMetadata record carries every member of its group: a Python dict per member, built field by field and then
+read back by Arrow, was the largest cost of decoding one (10 members a record: 10.5k records/s on one core with
+those dicts, 20.2k without).
 The columnar build hands the reader's member dicts to Arrow as they are (one struct conversion, Kafka's field
 names), decodes each distinct (subscription, assignment) pair once and spreads it with a `take`, and renames the
 fields to `MEMBER_COLUMNS`. `member_row` stays the reference, and tests/transforms/test_offset_commit_columns.py
