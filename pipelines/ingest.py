@@ -12,6 +12,7 @@ triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
 
@@ -33,7 +34,7 @@ from pipelines.streams import (
     Trigger,
     start_query,
 )
-from pipelines.tables import TableCatalog, count_if_exists, ensure_tables
+from pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
 from transforms.offsets_batch import route_offsets_batches
 from transforms.schemas import (
     DECODED_OFFSETS_BATCH,
@@ -265,7 +266,13 @@ def routed_batch_tables(
     return tables_of
 
 
-def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY, *, from_kafka: bool = False) -> BatchWriter:
+def offsets_batch_writer(
+    config: RadarConfig,
+    app_id: str = OFFSETS_QUERY,
+    *,
+    from_kafka: bool = False,
+    tables_ready: Future[None] | None = None,
+) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine (a
     Kafka source has no dump lines: `from_kafka` leaves that check and the in-batch dedup out)."""
     tables_of = routed_batch_tables(
@@ -276,17 +283,23 @@ def offsets_batch_writer(config: RadarConfig, app_id: str = OFFSETS_QUERY, *, fr
         with_unreadable_source_rows=not from_kafka,
         records_may_repeat=not from_kafka,
     )
-    return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
+    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
+    return writer.foreach_batch(tables_of)
 
 
 def telemetry_batch_writer(
-    config: RadarConfig, app_id: str = TELEMETRY_QUERY, *, from_kafka: bool = False
+    config: RadarConfig,
+    app_id: str = TELEMETRY_QUERY,
+    *,
+    from_kafka: bool = False,
+    tables_ready: Future[None] | None = None,
 ) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events."""
     tables_of = routed_batch_tables(
         config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW, records_may_repeat=not from_kafka
     )
-    return TableWriter(config, app_id, persist_batch=False).foreach_batch(tables_of)  # routed_batch_tables caches
+    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
+    return writer.foreach_batch(tables_of)
 
 
 class IngestStage(Stage):
@@ -321,6 +334,7 @@ class IngestStage(Stage):
         self.trigger = Trigger(available_now, config.ingest.trigger_interval)
         topics = config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics
         self.telemetry_topics = tuple(topics)
+        self._tables: Future[None] | None = None
 
     def _start(self, rows: DataFrame, query: str, writer: Callable[[str], BatchWriter]) -> StreamingQuery:
         # Delta's txnAppId names the checkpoint (see `TableWriter`): another replay, or `radar run` after a
@@ -330,11 +344,10 @@ class IngestStage(Stage):
         return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
 
     def start_queries(self) -> RunningQueries:
-        with phase("ingest tables"):
-            ensure_tables(self.spark, self.config)
+        self._tables = tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes
         offsets_topic = self.config.kafka.offsets_topic
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
-        writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka)
+        writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
         started = [self._start(offsets_rows, OFFSETS_QUERY, writer)]
         if self.telemetry_topics or self.telemetry_from_every_other_topic:
             rows = self.source if self.telemetry_source is None else self.telemetry_source
@@ -344,9 +357,16 @@ class IngestStage(Stage):
                 else F.col("topic").isin(*self.telemetry_topics)
             )
             telemetry_rows = rows.where(wanted & F.col("source_error").isNull())
-            writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka)
+            writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
         return RunningQueries(tuple(started))
+
+    def stop(self) -> None:
+        """Stop the queries, then wait for the tables' creation: a failure there is raised even when no batch came
+        to wait for it (an empty input)."""
+        super().stop()
+        if self._tables is not None:
+            self._tables.result()
 
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:

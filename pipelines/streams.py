@@ -18,7 +18,7 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +127,8 @@ class TableWriter:
     # False when the stage caches what it derives from the batch itself (ingest's routed batch): caching the
     # source batch as well would hold every binary key/value twice
     persist_batch: bool = True
+    # the tables being created meanwhile (`tables.ensure_tables_in_background`): waited for before the first write
+    tables_ready: Future[None] | None = None
 
     def write_tables(
         self, tables: Mapping[str, DataFrame], batch_id: int, source_ranges: Mapping[str, Sequence[Row]] | None = None
@@ -136,6 +138,8 @@ class TableWriter:
         and the batch is retried whole (every write being idempotent on its own)."""
         if not tables:
             return
+        if self.tables_ready is not None:
+            self.tables_ready.result()  # raises what their creation raised
         with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
             futures = [
                 pool.submit(

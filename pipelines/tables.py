@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -131,6 +131,11 @@ def _ensure_table(spark: SparkSession, catalog: TableCatalog, table: TableSchema
         spark.sql(_create_statement(catalog, table))
 
 
+# One `ensure_tables` at a time: a stage may create its tables in the background (`ensure_tables_in_background`)
+# while the next stage ensures its own, and two threads must not drop and create one name at once.
+_ENSURE_LOCK = threading.Lock()
+
+
 def ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None) -> None:
     """Create missing tables (idempotent) and register local ones by name.
 
@@ -138,6 +143,35 @@ def ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[Tab
     already pointed it there (and the table is still on disk): a session that served another data dir must not
     read or write the old folder under the same name.
     """
+    with _ENSURE_LOCK:
+        _ensure_tables(spark, config, tables)
+
+
+def ensure_tables_in_background(
+    spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None
+) -> Future[None]:
+    """`ensure_tables` for every table in a thread of its own: a stage starts its queries meanwhile and waits for
+    the future only before its first write (`TableWriter.tables_ready`). Creating fifteen tables takes ~3.8 s of a
+    cold JVM, and a query's start and first read (~3 s) need none of them."""
+    from pipelines.phases import phase
+
+    future: Future[None] = Future()
+
+    def ensure() -> None:
+        future.set_running_or_notify_cancel()
+        try:
+            with phase("ingest tables"):
+                ensure_tables(spark, config, tables)
+        except BaseException as error:  # handed to whoever waits: the stage's first write, or its stop
+            future.set_exception(error)
+        else:
+            future.set_result(None)
+
+    threading.Thread(target=ensure, name="radar-ddl-background").start()
+    return future
+
+
+def _ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None) -> None:
     catalog = TableCatalog(config)
     app_id = spark.sparkContext.applicationId
     wanted = [

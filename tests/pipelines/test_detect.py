@@ -634,7 +634,17 @@ def test_the_run_summary_counts_detections_and_reads_no_empty_table(spark: Spark
     run_once(spark, config)
     stored = [r.asDict() for r in table(spark, config, DETECTIONS).collect()]
     assert stored
-    summary = summarise_detections(spark, config)
+    context.setJobGroup(group, "the summary of a detections table whose log is its JSON commits")
+    try:
+        summary = summarise_detections(spark, config)  # read from the files the log names
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert context.statusTracker().getJobIdsForGroup(group) == []
+    location = TableCatalog(config).location(DETECTIONS)
+    for _ in range(2):  # the second commit at interval 1 writes a checkpoint: the log is no longer read alone
+        spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
+    assert list((location / "_delta_log").glob("*.checkpoint*.parquet"))
+    assert summarise_detections(spark, config) == summary  # read by Spark: the same summary
     by_kind: dict[tuple[str, str], int] = {}
     for d in stored:
         by_kind[(d["kind"], d["severity"])] = by_kind.get((d["kind"], d["severity"]), 0) + 1

@@ -10,7 +10,13 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
-from pipelines.delta_log import ColumnMaximum, history_without_checkpoint, log_version, timestamp_maximum
+from pipelines.delta_log import (
+    ColumnMaximum,
+    history_without_checkpoint,
+    log_version,
+    rows_of_json_history,
+    timestamp_maximum,
+)
 from pipelines.streams import TableWriter
 from pipelines.tables import (
     CHECKPOINT_INTERVAL,
@@ -18,6 +24,7 @@ from pipelines.tables import (
     append_idempotent,
     append_new_records,
     ensure_tables,
+    ensure_tables_in_background,
     held_offsets_known,
     register_existing_tables,
     stats_columns,
@@ -90,6 +97,74 @@ def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
     assert state() == [("a", 1, 2), ("b", 4, 1)]
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
     assert state() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]
+
+
+@pytest.mark.spark
+def test_a_small_tables_rows_are_read_from_its_files_as_spark_reads_them(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """While a table's log is its JSON commits, its rows come from the files the log keeps (MERGE's rewritten files
+    left out), the rows Spark reads; no answer once there is a checkpoint, or for a partition column."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [GROUP_HEALTH])
+    location = TableCatalog(config).location(GROUP_HEALTH)
+    assert location is not None
+    columns = ("group_id", "generation", "members")
+    assert rows_of_json_history(location, columns) is None  # no file yet
+    upsert = upserting({GROUP_HEALTH.name: ("cluster", "group_id")})
+    writer = TableWriter(config, "test:health", upsert, GOLD_TABLES)
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 1, 2), ("b", 4, 1)])}, 0)
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 2, 3), ("c", 1, 1)])}, 1)
+
+    def spark_rows() -> list[tuple[object, ...]]:
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(location)).select(*columns).collect())
+
+    read = rows_of_json_history(location, columns)
+    assert read is not None
+    assert sorted(zip(*(read[c].to_pylist() for c in columns), strict=True)) == spark_rows()
+    assert spark_rows() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]  # "a" was rewritten: its old file is removed
+    assert rows_of_json_history(location, ("group_id", "no_such_column")) is None
+    assert rows_of_json_history(tmp_path / "no-table-here", columns) is None
+
+    partitioned = radar_config.with_data_dir(tmp_path / "partitioned")
+    ensure_tables(spark, partitioned, [OFFSET_COMMITS])
+    commits = TableCatalog(partitioned).location(OFFSET_COMMITS)
+    assert commits is not None and OFFSET_COMMITS.partition_by
+    assert rows_of_json_history(commits, OFFSET_COMMITS.partition_by) is None
+
+    spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("d", 1, 1)])}, 2)
+    assert list((location / "_delta_log").glob("*.checkpoint*.parquet"))
+    assert rows_of_json_history(location, columns) is None
+
+
+@pytest.mark.spark
+def test_tables_created_in_the_background_hand_a_failure_to_the_first_write(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A stage starts its queries while its tables are created: a write waits for them, and raises what their
+    creation raised instead of writing anywhere."""
+    config = radar_config.with_data_dir(tmp_path)
+    folder = TableCatalog(config).location(QUARANTINE)
+    assert folder is not None
+    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+    folder.parent.write_text("a file where the tables' folder goes")
+    creation = ensure_tables_in_background(spark, config, [QUARANTINE, OFFSET_COMMITS])
+    failure = creation.exception(timeout=300)
+    assert failure is not None
+    writer = TableWriter(config, "test:background", tables_ready=creation)
+    with pytest.raises(type(failure)) as raised:
+        writer.write_tables({QUARANTINE.name: _quarantine_rows(spark, config, 2)}, 0)
+    assert raised.value is failure
+    assert folder.parent.read_text() == "a file where the tables' folder goes"
+
+    fine = config.with_data_dir(tmp_path / "fine")
+    created = ensure_tables_in_background(spark, fine, [QUARANTINE])
+    TableWriter(fine, "test:background", tables_ready=created).write_tables(
+        {QUARANTINE.name: _quarantine_rows(spark, fine, 2)}, 0
+    )
+    assert created.done() and created.exception() is None
+    assert spark.read.format("delta").load(str(TableCatalog(fine).location(QUARANTINE))).count() == 2
 
 
 @pytest.mark.spark
