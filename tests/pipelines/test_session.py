@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.python_daemon import is_spark_archive
+from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
 from pipelines.session import verify_formats
 
 pytestmark = pytest.mark.spark
@@ -46,18 +46,21 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
     for _ in batches:
         pass
-    yield pa.RecordBatch.from_pylist([{"path": list(sys.path), "pyspark": pyspark.__file__}])
+    preloaded = [name for name in WORKER_MODULES if name in sys.modules]  # this test module imports none of them
+    yield pa.RecordBatch.from_pylist([{"path": list(sys.path), "pyspark": pyspark.__file__, "preloaded": preloaded}])
 
 
 def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> None:
     """The workers run `pipelines.python_daemon`: no spark-core jar, pyspark or py4j zip on their path (each task
-    re-read their directories), and pyspark imported from a directory, the one the driver imports it from."""
+    re-read their directories), pyspark imported from a directory, the one the driver imports it from, and the
+    modules radar's tasks use already imported when a worker starts."""
     import pyspark
 
-    facts = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, "path array<string>, pyspark string")
-    row = facts.collect()[0]
+    schema = "path array<string>, pyspark string, preloaded array<string>"
+    row = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, schema).collect()[0]
     assert [entry for entry in row["path"] if is_spark_archive(entry)] == []
     assert row["pyspark"] == pyspark.__file__
+    assert row["preloaded"] == list(WORKER_MODULES)  # imported by the daemon before it forked the worker
 
 
 def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
