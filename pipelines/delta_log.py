@@ -86,9 +86,16 @@ def _checkpoint_files(parts: list[Path]) -> dict[tuple[str, str], LiveFile]:
     return files
 
 
-def live_files(location: Path) -> list[LiveFile] | None:
-    """The live files of the Delta table at `location` (empty list: no rows), or None when there is no table
-    there or its log is not one this reader replays exactly (see the module docstring)."""
+@dataclass(frozen=True)
+class _ReplayedLog:
+    """A log replayed to its newest version: the live files, and the newest `metaData` action of its JSON commits
+    (empty when none is after the checkpoint)."""
+
+    files: list[LiveFile]
+    metadata: Mapping[str, Any]
+
+
+def _replay_log(location: Path) -> _ReplayedLog | None:
     log = location / "_delta_log"
     if not log.is_dir():
         return None
@@ -106,6 +113,7 @@ def live_files(location: Path) -> list[LiveFile] | None:
         return None  # no checkpoint and no first commit: not a table yet (or being created)
     if commits and commits != list(range(commits[0], commits[0] + len(commits))):
         return None  # a gap: a commit being written or not backfilled
+    metadata: dict[str, Any] = {}
     for version in commits:
         for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -115,6 +123,8 @@ def live_files(location: Path) -> list[LiveFile] | None:
                 files[_file_key(action["add"])] = _live_file(action["add"])
             elif "remove" in action:
                 files.pop(_file_key(action["remove"]), None)
+            elif "metaData" in action:
+                metadata = action["metaData"]
             elif "protocol" in action:
                 features = {
                     *action["protocol"].get("readerFeatures", ()),
@@ -122,7 +132,14 @@ def live_files(location: Path) -> list[LiveFile] | None:
                 }
                 if features & FOREIGN_COMMIT_FEATURES:
                     return None
-    return list(files.values())
+    return _ReplayedLog(list(files.values()), metadata)
+
+
+def live_files(location: Path) -> list[LiveFile] | None:
+    """The live files of the Delta table at `location` (empty list: no rows), or None when there is no table
+    there or its log is not one this reader replays exactly (see the module docstring)."""
+    replayed = _replay_log(location)
+    return None if replayed is None else replayed.files
 
 
 def record_count(location: Path) -> int | None:
@@ -219,34 +236,15 @@ def rows_of_json_history(location: Path, columns: Sequence[str]) -> pa.Table | N
 
     if not history_without_checkpoint(location):
         return None
-    log = location / "_delta_log"
-    versions = sorted(int(m[1]) for p in log.iterdir() if (m := COMMIT_FILE.match(p.name)))
-    if versions != list(range(len(versions))):
-        return None  # a gap: a commit being written or not backfilled
-    files: dict[str, None] = {}
-    for version in versions:
-        for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            action = json.loads(line)
-            if "add" in action:
-                if action["add"].get("deletionVector"):
-                    return None
-                files[str(action["add"]["path"])] = None
-            elif "remove" in action:
-                files.pop(str(action["remove"]["path"]), None)
-            elif "metaData" in action:
-                metadata = action["metaData"]
-                mapping = (metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
-                if mapping != "none" or set(metadata.get("partitionColumns") or ()) & set(columns):
-                    return None
-            elif "protocol" in action:
-                protocol = action["protocol"]
-                if {*protocol.get("readerFeatures", ()), *protocol.get("writerFeatures", ())} & FOREIGN_COMMIT_FEATURES:
-                    return None
+    replayed = _replay_log(location)
+    if replayed is None or any(live.deleted for live in replayed.files):
+        return None  # not a log replayed here, or rows a deletion vector removes from a file
+    mapping = (replayed.metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
+    if mapping != "none" or set(replayed.metadata.get("partitionColumns") or ()) & set(columns):
+        return None
     parts = []
-    for path in files:
-        relative = unquote(path)
+    for live in replayed.files:
+        relative = unquote(live.path)
         if ":" in relative.split("/", 1)[0] or relative.startswith("/"):
             return None  # an absolute URI (a shallow clone's files): not this folder's
         data = pq.read_table(location / relative)
