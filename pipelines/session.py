@@ -47,6 +47,9 @@ def on_databricks() -> bool:
 # with the work for the cores (measured on 2 cores: `radar sql` 52-75 s -> 33-35 s under load). A long-running
 # JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+LOCAL_CHECKPOINT_FILE_MANAGER = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
 PYTHON_DAEMON_MODULE = "pipelines.python_daemon"
 
 
@@ -76,6 +79,11 @@ def local_session_conf(
         # each micro-batch uploads a changelog of its state changes, not a RocksDB snapshot (every batch of a live
         # detection query uploaded one: ~0.45 s of file sync and zipping); snapshots are made in the background
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # Checkpoint files (offsets and commit logs, the state store's changelogs) through Hadoop's FileSystem
+        # rename, not FileContext's: on a local disk the FileContext commit of one small file took ~0.1 s (a
+        # trivial stateful query's batch: state commit 227 -> 13 ms, offsets log 34 -> 9 ms, commit log 78 -> 20 ms,
+        # the batch 546 -> 295 ms). A POSIX rename is atomic; only this process writes its checkpoints.
+        "spark.sql.streaming.checkpointFileManagerClass": LOCAL_CHECKPOINT_FILE_MANAGER,
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
         "spark.driver.extraJavaOptions": java_options,
         "spark.driver.memory": config.spark.driver_memory,

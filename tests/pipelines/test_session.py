@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
-from pipelines.session import verify_formats
+from pipelines.session import LOCAL_CHECKPOINT_FILE_MANAGER, verify_formats
 
 pytestmark = pytest.mark.spark
 
@@ -19,6 +19,8 @@ def test_session_settings(spark: SparkSession) -> None:
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.ui.enabled") == "false"
     assert conf.get("spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")
+    # checkpoints commit by a FileSystem rename (FileContext's took ~0.1 s a file); restarts: test_ingest_crash
+    assert conf.get("spark.sql.streaming.checkpointFileManagerClass") == LOCAL_CHECKPOINT_FILE_MANAGER
     assert conf.get("spark.jars")
 
 
