@@ -88,10 +88,11 @@ def _checkpoint_files(parts: list[Path]) -> dict[tuple[str, str], LiveFile]:
 
 @dataclass(frozen=True)
 class _ReplayedLog:
-    """A log replayed to its newest version: the live files, and the newest `metaData` action of its JSON commits
-    (empty when none is after the checkpoint)."""
+    """A log replayed to its newest version: the live files, whether a checkpoint was its start, and the newest
+    `metaData` action of its JSON commits (empty when none is after the checkpoint)."""
 
     files: list[LiveFile]
+    from_checkpoint: bool
     metadata: Mapping[str, Any]
 
 
@@ -132,7 +133,7 @@ def _replay_log(location: Path) -> _ReplayedLog | None:
                 }
                 if features & FOREIGN_COMMIT_FEATURES:
                     return None
-    return _ReplayedLog(list(files.values()), metadata)
+    return _ReplayedLog(list(files.values()), checkpoint is not None, metadata)
 
 
 def live_files(location: Path) -> list[LiveFile] | None:
@@ -234,11 +235,9 @@ def rows_of_json_history(location: Path, columns: Sequence[str]) -> pa.Table | N
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not history_without_checkpoint(location):
-        return None
     replayed = _replay_log(location)
-    if replayed is None or any(live.deleted for live in replayed.files):
-        return None  # not a log replayed here, or rows a deletion vector removes from a file
+    if replayed is None or replayed.from_checkpoint or any(live.deleted for live in replayed.files):
+        return None  # not a log replayed here, a checkpoint's, or rows a deletion vector removes from a file
     mapping = (replayed.metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
     if mapping != "none" or set(replayed.metadata.get("partitionColumns") or ()) & set(columns):
         return None

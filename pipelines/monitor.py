@@ -57,11 +57,12 @@ def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionS
     from its files (`delta_log.rows_of_json_history`): Spark took two jobs and a snapshot, ~1.9 s of a cold JVM."""
     if log_says_empty(config, DETECTIONS):
         return DetectionSummary({}, ())
-    location = TableCatalog(config).location(DETECTIONS)
+    catalog = TableCatalog(config)
+    location = catalog.location(DETECTIONS)
     stored = None if location is None else rows_of_json_history(location, SUMMARY_COLUMNS)
     if stored is not None:
         return _summary_of_rows(stored.filter(pc.equal(stored["cluster"], config.cluster)))
-    rows = spark.table(TableCatalog(config).name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))
+    rows = spark.table(catalog.name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))
     counts = {(r["kind"], r["severity"]): int(r["count"]) for r in rows.groupBy("kind", "severity").count().collect()}
     first = rows.orderBy("detected_at", "detection_id").select("summary").limit(SUMMARY_EXAMPLES).collect()
     return DetectionSummary(counts, tuple(str(r["summary"]) for r in first))

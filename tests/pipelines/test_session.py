@@ -41,15 +41,31 @@ def test_kafka_format_resolves(spark: SparkSession, radar_config: RadarConfig) -
 
 
 def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Inside a Python worker: its import path, and where it imported pyspark from."""
+    """Inside a Python worker: its import path, where it imported pyspark from, and what its daemon imported."""
+    import os
     import sys
+    from pathlib import Path
 
     import pyspark
 
     for _ in batches:
         pass
     preloaded = [name for name in WORKER_MODULES if name in sys.modules]  # this test module imports none of them
-    yield pa.RecordBatch.from_pylist([{"path": list(sys.path), "pyspark": pyspark.__file__, "preloaded": preloaded}])
+    # a reused worker may have imported them for an earlier task; its parent, the daemon, imports pyarrow only
+    # in `import_worker_modules` (pyspark's daemon does not): Arrow's library is then mapped in the daemon
+    daemon = Path(f"/proc/{os.getppid()}")
+    arrow_in_daemon = any("libarrow" in line for line in (daemon / "maps").read_text().splitlines())
+    daemon_module = "pipelines.python_daemon" in (daemon / "cmdline").read_bytes().decode(errors="replace")
+    yield pa.RecordBatch.from_pylist(
+        [
+            {
+                "path": list(sys.path),
+                "pyspark": pyspark.__file__,
+                "preloaded": preloaded,
+                "arrow_in_daemon": arrow_in_daemon and daemon_module,
+            }
+        ]
+    )
 
 
 def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> None:
@@ -58,11 +74,12 @@ def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> N
     modules radar's tasks use already imported when a worker starts."""
     import pyspark
 
-    schema = "path array<string>, pyspark string, preloaded array<string>"
+    schema = "path array<string>, pyspark string, preloaded array<string>, arrow_in_daemon boolean"
     row = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, schema).collect()[0]
     assert [entry for entry in row["path"] if is_spark_archive(entry)] == []
     assert row["pyspark"] == pyspark.__file__
-    assert row["preloaded"] == list(WORKER_MODULES)  # imported by the daemon before it forked the worker
+    assert row["preloaded"] == list(WORKER_MODULES)
+    assert row["arrow_in_daemon"]  # imported by the daemon before it forked the worker
 
 
 def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
