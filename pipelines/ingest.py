@@ -334,7 +334,6 @@ class IngestStage(Stage):
         self.trigger = Trigger(available_now, config.ingest.trigger_interval)
         topics = config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics
         self.telemetry_topics = tuple(topics)
-        self._tables: Future[None] | None = None
 
     def _start(self, rows: DataFrame, query: str, writer: Callable[[str], BatchWriter]) -> StreamingQuery:
         # Delta's txnAppId names the checkpoint (see `TableWriter`): another replay, or `radar run` after a
@@ -344,7 +343,7 @@ class IngestStage(Stage):
         return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
 
     def start_queries(self) -> RunningQueries:
-        self._tables = tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes
+        tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes, and below
         offsets_topic = self.config.kafka.offsets_topic
         offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
         writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
@@ -359,14 +358,15 @@ class IngestStage(Stage):
             telemetry_rows = rows.where(wanted & F.col("source_error").isNull())
             writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
-        return RunningQueries(tuple(started))
-
-    def stop(self) -> None:
-        """Stop the queries, then wait for the tables' creation: a failure there is raised even when no batch came
-        to wait for it (an empty input)."""
-        super().stop()
-        if self._tables is not None:
-            self._tables.result()
+        running = RunningQueries(tuple(started))
+        # The queries start up and read their first batch meanwhile; the stage counts as started once its tables
+        # exist, as callers read them (a run's status, tests polling a table). A failure stops the queries.
+        try:
+            tables.result()
+        except BaseException:
+            running.stop()
+            raise
+        return running
 
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:

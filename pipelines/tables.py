@@ -151,9 +151,9 @@ def ensure_tables_in_background(
     spark: SparkSession, config: RadarConfig, tables: Iterable[TableSchema] | None = None
 ) -> Future[None]:
     """`ensure_tables` (every table unless `tables` names some) in a thread of its own: a stage starts its queries
-    meanwhile and waits for
-    the future only before its first write (`TableWriter.tables_ready`). Creating fifteen tables takes ~3.8 s of a
-    cold JVM, and a query's start and first read (~3 s) need none of them."""
+    meanwhile, and waits for the future before it counts as started and before each query's first write
+    (`TableWriter.tables_ready`). Creating fifteen tables takes ~3.8 s of a cold JVM, and a query's start and first
+    read (~3 s) need none of them."""
     from pipelines.phases import phase
 
     future: Future[None] = Future()

@@ -222,3 +222,27 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
     grown = run_replay(config, [str(second)])
     assert grown[OFFSETS_RAW.name] == counts[OFFSETS_RAW.name] + 3
     assert grown[OFFSET_COMMITS.name] == counts[OFFSET_COMMITS.name] + 3
+
+
+@pytest.mark.spark
+def test_an_ingest_stage_has_its_tables_once_started(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """The tables are created while the queries start up, but the stage counts as started only once they exist:
+    callers read them right after (a run's status line, a test polling a table)."""
+    from pipelines.ingest import IngestStage
+    from pipelines.sources import replay_stream
+    from transforms.schemas import TABLES
+
+    config = isolated_config(radar_config, tmp_path / "data")
+    sample = Path(__file__).resolve().parents[2] / "samples" / "consumer_offsets.sample.jsonl"
+    source = replay_stream(spark, [str(sample)], staging_root=config.data_dir / "replay-inputs")
+    stage = IngestStage(
+        spark, config, source, checkpoint_name="started", available_now=True, telemetry_from_every_other_topic=True
+    )
+    catalog = TableCatalog(config)
+    with stage:
+        missing = [t.name for t in TABLES.values() if not (catalog.location(t) / "_delta_log").is_dir()]
+        assert missing == []
+        stage.queries.await_all_or_raise()
+    assert table(spark, config, OFFSET_COMMITS).count() > 0
