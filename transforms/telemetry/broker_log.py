@@ -26,7 +26,8 @@ Wording by version (Apache Kafka source):
   "Assignment received from leader M for group G ...", "[Group G] Member M has left group through explicit
   `LeaveGroup` request; client reason: R" with prepare reason "explicit `LeaveGroup` request for (M) members.";
   the static reasons above print the instance id bare ("with instance id I") and an empty client reason as
-  "not provided".
+  "not provided"; a failed assignment write prints "Error E when storing group assignmentduring SyncGroup (member:
+  M)." (no space after "assignment", as in the source).
   Static membership (3.x Scala and 4.x Java alike): "Static member with groupInstanceId=I and unknown member id
   joins group G in S state. Replacing previously mapped member M with this groupInstanceId." (a replacement, not a
   departure) or "... Created a new member id M for this member and add(ed) to the group.", and "Static member
@@ -102,8 +103,9 @@ _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"selectedProtocol will change because static member (\S+?) with instance id"),
         "static_member_rejoined",
     ),
-    # The group could not persist the leader's assignment: the generation failed.
-    (re.compile(r"Error \w+ when storing group assignment during SyncGroup \(member: ([^)\s]+)\)"), "failed_previous"),
+    # The group could not persist the leader's assignment: the generation failed. The Java coordinator (the
+    # group-coordinator module, 3.7+ and 4.x) prints "assignment" + "during" without a space.
+    (re.compile(r"Error \w+ when storing group assignment ?during SyncGroup \(member: ([^)\s]+)\)"), "failed_previous"),
     (re.compile(r"Member (\S+?) (?:is )?joining group during"), "member_rejoined"),
     (re.compile(r"Updating metadata for member (\S+?) during"), "member_rejoined"),
     (re.compile(r"Leader (\S+?) re-joining group during"), "member_rejoined"),

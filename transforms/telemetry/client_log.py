@@ -491,7 +491,9 @@ def _generation_cleared_before_sync(m: re.Match[str], line: LogLine) -> Heartbea
 
 # KIP-848 clients (HeartbeatRequestManager 3.7-3.8 "GroupHeartbeatRequest ...", AbstractHeartbeatRequestManager /
 # ConsumerHeartbeatRequestManager 3.9+/4.x "ConsumerGroupHeartbeatRequest ...", StreamsGroupHeartbeatRequestManager
-# 4.1+): which heartbeat failures say what about membership.
+# 4.1+): which heartbeat failures say what about membership. Errors are named "because of E: <response>" (retried)
+# or, for the fatal ones (GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST, UNSUPPORTED_VERSION),
+# "due to E: <message>" / "due to unexpected error E: <message>".
 def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     if m.group("fenced_member"):
         error, member = E.FENCED_MEMBER_EPOCH.name, m.group("fenced_member")
@@ -683,7 +685,7 @@ RULES = RuleTable.of(
                 r"(?:for member (?P<fenced_member>\S+) because epoch (?P<epoch>-?\d+) is fenced"
                 r"|because member (?P<unknown_member>\S+?)\.? is unknown"
                 r"|due to (?P<instance_state>fenced|unreleased) instance id (?P<instance>[^\s:]+)"
-                r"|because of (?P<error>[A-Z][A-Z_]+):)"
+                r"|(?:because of|due to(?: unexpected error)?) (?P<error>[A-Z][A-Z_]+):)"
             ),
             _group_heartbeat_failed,
         ),

@@ -529,6 +529,21 @@ def test_audited_near_misses_produce_no_event(text: str) -> None:
     assert not parse_broker_log_line(text, TS).recognised
 
 
+def test_java_coordinator_failed_assignment_store_without_space_is_a_failed_generation() -> None:
+    # group-coordinator GroupMetadataManager.java (3.7.0, 3.9.0-rc3, trunk 1eb7644 of 2024-10-25),
+    # classicGroupSyncToClassicGroup: "Error " + error + " when storing group assignment" + "during SyncGroup (member: "
+    # + memberId + ")." (no space), quoted by "Preparing to rebalance group {} in state {} with old generation {}
+    # (reason: {}).".
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] INFO {J} Preparing to rebalance group orders in state PreparingRebalance with old "
+        "generation 12 (reason: Error NOT_COORDINATOR when storing group assignmentduring SyncGroup (member: "
+        f"c-1-9f0d).). {JAVA}"
+    )
+    assert (event.event, event.group_id, event.generation) == (K.REBALANCE_PREPARE, "orders", 12)
+    assert (event.details["cause"], event.member_id) == ("failed_previous", "c-1-9f0d")
+    assert event.details["offsets_partition"] == "46"
+
+
 # --- Rebalance reasons the audit had left "unknown": each is the reason text of the named coordinator source, in the
 # prepare line that quotes it.
 @pytest.mark.parametrize(

@@ -496,3 +496,36 @@ def test_disconnected_from_coordinator_past_the_rebalance_timeout_is_a_session_t
         "301542",
         "org.apache.kafka.clients.consumer.internals.ConsumerCoordinator",
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        # AbstractHeartbeatRequestManager.java trunk 1eb7644 (2024-10-25), ERROR: "{} failed due to {}: {}", the
+        # name from ConsumerHeartbeatRequestManager.heartbeatRequestName(), the message Errors' own
+        (
+            "ConsumerGroupHeartbeatRequest failed due to GROUP_MAX_SIZE_REACHED: The consumer group has reached its "
+            "max size.",
+            "GROUP_MAX_SIZE_REACHED",
+        ),
+        # 3.9.0-rc3 HeartbeatRequestManager.java: "GroupHeartbeatRequest failed due to {}: {}" (Errors' own message)
+        (
+            "GroupHeartbeatRequest failed due to UNSUPPORTED_ASSIGNOR: The assignor or its version range is not "
+            "supported by the consumer group.",
+            "UNSUPPORTED_ASSIGNOR",
+        ),
+        # AbstractHeartbeatRequestManager.java trunk 1eb7644, ERROR: "{} failed due to unexpected error {}: {}"
+        (
+            "ConsumerGroupHeartbeatRequest failed due to unexpected error INVALID_GROUP_ID: The configured groupId is "
+            "invalid.",
+            "INVALID_GROUP_ID",
+        ),
+    ],
+)
+def test_fatal_kip848_heartbeat_errors_are_named(text: str, error: str) -> None:
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] ERROR {PREFIX} {text} "
+        "(org.apache.kafka.clients.consumer.internals.ConsumerHeartbeatRequestManager)"
+    )
+    assert (event.event, event.error, event.group_id) == (K.HEARTBEAT_FAILED, error, "CG")
+    assert event.details["protocol"] == "consumer"
