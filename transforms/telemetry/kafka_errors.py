@@ -45,6 +45,9 @@ ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "Broker: Static consumer fenced by other consumer with same group.instance.id": E.FENCED_INSTANCE_ID.name,
     "Broker: Not coordinator": E.NOT_COORDINATOR.name,
     "Broker: Coordinator not available": E.COORDINATOR_NOT_AVAILABLE.name,
+    "Broker: Coordinator load in progress": E.COORDINATOR_LOAD_IN_PROGRESS.name,
+    "Broker: Consumer group has reached maximum size": E.GROUP_MAX_SIZE_REACHED.name,
+    "Broker: Topic authorization failed": E.TOPIC_AUTHORIZATION_FAILED.name,
 }
 
 _ERROR_NAME_TOKEN = re.compile(r"\b[A-Z][A-Z_]{3,}\b")

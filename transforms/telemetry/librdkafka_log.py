@@ -2,24 +2,40 @@
 
 librdkafka's own logger prints `%<level>|<epoch s>.<ms>|<FAC>|<client name>| [thrd:<thread>]: <message>`
 (`rd_kafka_log_print`); confluent-kafka-python hands the same to a Python logger as `<FAC> [<client name>]
-[thrd:<thread>]: <message>`. Only what it logs at its default level (`log_level` 6) is read here; the `debug=cgrp`
-lines (HEARTBEAT, JOINGROUP, SYNCGROUP... at `%7`) are debug output and not relied on. Wording from
+[thrd:<thread>]: <message>`. What it logs at its default level (`log_level` 6) is read, and a few `debug=cgrp` /
+`debug=consumer` lines (`%7`, below) that are the only ones naming the group or the heartbeat error; the rest of
+the debug chatter ("Heartbeat for group ... generation id N", CGRPSTATE, ASSIGN...) is not read. Wording from
 `src/rdkafka_cgrp.c`, unchanged from v1.6 to v2.15:
 
 - MAXPOLL (WARNING): "Application maximum poll interval (Nms) exceeded by Mms (adjust max.poll.interval.ms for
   long-running message processing): leaving group"
 - SESSTMOUT (WARNING): "Consumer group session timed out (in join-state S) after N ms without a successful response
   from the group coordinator (broker B, last error was E): revoking assignment and rejoining group"
-- COMMITFAIL (WARNING): "Offset commit (R) failed for K/N partition(s) in join-state S: E: t[p]@o(E), ..." (2.x
-  newer prints the topic id too: `t(<id>)[p]@o`)
-- HEARTBEAT (ERROR, KIP-848 groups, v2.15+; earlier the same text only reaches the application as an error):
-  "ConsumerGroupHeartbeat failed: E: <message>"
-- FATAL (EMERG, only when the application listens for error events): "Fatal error: E: Fatal consumer error: E"
+- COMMITFAIL (WARNING, only when the commit has no callback): "Offset commit (R) failed for K/N partition(s) in
+  join-state S: E: t[p]@o(E), ..." (v2.4+ prints the topic id too: `t(<base64 id>)[p]@o`, `t((null))[p]@o`; the
+  id is standard base64 without padding, so it may hold `+` and `/`)
+- HEARTBEAT (ERROR, KIP-848 groups, v2.15+; v2.10-v2.14 hand the same text to the application only; only
+  TOPIC_AUTHORIZATION_FAILED takes this path): "ConsumerGroupHeartbeat failed: E: <message>"
+- FATAL (EMERG, only when the application listens for error events, `rdkafka.c`): "Fatal error: E: <text>" with
+  <text> "Fatal consumer error: E" (FENCED_INSTANCE_ID in JoinGroup/SyncGroup/Heartbeat), "OffsetCommit failed: E"
+  (`rdkafka_request.c`, FENCED_INSTANCE_ID on a commit: a commit failure) or, KIP-848 v2.4+, "ConsumerGroupHeartbeat
+  fatal error: E" (UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, GROUP_AUTHORIZATION_FAILED...: the member is out)
+
+Debug lines read (`%7`, v1.6-v2.15 unless noted; the classic HEARTBEAT, GRPSYNC and LOST ones name the group):
+- HEARTBEAT (CGRP, classic): "Group "G" heartbeat error response in state S (join-state J, N partition(s)
+  assigned): E"
+- HEARTBEAT (CONSUMER, KIP-848, v2.4+): "ConsumerGroupHeartbeat failed due to: E: will rejoin the group"
+  (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH; `ShareGroupHeartbeat` in v2.15)
+- GRPSYNC (CGRP): "Group "G": synchronization failed: E: rejoining"
+- JOINGROUP (CGRP): "JoinGroup response: GenerationId N, Protocol P, LeaderId L[ (me)], my MemberId M, member
+  metadata count K: E" (E "(no error)" on success)
+- LOST (CONSUMER|CGRP): "Group "G": current assignment of N partition(s) lost: R: revoking [incremental]
+  assignment and rejoining" (other LOST reasons, e.g. deleted topics, say nothing about membership)
 
 The default layout's own time (epoch seconds, ms) is the event time, even over a JSON shipper's timestamp: it is
-when librdkafka logged. None of these names the group: the `client.id` part of the client name
-(`client.id#consumer-N`) is kept as the client id, and the group comes only from a JSON shipper's `group_id` field
-(without one the detectors cannot use the event). Errors are `rd_kafka_err2str` texts ("Broker: Unknown member"),
+when librdkafka logged. Apart from those three debug lines, none names the group: the `client.id` part of the client
+name (`client.id#consumer-N`) is kept as the client id, and the group comes only from a JSON shipper's `group_id`
+field (without one the detectors cannot use the event). Errors are `rd_kafka_err2str` texts ("Broker: Unknown member"),
 mapped back to Kafka error names by `kafka_errors`.
 """
 
@@ -41,8 +57,8 @@ LIBRDKAFKA_MARKERS: tuple[str, ...] = ("[thrd:", "rdkafka#")
 # `%4|1700000000.123|MAXPOLL|rdkafka#consumer-1| ...` (default logger) or `MAXPOLL [rdkafka#consumer-1] [thrd:...`
 _STDERR_ENVELOPE = re.compile(r"%(\d)\|(\d{9,11})\.(\d{3})\|([A-Z0-9_]+)\|([^|]*)\|")
 _PYTHON_ENVELOPE = re.compile(r"\b([A-Z0-9_]{3,})\s+\[([^\]\s]+)\]\s+\[thrd:")
-# `orders[3]@42(Broker: Unknown member)`, or with a topic id `orders(AbCd...)[3]@42` / `orders((null))[3]@42`
-_PARTITION = re.compile(r"([^\s,()\[\]]+)(?:\((?:\(null\)|[\w-]*)\))?\[(\d+)\](?:@(-?\d+))?")
+# `orders[3]@42(Broker: Unknown member)`, or with a topic id `orders(Ab+C/d...)[3]@42` / `orders((null))[3]@42`
+_PARTITION = re.compile(r"([^\s,()\[\]]+)(?:\((?:\(null\)|[\w+/=-]*)\))?\[(\d+)\](?:@(-?\d+))?")
 
 
 def _client_id(name: str) -> str | None:
@@ -122,12 +138,70 @@ def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     )
 
 
-def _fatal_fenced(m: re.Match[str], line: LogLine) -> HeartbeatEvent | None:
-    error = error_name_in_text(m.group(1))
-    if error != "FENCED_INSTANCE_ID":
+def _fatal(m: re.Match[str], line: LogLine) -> HeartbeatEvent | None:
+    text = m.group(1)
+    error = error_name_in_text(text)
+    if "OffsetCommit failed: " in text:
+        kind = Kind.COMMIT_FAILED  # rdkafka_request.c: a fenced static member's commit
+    elif "GroupHeartbeat fatal error: " in text or error == "FENCED_INSTANCE_ID":
+        kind = Kind.HEARTBEAT_FAILED
+    else:
         return None  # other fatal errors say nothing about membership
+    return line.event(kind, SOURCE, error=error, reason=text.strip(), details=_details(line, fatal="true"))
+
+
+def _classic_heartbeat_error(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    group, state, join_state, assigned, text = m.groups()
     return line.event(
-        Kind.HEARTBEAT_FAILED, SOURCE, error=error, reason=m.group(1).strip(), details=_details(line, fatal="true")
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        group_id=group,
+        error=error_name_in_text(text),
+        reason=text.strip() or None,
+        details=_details(line, state=state, join_state=join_state, assigned_count=assigned, protocol="classic"),
+    )
+
+
+def _sync_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    text = m.group(2)
+    return line.event(
+        Kind.SYNC_FAILED,
+        SOURCE,
+        group_id=m.group(1),
+        error=error_name_in_text(text),
+        reason=text.strip() or None,
+        details=_details(line),
+    )
+
+
+def _join_response(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    generation, protocol, leader, me, member, count, text = m.groups()
+    failed = text.strip() != "(no error)"
+    return line.event(
+        Kind.JOIN_FAILED if failed else Kind.JOIN,
+        SOURCE,
+        generation=int(generation) if int(generation) >= 0 else None,
+        member_id=member,
+        error=error_name_in_text(text) if failed else None,
+        reason=text.strip() if failed else None,
+        details=_details(
+            line,
+            phase=None if failed else "joined",
+            protocol=protocol or None,
+            leader_id=leader or None,
+            leader="true" if me else None,
+            member_count=count,
+        ),
+    )
+
+
+def _assignment_lost(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.MEMBER_REMOVED,
+        SOURCE,
+        group_id=m.group(1),
+        reason=m.group(3).strip(),
+        details=_details(line, change="lost", partition_count=m.group(2)),
     )
 
 
@@ -158,7 +232,42 @@ RULES = RuleTable.of(
             re.compile(r"\b((?:Consumer|Share)GroupHeartbeat) failed: (.*)$"),
             _group_heartbeat_failed,
         ),
-        MessageRule("Fatal error: ", re.compile(r"Fatal error: (.*)$"), _fatal_fenced),
+        MessageRule("Fatal error: ", re.compile(r"Fatal error: (.*)$"), _fatal),
+        # debug=cgrp / debug=consumer lines
+        MessageRule(
+            "heartbeat error response in state",
+            re.compile(
+                r'Group "(.+?)" heartbeat error response in state ([\w-]+) \(join-state ([\w-]+), (\d+) '
+                r"partition\(s\) assigned\): (.*)$"
+            ),
+            _classic_heartbeat_error,
+        ),
+        MessageRule(
+            "GroupHeartbeat failed due to: ",
+            re.compile(r"\b((?:Consumer|Share)GroupHeartbeat) failed due to: (.*?): will rejoin the group"),
+            _group_heartbeat_failed,
+        ),
+        MessageRule(
+            "synchronization failed: ",
+            re.compile(r'Group "(.+?)": synchronization failed: (.*?): rejoining\s*$'),
+            _sync_failed,
+        ),
+        MessageRule(
+            "JoinGroup response: GenerationId",
+            re.compile(
+                r"JoinGroup response: GenerationId (-?\d+), Protocol (.*?), LeaderId (.*?)( \(me\))?, my MemberId "
+                r"(.*?), member metadata count (-?\d+): (.*)$"
+            ),
+            _join_response,
+        ),
+        MessageRule(
+            "current assignment of",
+            re.compile(
+                r'Group "(.+?)": current assignment of (\d+) partition\(s\) lost: (.*?): revoking (?:incremental )?'
+                r"assignment and rejoining"
+            ),
+            _assignment_lost,
+        ),
     )
 )
 

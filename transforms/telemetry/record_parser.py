@@ -48,9 +48,12 @@ def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:
     event = parse_client_message(line) or parse_librdkafka_message(line)
     if event is not None:
         return ParseOutcome((event,), TelemetrySource.CLIENT_LOG)
+    # librdkafka's envelope first: its lines name "GroupCoordinator/1" (the coordinator broker), a broker-log marker
+    if looks_like_librdkafka_log(hint):
+        return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
     if looks_like_broker_log(hint):
         return ParseOutcome.unrecognised(TelemetrySource.BROKER_LOG, "no known group-coordinator message")
-    if looks_like_client_log(hint) or looks_like_librdkafka_log(hint):
+    if looks_like_client_log(hint):
         return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
     return ParseOutcome.unrecognised(None, "text matches no known log message")
 
