@@ -172,7 +172,9 @@ class _Compiler:
         body.append("d = {" + ", ".join(f"{name!r}: {target}" for name, target in targets) + "}")
         if self.flexible:
             table = self._name("_TAGS")
-            self.namespace[table] = {f.tag: (f.name, self._tagged_reader(f), f.default_value()) for f in tagged}
+            self.namespace[table] = {
+                f.tag: (f.name, self._tagged_reader(f), self.spec.absent_value(f, self.version)) for f in tagged
+            }
             # Most records carry no tagged field: one byte 0x00, read inline.
             body.append("if p < e and b[p] == 0:")
             body.append("    p += 1")

@@ -171,6 +171,19 @@ class MessageSpec:
         except KeyError:
             raise KeyError(f"{self.name}: struct type {f.element_type} of field {f.name} is not defined") from None
 
+    def absent_value(self, f: FieldSpec, version: int) -> Any:
+        """What Kafka's generated code holds for field `f` when `version` of a message leaves it out: its default,
+        and for a struct without one the empty struct (`new X()`: its untagged fields at theirs). A tagged field is
+        written, and its JSON printed, only when it differs from this: a nullable tagged struct left null (a
+        KIP-848 member's `classicMemberMetadata`) is written and printed as null."""
+        if not f.is_struct or f.is_array or f.has_default:
+            return f.default_value()
+        return {
+            sub.name: self.absent_value(sub, version)
+            for sub in self.struct_fields(f)
+            if sub.present_in(version) and not sub.tagged_in(version)
+        }
+
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible
 

@@ -39,11 +39,13 @@ def _write_struct(
     for f in fields:
         if not f.present_in(version):
             continue
-        v = value.get(f.name, f.default_value()) if value is not None else f.default_value()
         if f.tagged_in(version):
-            if v != f.default_value():
+            absent = spec.absent_value(f, version)
+            v = value.get(f.name, absent) if value is not None else absent
+            if v != absent:
                 tagged.append((f, v))
             continue
+        v = value.get(f.name, f.default_value()) if value is not None else f.default_value()
         _write_field(out, spec, version, f, v, _compact(spec, f, version), tagged=False)
     if spec.is_flexible(version):
         tagged.sort(key=lambda item: item[0].tag if item[0].tag is not None else -1)

@@ -60,11 +60,21 @@ def test_failures_are_data_and_agree_everywhere(
 
 
 def test_absent_tagged_fields_are_omitted_as_kafka_prints_them() -> None:
-    """Kafka's JSON converters leave out a tagged field the record does not carry (no `"classicMemberMetadata":
-    null`); a tagged field that is present is printed."""
-    key, value = encode_coordinator_record("ConsumerGroupMemberMetadata", MEMBER_KEY, 0, MEMBER_VALUE)
+    """Kafka's JSON converters leave out a tagged field the record does not carry; one that is present is printed,
+    null included: Kafka's default for `classicMemberMetadata` is the empty struct (its JSON `"default": null` is
+    no default to the generator), so a KIP-848 member's null is written as tag 0 and printed as null."""
+    without = {name: value for name, value in MEMBER_VALUE.items() if name != "classicMemberMetadata"}
+    key, value = encode_coordinator_record("ConsumerGroupMemberMetadata", MEMBER_KEY, 0, without)
     data = coordinator_record_json(key, value)["value"]["data"]
     assert "classicMemberMetadata" not in data and data["clientId"] == "c"
+    empty = {"sessionTimeoutMs": 0, "supportedProtocols": []}  # Kafka's `new ClassicMemberMetadata()`: not written
+    assert encode_coordinator_record(
+        "ConsumerGroupMemberMetadata", MEMBER_KEY, 0, without | {"classicMemberMetadata": empty}
+    ) == (key, value)
+    key, null_value = encode_coordinator_record("ConsumerGroupMemberMetadata", MEMBER_KEY, 0, MEMBER_VALUE)
+    # one tagged field: tag 0, one byte, the null marker; as the 4.3.1 broker wrote it (the vectors, record 06)
+    assert null_value.endswith(bytes([1, 0, 1, 0]))
+    assert coordinator_record_json(key, null_value)["value"]["data"]["classicMemberMetadata"] is None
     classic = {"sessionTimeoutMs": 45000, "supportedProtocols": []}
     key, value = encode_coordinator_record(
         "ConsumerGroupMemberMetadata", MEMBER_KEY, 0, MEMBER_VALUE | {"classicMemberMetadata": classic}

@@ -14,23 +14,15 @@ import pytest
 
 from tests.data_files import load_jsonl
 from transforms.wire.consumer_protocol import decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
+from transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
 from transforms.wire.error_codes import upper_snake
 from transforms.wire.json_form import to_kafka_json
-from transforms.wire.spec import MessageSpec
 
 VECTORS = load_jsonl("vectors", "embedded_broker_offsets.jsonl")
 
 
 def _bytes(hex_text: str | None) -> bytes | None:
     return None if hex_text is None else bytes.fromhex(hex_text)
-
-
-def _without_null_tagged_fields(spec: MessageSpec, version: int, kafka_json: dict[str, Any]) -> dict[str, Any]:
-    """Kafka's JSON converter prints a tagged struct left at its null default (`classicMemberMetadata: null`); the
-    project's JSON form, like Kafka's console formatters, leaves tagged fields at their default out."""
-    tagged_nulls = {f.name for f in spec.fields if f.tagged_in(version) and f.default_value() is None}
-    return {name: value for name, value in kafka_json.items() if not (name in tagged_nulls and value is None)}
 
 
 def test_the_capture_covers_both_group_protocols_and_their_records() -> None:
@@ -44,7 +36,6 @@ def test_the_capture_covers_both_group_protocols_and_their_records() -> None:
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
 def test_broker_record_decodes_as_kafka_reads_it(vector: dict[str, Any]) -> None:
     record = decode_coordinator_record(_bytes(vector["key_hex"]), _bytes(vector["value_hex"]))
-    record_type = RECORD_TYPES[vector["record_type"]]
     assert (record.record_type, upper_snake(record.name)) == (vector["record_type"], vector["record_name"])
     assert record.value_version == vector["value_version"]
     assert (record.key_trailing_bytes, record.value_trailing_bytes) == (0, 0)
@@ -53,25 +44,11 @@ def test_broker_record_decodes_as_kafka_reads_it(vector: dict[str, Any]) -> None
     if expected["value"] is None:
         assert record.value is None
     else:
-        kafka_value = _without_null_tagged_fields(record_type.value, vector["value_version"], expected["value"])
-        assert to_kafka_json(record.value) == kafka_value
+        # exactly what Kafka prints, a KIP-848 member's tagged `classicMemberMetadata: null` included
+        assert to_kafka_json(record.value) == expected["value"]
 
 
-# Kafka's generated code treats a null `classicMemberMetadata` (a KIP-848 member that speaks the consumer protocol)
-# as different from the struct's in-memory default and writes it as tag 0; the codec takes the JSON's `"default":
-# null` at its word and leaves it out. Reading is unaffected (both read null); writing such a member differs.
-NULL_TAGGED_STRUCT_WRITTEN_BY_KAFKA = pytest.mark.xfail(
-    strict=True, reason="Kafka writes a null classicMemberMetadata tagged field; the codec's writer omits it"
-)
-
-
-def _writer_case(vector: dict[str, Any]) -> Any:
-    member_metadata = vector["record_name"] == "CONSUMER_GROUP_MEMBER_METADATA" and vector["value_hex"] is not None
-    marks = [NULL_TAGGED_STRUCT_WRITTEN_BY_KAFKA] if member_metadata else []
-    return pytest.param(vector, id=vector["id"], marks=marks)
-
-
-@pytest.mark.parametrize("vector", [_writer_case(v) for v in VECTORS])
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["id"] for v in VECTORS])
 def test_writer_reproduces_the_broker_bytes(vector: dict[str, Any]) -> None:
     key, value = _bytes(vector["key_hex"]), _bytes(vector["value_hex"])
     record = decode_coordinator_record(key, value)

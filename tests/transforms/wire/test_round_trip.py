@@ -266,10 +266,11 @@ def _text(versions: Versions) -> str:
 def _kafka_default(field: dict[str, Any]) -> Any:
     """The reader's value for Kafka's `default` text ("-1", "null", "false", "0x7f"), or the implicit default."""
     type_name: str = field["type"]
-    if "default" not in field:
+    # Kafka's generator reads a JSON null default as none at all (FieldSpec: `fieldDefault == null ? ""`)
+    if field.get("default") is None:
         return FieldSpec("implicit", type_name, Versions.parse("0+")).default_value()
     raw = field["default"]
-    if raw is None or raw == "null":
+    if raw == "null":
         return None
     if type_name in INT_RANGES:
         return int(raw, 0) if isinstance(raw, str) else int(raw)
@@ -310,8 +311,8 @@ def _compare_fields(
                 None if "flexibleVersions" not in their else _text(Versions.parse(their["flexibleVersions"])),
             ),
         }
-        # A struct without a default is "empty struct" in Kafka and absent (None) in our value form: not compared.
-        if not mine.is_struct or mine.is_array or "default" in their:
+        # A struct without a default is the empty struct (`MessageSpec.absent_value`), not compared here.
+        if not mine.is_struct or mine.is_array or their.get("default") is not None:
             pairs["default"] = (mine.default_value(), _kafka_default(their))
         for attribute, (a, b) in pairs.items():
             if a != b:

@@ -2,7 +2,9 @@
 
 Keys and values, keyed by `api_key` (= the int16 record type that prefixes the key). Written from Apache Kafka's
 message definitions (group-coordinator, apache/kafka@d79bd502), including the removed types 9 and 18 so old logs
-still decode. Keys are never flexible; values carry their own version prefix.
+still decode. Keys are never flexible; values carry their own version prefix. A JSON `"default": null` is no
+default to Kafka's generator (only the text "null" is), so those fields carry none here either
+(`MessageSpec.absent_value`).
 """
 
 from transforms.wire.spec import F, M, MessageSpec
@@ -37,7 +39,7 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M(
         "TopicPartitions": (
             F("topicId", "uuid", "0+"),
             F("partitions", "[]int32", "0+"),
-            F("assignmentEpochs", "[]int32", "0+", nullable="0+", tag=0, tagged="0+", default=None),
+            F("assignmentEpochs", "[]int32", "0+", nullable="0+", tag=0, tagged="0+"),
         ),
     },
 )
@@ -78,7 +80,6 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = M(
             nullable="0+",
             tag=0,
             tagged="0+",
-            default=None,
             fields=(
                 F("sessionTimeoutMs", "int32", "0+"),
                 F(
@@ -550,7 +551,7 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = M(
         "TaskIds": (
             F("subtopologyId", "string", "0+"),
             F("partitions", "[]int32", "0+"),
-            F("assignmentEpochs", "[]int32", "0+", nullable="0+", tag=0, tagged="0+", default=None),
+            F("assignmentEpochs", "[]int32", "0+", nullable="0+", tag=0, tagged="0+"),
         ),
     },
 )
@@ -626,7 +627,6 @@ STREAMS_GROUP_METADATA_VALUE = M(
             nullable="0+",
             tag=1,
             tagged="0+",
-            default=None,
         ),
         F("storedDescriptionTopologyEpoch", "int32", "0+", tag=2, tagged="0+", default=-1),
         F("failedDescriptionTopologyEpoch", "int32", "0+", tag=3, tagged="0+", default=-1),
