@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from pipelines.cli import main
-from pipelines.config import REPO_ROOT, load_config
-from pipelines.console import log4j2_properties, offsets_behind
+from pipelines.config import REPO_ROOT, RadarConfig, load_config
+from pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
 from pipelines.table_reference import README_END, README_START, tables_markdown
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
@@ -311,3 +312,20 @@ def test_jvm_logging_is_quiet_and_mutes_falling_behind() -> None:
     quiet = log4j2_properties("ERROR")
     assert "rootLogger.level = error" in quiet
     assert "ProcessingTimeExecutor" in log4j2_properties("WARN")
+
+
+@pytest.mark.spark
+def test_the_jvm_logs_no_error_for_a_merge_collision_radar_retries(
+    spark: SparkSession, radar_config: RadarConfig
+) -> None:
+    """A live gold MERGE colliding with a detection's append is retried (`detect._merge_taking_turns`); Delta logs
+    each collision at ERROR with the exception's whole stack, which reached `radar run`'s console. The running JVM
+    keeps it out at the default level, and every other ERROR in."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    loggers = jvm.org.apache.logging.log4j.LogManager
+    default_level = radar_config.spark.log_level == "ERROR"
+    for name in EXPECTED_ERROR_LOGGERS:
+        assert loggers.getLogger(name).isErrorEnabled() is not default_level
+    assert loggers.getLogger("org.apache.spark.sql.delta.commands.DeleteCommand").isErrorEnabled()
+    assert loggers.getLogger("org.apache.spark.sql.execution.streaming.MicroBatchExecution").isErrorEnabled()
