@@ -71,9 +71,9 @@ def _field_strategy(
     """Any value the field may hold at `version`, null included where the version allows it.
 
     With `not_default` (tagged fields) the default is excluded by construction where it is null or an empty array,
-    so generation needs no rejection sampling; other defaults are filtered out (rarely hit).
+    so generation needs no rejection sampling; other defaults (a tagged struct's empty struct) are filtered out.
     """
-    default = f.default_value()
+    default = spec.absent_value(f, version) if not_default else f.default_value()
     if f.is_struct:
         element = value_strategy(spec, version, spec.struct_fields(f))
     else:
