@@ -33,6 +33,9 @@ EXPECTED_ERROR_LOGGERS = (
     # "Fatal error in MERGE with materialized source in attempt N" and a ConcurrentAppendException's whole stack, on
     # every live gold MERGE that collides with a new detection's append; `detect._merge_taking_turns` redoes it
     "org.apache.spark.sql.delta.commands.MergeIntoCommand",
+    # "Error in TaskFailureListener" and an InterruptedException's stack when a stop interrupts a stateful task
+    # whose RocksDB changelog is being cancelled (seen stopping a live run); the task's failure is the stop's
+    "org.apache.spark.TaskContextImpl",
 )
 PLAIN_STATUS_EVERY_S = 10.0  # without a terminal: a line at most this often, when something changed
 PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
