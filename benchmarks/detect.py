@@ -143,7 +143,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
     from pipelines.detect import DetectStage, KafkaDetectorSources
     from pipelines.ingest import IngestStage
     from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.scenarios import MemberProcess
+    from pipelines.local.scenarios import MemberProcess, ScenarioError
     from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.sources import kafka_stream
     from pipelines.streams import start_stages
@@ -191,26 +191,40 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         try:
             fleet = {f"fleet-{i}": f"fleet-topic-{i}" for i in range(3)}
             create_work_topics(bootstrap, {**dict.fromkeys(fleet.values(), 4), "incident-topic": 4})
+            # the tests' members close after 120 s (`--run-s`): these stay for the whole run, or a longer run's
+            # incident group is empty from then on (its later stalls stopped nothing)
+            whole_run = ("--run-s", f"{settle_s + duration_s + 60:.0f}")
             for index, (group, topic) in enumerate(fleet.items()):
-                member(group, topic, "f1", protocol="consumer" if index == 2 else "classic")
-            incident_a = member("incident", "incident-topic", "A", "--agent-topic", telemetry)
+                member(group, topic, "f1", *whole_run, protocol="consumer" if index == 2 else "classic")
+            incident_a = member("incident", "incident-topic", "A", "--agent-topic", telemetry, *whole_run)
             incident_a.wait_for("assigned", 60)
-            member("incident", "incident-topic", "B").wait_for("assigned", 60)
+            member("incident", "incident-topic", "B", *whole_run).wait_for("assigned", 60)
             began = time.monotonic()
             cycle = 0
             stalled = 0
+            skipped = 0
+            seen_before_stall = 0  # A's output lines before its last stall: it must be assigned again after them
             while time.monotonic() - began < settle_s + duration_s:
                 # the fleet: scale one group out, then close its newest member cleanly (LeaveGroup)
                 group, topic = list(fleet.items())[cycle % len(fleet)]
                 extra = member(group, topic, f"f{cycle + 2}", protocol="consumer" if group == "fleet-2" else "classic")
-                # the incident, once the monitor has settled: A silent past its 3 s session, resumed, refused
+                # the incident, once the monitor has settled: A silent past its 3 s session, resumed, refused; only
+                # once A is in the group again (a stall of a member not in the group shows nothing)
                 if time.monotonic() - began >= settle_s and stalled < stalls:
-                    stalled += 1
-                    time.sleep(2.0)
-                    incident_a.signal(signal.SIGSTOP)
-                    time.sleep(6.0)
-                    incident_a.signal(signal.SIGCONT)
-                    time.sleep(6.0)
+                    waited = time.monotonic()
+                    try:
+                        incident_a.wait_for("assigned", timeout_s=30.0, after=seen_before_stall)
+                    except ScenarioError:
+                        skipped += 1
+                        time.sleep(max(0.0, 14.0 - (time.monotonic() - waited)))
+                    else:
+                        seen_before_stall = len(incident_a.lines())
+                        stalled += 1
+                        time.sleep(2.0)
+                        incident_a.signal(signal.SIGSTOP)
+                        time.sleep(6.0)
+                        incident_a.signal(signal.SIGCONT)
+                        time.sleep(6.0)
                 else:
                     time.sleep(14.0)
                 extra.stop()
@@ -250,6 +264,8 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         "duration_s": duration_s,
         "settle_s": settle_s,
         "stall_cycles": stalls,
+        "stalls_done": stalled,
+        "stalls_skipped_a_not_rejoined": skipped,
         "warmup_s": round(warmup_s, 1),
         "latency_s": {
             "all": {"n": len(every), "p50": percentile(every, 0.5), "p95": percentile(every, 0.95)},
