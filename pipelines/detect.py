@@ -20,7 +20,8 @@ before this split). Live, the detection query runs none: it appends the first ro
 holds) to `detector_output` (blind appends: no table state); the gold query MERGEs them from there on its own, slower
 trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a stop drains it. To
 completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths end in the same
-gold rows (tested).
+gold rows (tested). Live, the two queries also take turns (`pipelines.detection_turn`): a detection micro-batch runs
+alone, the gold query's writes (and a live ingest batch's) in the gaps between detection batches, one at a time.
 
 Provisional detections (live): a tracker decides on the events at or below the watermark only, which trails the
 newest event by `lateness_ms` and is computed from the previous micro-batch, so a detection would wait that long
@@ -58,6 +59,7 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
+from pipelines.detection_turn import detection_turn, taking_turn
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import (
@@ -495,23 +497,25 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
         if held is not None and not held.keys.intersection(batch_keys):
             append_rows(source, config, table)
         else:
-            _merge_taking_turns(source, config, table, location)
+            _merge_retrying_collisions(source, config, table, location)
         note_written_keys(location, held, batch_keys)
     finally:
         source.unpersist()
 
 
 OPTIMISTIC_MERGE_ATTEMPTS = 3
-"""MERGE attempts without `write_lock` before one holding it (`_merge_taking_turns`)."""
+"""MERGE attempts without `write_lock` before one holding it (`_merge_retrying_collisions`)."""
 
 
-def _merge_taking_turns(source: DataFrame, config: RadarConfig, table: TableSchema, location: Path) -> None:
-    """MERGE; if another query of this process appended to the table meanwhile (live `detections`: Delta OSS runs
-    every transaction at Serializable isolation, so the MERGE fails with ConcurrentAppendException), MERGE again,
+def _merge_retrying_collisions(source: DataFrame, config: RadarConfig, table: TableSchema, location: Path) -> None:
+    """MERGE; if another writer appended to the table meanwhile (Delta OSS runs every transaction at Serializable
+    isolation, so the MERGE fails with ConcurrentAppendException), MERGE again,
     up to `OPTIMISTIC_MERGE_ATTEMPTS` times without the lock, then once holding `write_lock`, which those appends
     take. A failed attempt committed nothing. The appender is a new detection's first row: it waits only for a MERGE
     that collided three times, not for the retry of every collision (a live run's retry under the lock held a new
-    detection's append 4.7 s, its latency 7.3 s), and the MERGE cannot be starved by appends."""
+    detection's append 4.7 s, its latency 7.3 s), and the MERGE cannot be starved by appends. Within one live
+    process the detection query's appends and the gold query's MERGEs no longer overlap (`detection_turn`); this
+    is for any other writer of the table."""
     from delta.exceptions import ConcurrentAppendException
 
     for _ in range(OPTIMISTIC_MERGE_ATTEMPTS):
@@ -537,8 +541,8 @@ class DetectionSplit:
 
     def append_new(self, config: RadarConfig, location: Path) -> None:
         """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state),
-        never while the gold query's MERGE retries after colliding with one (`write_lock`, `_merge_taking_turns`).
-        A MERGE since `known` was read makes what the table holds unknown again (`note_written_keys`); its ids stay
+        never while a MERGE retries after colliding with one (`write_lock`, `_merge_retrying_collisions`). A MERGE
+        since `known` was read makes what the table holds unknown again (`note_written_keys`); its ids stay
         held (no writer deletes a detection)."""
         assert self.new is not None
         with write_lock(location):
@@ -552,8 +556,8 @@ class DetectionSplit:
 def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> DetectionSplit | None:
     """Live: which detection rows are first rows (appended to `detections` in this micro-batch, so a detection is
     queryable at once) and which update a row the table holds (staged to `detector_output`; the gold query MERGEs
-    them on its own trigger; the two writers take turns where they collide, `_merge_taking_turns`). None when the
-    table's ids cannot be known (it is missing)."""
+    them on its own trigger; the two writers take turns, `detection_turn`). None when the table's ids cannot be
+    known (it is missing)."""
     latest = latest_per_key(rows, DETECTIONS).persist()
     ids = [row["detection_id"] for row in latest.select("detection_id").collect()]
     known = held_keys(rows.sparkSession, location, KEY_COLUMNS[DETECTIONS.name])
@@ -589,6 +593,13 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
     staged_names = {table.name for table in STAGED_GOLD_TABLES}
 
     def write(batch: DataFrame, batch_id: int) -> None:
+        if staged:
+            with detection_turn():  # the live detection batch runs alone; other writes wait for its end
+                write_batch(batch)
+        else:
+            write_batch(batch)
+
+    def write_batch(batch: DataFrame) -> None:
         batch.persist()
         split: DetectionSplit | None = None
         try:
@@ -620,6 +631,8 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
                 writes.append(partial(append_staged, union, config))
             if not writes:
                 return
+            if not staged:  # the gold query (or a replay's detection): each write between live detection batches
+                writes = [taking_turn(write_one) for write_one in writes]
             # concurrently: each write is mostly driver-side latency (as `TableWriter`'s appends)
             with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="radar-gold") as pool:
                 done = [pool.submit(write_one) for write_one in writes]

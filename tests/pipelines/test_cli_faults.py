@@ -318,7 +318,7 @@ def test_jvm_logging_is_quiet_and_mutes_falling_behind() -> None:
 def test_the_jvm_logs_no_error_for_a_merge_collision_radar_retries(
     spark: SparkSession, radar_config: RadarConfig
 ) -> None:
-    """A live gold MERGE colliding with a detection's append is retried (`detect._merge_taking_turns`); Delta logs
+    """A gold MERGE colliding with a detection's append is retried (`detect._merge_retrying_collisions`); Delta logs
     each collision at ERROR with the exception's whole stack, which reached `radar run`'s console (and a stop that
     interrupts a stateful task logs its listener's InterruptedException). The running JVM keeps those out at the
     default level, and every other ERROR in."""
