@@ -31,7 +31,7 @@ EXPECTED_WARNING_LOGGERS = (
 # a real failure still reaches the user, as the failed query's sentence.
 EXPECTED_ERROR_LOGGERS = (
     # "Fatal error in MERGE with materialized source in attempt N" and a ConcurrentAppendException's whole stack, on
-    # every live gold MERGE that collides with a new detection's append; `detect._merge_taking_turns` redoes it
+    # every live gold MERGE that collides with a new detection's append; `detect._merge_retrying_collisions` redoes it
     "org.apache.spark.sql.delta.commands.MergeIntoCommand",
     # "Error in TaskFailureListener" and an InterruptedException's stack when a stop interrupts a stateful task
     # whose RocksDB changelog is being cancelled (seen stopping a live run); the task's failure is the stop's
