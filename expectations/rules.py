@@ -44,7 +44,7 @@ CHECK_VIEW = TableSchema(
         Column("quarantine_rate", "DOUBLE", "per cluster: quarantined / records"),
         Column("offsets_records", "BIGINT", "per cluster: __consumer_offsets records seen"),
         Column("decode_coverage", "DOUBLE", "per cluster: share of those of a known record type and version"),
-        Column("last_telemetry_at", "TIMESTAMP", "per active group: its newest heartbeat_events.event_time"),
+        Column("last_telemetry_at", "TIMESTAMP", "per active group: its newest heartbeat report (event heartbeat)"),
         Column("telemetry_age_s", "DOUBLE", "per active group: seconds from it to the cluster's newest event time"),
         Column("newest_tick_at", "TIMESTAMP", "per cluster: the newest clock tick ingested"),
         Column("monitor_lag_s", "DOUBLE", "per cluster: seconds from the newest clock tick ingested to now"),

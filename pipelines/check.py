@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,8 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
 from pipelines.config import ChecksConfig, ConfigError, RadarConfig
+from pipelines.delta_log import record_count_where
+from pipelines.detection_turn import write_turn
 from pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
 from transforms.alerts import (
     Alert,
@@ -52,6 +55,7 @@ from transforms.schemas import (
     RECORD_KEY,
     UNRESOLVED_DETECTION_STATUSES,
     AlertStatus,
+    HeartbeatEventKind,
     QuarantineStage,
     Severity,
     TableSchema,
@@ -89,11 +93,9 @@ def read_table(spark: SparkSession, config: RadarConfig, table: TableSchema) -> 
 
 @dataclass(frozen=True)
 class CheckView:
-    """The rows the suite validates (CHECK_VIEW's columns, as Python rows and as a Spark DataFrame), and the
-    tables that exist."""
+    """The rows the suite validates (CHECK_VIEW's columns), and the tables that exist."""
 
     rows: tuple[dict[str, Any], ...]
-    dataframe: DataFrame
     present: frozenset[str]
 
     def row_of(self, cluster: str, group_id: str | None) -> dict[str, Any]:
@@ -107,13 +109,23 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC)  # naive: taken as local time, as PySpark produced it
 
 
-def _ingest_counts(tables: Mapping[str, DataFrame]) -> dict[str, int]:
+def _ingest_counts(tables: Mapping[str, DataFrame], config: RadarConfig) -> dict[str, int]:
     """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
-    `quarantine:<stage>:<kind>`, in one Spark job."""
+    `quarantine:<stage>:<kind>`, in one Spark job. The silver tables of one row per record are counted from their
+    Delta log where it can say exactly (`delta_log.record_count_where`): they grow with every record ingested, and
+    `radar run` checks every minute, so a scan of them would cost more each time."""
+    counts: dict[str, int] = {}
     parts: list[DataFrame] = []
-    for name in (OFFSET_COMMITS.name, GROUP_METADATA.name, GROUP_RECORDS.name, CLOCK_TICKS.name):
-        if name in tables:
-            parts.append(tables[name].select(F.lit(name).alias("tag")))
+    catalog = TableCatalog(config)
+    for table in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, CLOCK_TICKS):
+        if table.name not in tables:
+            continue
+        location = catalog.location(table)
+        logged = None if location is None else record_count_where(location, "cluster", config.cluster)
+        if logged is None:
+            parts.append(tables[table.name].select(F.lit(table.name).alias("tag")))
+        elif logged:
+            counts[table.name] = logged
     if HEARTBEAT_EVENTS.name in tables:
         records = tables[HEARTBEAT_EVENTS.name].select(*RECORD_KEY).distinct()
         parts.append(records.select(F.lit(HEARTBEAT_EVENTS.name).alias("tag")))
@@ -121,11 +133,11 @@ def _ingest_counts(tables: Mapping[str, DataFrame]) -> dict[str, int]:
         tag = F.concat_ws(":", F.lit(QUARANTINE.name), F.col("stage"), F.col("kind"))
         parts.append(tables[QUARANTINE.name].select(tag.alias("tag")))
     if not parts:
-        return {}
+        return counts
     union = parts[0]
     for part in parts[1:]:
         union = union.unionAll(part)
-    return {r["tag"]: int(r["count"]) for r in union.groupBy("tag").count().collect()}
+    return counts | {r["tag"]: int(r["count"]) for r in union.groupBy("tag").count().collect()}
 
 
 def ingest_quality_row(cluster: str, counts: Mapping[str, int]) -> dict[str, Any]:
@@ -172,7 +184,7 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
 
     cluster_row = group_row(None)
     if QUARANTINE.name in tables:
-        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables)))
+        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, config)))
 
     newest_tick = None
     if CLOCK_TICKS.name in tables:
@@ -187,12 +199,15 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
         active = tables[GROUP_HEALTH.name].where(
             (F.col("members") > 0) & ~F.coalesce(F.col("state"), F.lit("")).isin(*INACTIVE_STATES)
         )
+        # heartbeat reports only (the agent's, librdkafka statistics, protocol frames: periodic while a member
+        # lives); the broker's and clients' log lines come with membership changes, and a stable group logs none
+        # for hours (seen: `radar run`'s own Spark consumer groups flagged after 5 quiet minutes)
         newest = (
-            events.where(F.col("group_id").isNotNull())
+            events.where(F.col("group_id").isNotNull() & (F.col("event") == str(HeartbeatEventKind.HEARTBEAT)))
             .groupBy("group_id")
             .agg(F.max("event_time").alias("last_telemetry_at"))
         )
-        # a group that never shipped telemetry is uninstrumented, not stale: the inner join leaves it out
+        # a group that never reported heartbeats is uninstrumented, not stale: the inner join leaves it out
         for r in active.select("group_id").distinct().join(newest, "group_id").collect():
             last = _utc(r["last_telemetry_at"])
             row = group_row(r["group_id"])
@@ -203,8 +218,7 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
     if len(cluster_row) == 2:  # nothing cluster-wide was measured
         del groups[None]
     rows = tuple({c: row.get(c) for c in CHECK_VIEW.column_names} for row in groups.values())
-    dataframe = spark.createDataFrame([tuple(r.values()) for r in rows], CHECK_VIEW.ddl)
-    return CheckView(rows, dataframe, frozenset(tables))
+    return CheckView(rows, frozenset(tables))
 
 
 _SOURCES: tuple[TableSchema, ...] = (
@@ -394,10 +408,14 @@ def run_checks(
     *,
     now: datetime | None = None,
     env: Mapping[str, str] = os.environ,
+    beside_detection: bool = False,
 ) -> CheckReport:
     """Run the alert rules on the tables of `config.cluster`, MERGE the alert lifecycle into `alerts`, and notify
     every alert whose status is not delivered yet (this run's and earlier runs' undelivered ones). Raises
-    NoTablesToCheck when no table a rule reads exists."""
+    NoTablesToCheck when no table a rule reads exists. `beside_detection` (`radar run`): its Spark work runs in
+    write turns (`detection_turn`), between live detection micro-batches; the suite (pandas) and the
+    notifications hold none."""
+    turn = write_turn if beside_detection else nullcontext
     from expectations.suites import run_suite
     from pipelines.session import on_databricks
 
@@ -410,14 +428,15 @@ def run_checks(
 
         lookup = databricks_secret_lookup(spark)
     notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)
-    view = build_check_view(spark, config, now)
+    with turn():
+        view = build_check_view(spark, config, now)
     if not view.present:
         raise NoTablesToCheck(
             f"there are no tables to check under {config.data_dir}: run `radar run` or `radar replay` first "
             "(or pass --data-dir where they wrote)."
         )
     applicable = [r for r in rules if r.enabled and all(t.name in view.present for t in r.tables)]
-    outcome = run_suite(view.dataframe, applicable, run_name=f"radar-check-{now.isoformat()}")
+    outcome = run_suite(view.rows, applicable, run_name=f"radar-check-{now.isoformat()}")  # pandas: no Spark job
     by_rule = {str(r.name): r for r in applicable}
     failures: list[RuleFailure] = []
     failing_where: dict[str, list[str]] = {}
@@ -463,10 +482,11 @@ def run_checks(
         else:
             results.append(RuleResult(name, str(rule.severity), rule.threshold, "passed"))
 
-    ensure_tables(spark, config, [ALERTS])
-    known = _load_alerts(spark, config)
-    changes: AlertChanges = reconcile(known, failures, set(outcome.evaluated), now)
-    _write_alerts(spark, config, changes.rows)
+    with turn():
+        ensure_tables(spark, config, [ALERTS])
+        known = _load_alerts(spark, config)
+        changes: AlertChanges = reconcile(known, failures, set(outcome.evaluated), now)
+        _write_alerts(spark, config, changes.rows)
 
     current = {a.alert_id: a for a in known} | {a.alert_id: a for a in changes.rows}
     pending = [a for a in current.values() if a.pending]
@@ -478,7 +498,8 @@ def run_checks(
             undelivered += problems
         else:
             notified.append(Alert(**{**alert.as_row(), "notified_at": datetime.now(UTC)}))
-    _write_alerts(spark, config, notified)
+    with turn():
+        _write_alerts(spark, config, notified)
     return CheckReport(
         checked_at=now,
         results=tuple(results),
@@ -523,7 +544,8 @@ class CheckSchedule:
     """Runs `run_checks` every `checks.interval_s` in a background thread of the same SparkSession (inside `radar
     run`); a failed run is one line on stderr and the next one tries again. Its Spark jobs go to their own
     scheduler pool ("checks"): where the scheduler is FAIR (Databricks' default) they do not queue ingest's jobs
-    behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost)."""
+    behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost). Their Spark work
+    runs in write turns, between the live detection micro-batches (`pipelines.detection_turn`)."""
 
     def __init__(self, spark: SparkSession, config: RadarConfig, *, interval_s: float | None = None) -> None:
         self.spark = spark
@@ -538,7 +560,7 @@ class CheckSchedule:
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", "checks")
         while not self._stop.wait(self.interval_s):
             try:
-                report = run_checks(self.spark, self.config)
+                report = run_checks(self.spark, self.config, beside_detection=True)
             except NoTablesToCheck:
                 continue  # nothing ingested yet
             except Exception as error:  # one line; the next run tries again

@@ -35,13 +35,14 @@ FOREIGN_COMMIT_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview", "
 class LiveFile:
     """One data file of the current table version: its rows per the `numRecords` statistic (None without one),
     less the rows its deletion vector removes; `deleted` those removed rows, whose values the file's statistics
-    still cover; `max_values` / `null_counts` the file's statistics of its top-level columns."""
+    still cover; `max_values` / `null_counts` / `min_values` the file's statistics of its top-level columns."""
 
     path: str
     records: int | None
     deleted: int = 0
     max_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
     null_counts: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    min_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def _file_key(action: dict[str, Any]) -> tuple[str, str]:
@@ -60,6 +61,7 @@ def _live_file(action: dict[str, Any]) -> LiveFile:
         deleted,
         stats.get("maxValues") or {},
         stats.get("nullCount") or {},
+        stats.get("minValues") or {},
     )
 
 
@@ -150,6 +152,32 @@ def record_count(location: Path) -> int | None:
     if files is None or any(f.records is None for f in files):
         return None
     return sum(f.records for f in files if f.records is not None)
+
+
+def record_count_where(location: Path, column: str, value: str) -> int | None:
+    """Rows of the Delta table at `location` whose string `column` equals `value`, from its log: a file whose
+    statistics hold only `value` there counts whole, one whose range leaves `value` out counts nothing. None when
+    the log alone cannot say (a file holding other values beside it, no statistics on the column, a value Delta
+    truncated in its statistics, or `record_count`'s reasons): count with Spark then."""
+    files = live_files(location)
+    if files is None:
+        return None
+    total = 0
+    for live in files:
+        if live.records is None:
+            return None
+        if live.records == 0:
+            continue
+        low, high = live.min_values.get(column), live.max_values.get(column)
+        if not isinstance(low, str) or not isinstance(high, str) or live.null_counts.get(column):
+            return None
+        if low == high == value:
+            total += live.records
+        elif not low <= value <= high:
+            continue
+        else:
+            return None
+    return total
 
 
 @dataclass(frozen=True)

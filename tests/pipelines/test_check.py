@@ -206,28 +206,36 @@ def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
             {"group_id": "stale", "state": "Stable", "members": 1},
             {"group_id": "gone", "state": "Empty", "members": 0},
             {"group_id": "silent", "state": "Stable", "members": 1},  # never shipped telemetry
+            {"group_id": "logged", "state": "Stable", "members": 1},  # only the broker's log: its join, long ago
         ],
     )
-    events = [("fresh", naive - timedelta(seconds=5)), ("stale", naive - timedelta(minutes=10)), ("gone", naive)]
+    events = [
+        ("fresh", naive - timedelta(seconds=5), "heartbeat", "json"),
+        ("stale", naive - timedelta(minutes=10), "heartbeat", "librdkafka_stats"),
+        ("gone", naive, "heartbeat", "protocol"),
+        # a log line comes with a membership change, not while the member lives: a stable group is not stale
+        ("logged", naive - timedelta(minutes=20), "join", "broker_log"),
+    ]
     _write(
         spark,
         config,
         HEARTBEAT_EVENTS,
         [
-            {"src_topic": "radar.telemetry", "src_offset": 10 + i, "group_id": g, "event_time": t, "event": "join"}
-            for i, (g, t) in enumerate(events)
+            {"src_topic": "radar.telemetry", "src_offset": 10 + i, "group_id": g, "event_time": t, "event": e}
+            | {"source": source}
+            for i, (g, t, e, source) in enumerate(events)
         ],
     )
 
     report = run_checks(spark, config, now=now, env={})
     results = {r.rule: r for r in report.results}
-    assert results["quarantine_rate"].status == "failed"  # 2 of 14 records (8 commits, 2 quarantined, 1 tick, 3 events)
+    assert results["quarantine_rate"].status == "failed"  # 2 of 15 records (8 commits, 2 quarantined, 1 tick, 4 events)
     assert results["decode_coverage"].status == "failed"  # 1 unsupported of 10 __consumer_offsets records
     assert results["heartbeat_telemetry_freshness"].failing == ("stale",)
     assert results["monitor_lag"].failing == ("(local)",)
     assert results["open_critical_detections"].status == "skipped" and not report.failed_critical
     by_rule = {a.rule: a for a in report.opened}
-    assert by_rule["quarantine_rate"].observed_value == pytest.approx(2 / 14)
+    assert by_rule["quarantine_rate"].observed_value == pytest.approx(2 / 15)
     assert by_rule["decode_coverage"].observed_value == pytest.approx(0.9)
     assert by_rule["heartbeat_telemetry_freshness"].observed_value == pytest.approx(600)
     assert by_rule["monitor_lag"].observed_value == pytest.approx(1800)

@@ -14,6 +14,7 @@ from pipelines.delta_log import (
     ColumnMaximum,
     history_without_checkpoint,
     log_version,
+    record_count_where,
     rows_of_json_history,
     timestamp_maximum,
 )
@@ -195,6 +196,39 @@ def test_the_newest_source_time_is_read_from_the_log_as_spark_reads_it(  # type:
     assert "reason" not in stats_columns(QUARANTINE)
     assert timestamp_maximum(location, "reason") is None
     assert timestamp_maximum(tmp_path / "no-table-here", "src_timestamp") is None
+
+
+@pytest.mark.spark
+def test_one_clusters_rows_are_counted_from_the_log_as_spark_counts_them(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`radar run`'s checks count the growing silver tables per cluster from the log: files holding only that
+    cluster count whole, files of other clusters not at all, as a scan's filter counts; a file holding both, a
+    cluster name Delta truncates in its statistics, or a column without statistics leave it to Spark (None)."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+    assert record_count_where(location, "cluster", "east") == 0  # no file yet
+    long_name = "a-cluster-name-longer-than-delta-keeps-in-statistics"
+    for cluster, n in (("east", 3), ("west", 2), ("east", 4), (long_name, 1)):
+        rows = _quarantine_rows(spark, config, n, first=n * 10).withColumn("cluster", F.lit(cluster))
+        rows.coalesce(1).write.format("delta").mode("append").save(str(location))
+
+    def scanned(cluster: str) -> int:
+        return spark.read.format("delta").load(str(location)).where(F.col("cluster") == cluster).count()
+
+    assert record_count_where(location, "cluster", "east") == scanned("east") == 7
+    assert record_count_where(location, "cluster", "west") == scanned("west") == 2
+    assert record_count_where(location, "cluster", "north") == scanned("north") == 0
+    assert record_count_where(location, "cluster", long_name) is None  # Delta keeps a 32-character prefix
+    assert record_count_where(location, "reason", "bad 1") is None  # no statistics on it
+    mixed = _quarantine_rows(spark, config, 2, first=90).withColumn(
+        "cluster", F.when(F.col("src_offset") == 90, "east").otherwise("west")
+    )
+    mixed.coalesce(1).write.format("delta").mode("append").save(str(location))
+    assert record_count_where(location, "cluster", "east") is None
+    assert record_count_where(tmp_path / "no-table-here", "cluster", "east") is None
 
 
 @pytest.mark.spark
