@@ -4,8 +4,9 @@
     PYTHONPATH=$PWD python benchmarks/detect.py [--rows 100000] [--groups 200]
 
 `--live`: `radar run`'s stages in-process (embedded broker, log shipper, clock ticks every second, ingest and
-detection with a 1 s trigger), a healthy fleet (several groups scaling out and restarting cleanly) for the whole
-run, and one member SIGSTOPped past its session timeout `--stalls` times (each an expiry, then a zombie commit).
+detection with a 1 s trigger, the expectation checks every `checks.interval_s`), a healthy fleet (several groups
+scaling out and restarting cleanly) for the whole run, and one member SIGSTOPped past its session timeout
+`--stalls` times (each an expiry, then a zombie commit).
 Latency per detection = when its row first became queryable in gold (the commit time of the first Delta version
 holding it, read from the log after the run; a live run shows it `provisional` first, and `confirmed` is the same for
 its first open/resolved version) minus `detected_at`,
@@ -172,6 +173,10 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         )
         stack.enter_context(ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms))
         queries = start_stages(stack, [ingest, detect])
+        if config.checks.in_run:  # as `radar run`: the expectation checks beside the queries
+            from pipelines.check import CheckSchedule
+
+            checks = stack.enter_context(CheckSchedule(spark, config))
         detect_query = detect.detection_query
         location = str(TableCatalog(config).location(DETECTIONS))
         started = time.monotonic()
@@ -242,11 +247,13 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
 
     latencies: dict[str, list[float]] = {}
     confirmed: list[float] = []
+    slowest: list[tuple[float, str]] = []
     for detection_id, row in rows_of.items():
         if row["group_id"] != "incident" or row["status"] == "withdrawn":
             continue
         decided = row["detected_at"].replace(tzinfo=UTC).timestamp()
         latencies.setdefault(row["kind"], []).append(first_seen[detection_id] - decided)
+        slowest.append((round(first_seen[detection_id] - decided, 2), row["kind"]))
         if detection_id in first_confirmed:
             confirmed.append(first_confirmed[detection_id] - decided)
     every = [v for values in latencies.values() for v in values]
@@ -278,6 +285,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
             "by_kind": {
                 k: {"n": len(v), "p50": percentile(v, 0.5), "p95": percentile(v, 0.95)} for k, v in latencies.items()
             },
+            "slowest_five": sorted(slowest, reverse=True)[:5],  # the tail is a few detections: which kinds
         },
         "detect_query": {
             "batches_in_recent_progress": len(progress),
@@ -313,6 +321,13 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
             {r["kind"] for r in rows_of.values() if r["group_id"] == "incident" and r["status"] != "withdrawn"}
         ),
         "withdrawn": {"n": len(withdrawn), "kinds": sorted({r["kind"] for r in withdrawn})},
+        "check_runs": None
+        if not config.checks.in_run
+        else {
+            "n": len(checks.reports),
+            "failed": len(checks.errors),
+            "seconds": [round(r.duration_s, 2) for r in checks.reports],
+        },
         "still_provisional": sum(1 for r in rows_of.values() if r["status"] == "provisional"),
         "data_dir": str(config.data_dir),
     }
