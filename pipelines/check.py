@@ -412,9 +412,9 @@ def run_checks(
 ) -> CheckReport:
     """Run the alert rules on the tables of `config.cluster`, MERGE the alert lifecycle into `alerts`, and notify
     every alert whose status is not delivered yet (this run's and earlier runs' undelivered ones). Raises
-    NoTablesToCheck when no table a rule reads exists. `beside_detection` (`radar run`): its Spark work runs in
-    write turns (`detection_turn`), between live detection micro-batches; the suite (pandas) and the
-    notifications hold none."""
+    NoTablesToCheck when no table a rule reads exists. `beside_detection` (`radar run`): its writes to `alerts`
+    run in write turns (`detection_turn`), between live detection micro-batches; the reads, the suite (pandas)
+    and the notifications hold none."""
     turn = write_turn if beside_detection else nullcontext
     from expectations.suites import run_suite
     from pipelines.session import on_databricks
@@ -428,8 +428,9 @@ def run_checks(
 
         lookup = databricks_secret_lookup(spark)
     notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)
-    with turn():
-        view = build_check_view(spark, config, now)
+    # read-only, several Spark jobs (seconds on 2 cores beside a live run): taken as one turn it held a detection
+    # batch up to its end (live p95 10 s); beside the detection batches, each of those waits for one job at most
+    view = build_check_view(spark, config, now)
     if not view.present:
         raise NoTablesToCheck(
             f"there are no tables to check under {config.data_dir}: run `radar run` or `radar replay` first "
@@ -544,8 +545,8 @@ class CheckSchedule:
     """Runs `run_checks` every `checks.interval_s` in a background thread of the same SparkSession (inside `radar
     run`); a failed run is one line on stderr and the next one tries again. Its Spark jobs go to their own
     scheduler pool ("checks"): where the scheduler is FAIR (Databricks' default) they do not queue ingest's jobs
-    behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost). Their Spark work
-    runs in write turns, between the live detection micro-batches (`pipelines.detection_turn`)."""
+    behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost). Their writes
+    run in write turns, between the live detection micro-batches (`pipelines.detection_turn`)."""
 
     def __init__(self, spark: SparkSession, config: RadarConfig, *, interval_s: float | None = None) -> None:
         self.spark = spark
