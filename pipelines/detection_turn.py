@@ -4,10 +4,12 @@ On a machine of few cores (the local default: 2), a gold MERGE run beside a live
 that batch 3-4x (1 s -> 3.7-4.9 s): the detection latency's tail (benchmarks/README.md). And a MERGE that ran while
 a new detection was appended to the same table failed (Delta's Serializable isolation) and was redone, 4-5 s of the
 cores each time. So the writes take turns: the detection query holds the turn for its whole `foreachBatch` body
-(`detection_turn`); the gold query holds it for one write at a time, a live ingest batch for its appends and the
-checks of `radar run` for their writes to `alerts` (`write_turn`), so they run in the gaps between detection
-batches instead of beside them. Long reads do not take it (the checks' view: a turn held for its seconds of jobs
-held a detection batch that long; beside it, a detection batch waits for one job's tasks at most).
+(`detection_turn`); the gold query holds it for one write at a time and the checks of `radar run` for their writes
+to `alerts` (`write_turn`), so they run in the gaps between detection batches instead of beside them. A turn held
+for seconds holds a detection batch that long, so what takes it is kept to single writes: the checks' view (seconds
+of read jobs) and a live ingest batch's appends (tried: an ingest batch waiting for its turn beside a gold batch,
+both every 60 s, held detections up to 12 s) do not take it; beside them a detection batch's job waits for the
+tasks of the job ahead of it in Spark's FIFO queue, not for a whole batch.
 
 The turn is a plain lock, first come or not: giving a waiting detection batch the turn before every waiting write
 (tried) starved the writes, since a 1 s trigger leaves a gap for one write at most between detection batches: the

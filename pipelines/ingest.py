@@ -283,8 +283,7 @@ def offsets_batch_writer(
         with_unreadable_source_rows=not from_kafka,
         records_may_repeat=not from_kafka,
     )
-    # routed_batch_tables caches; a Kafka source is a live run's, beside its detection query
-    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready, takes_turns=from_kafka)
+    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
     return writer.foreach_batch(tables_of)
 
 
@@ -299,8 +298,7 @@ def telemetry_batch_writer(
     tables_of = routed_batch_tables(
         config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW, records_may_repeat=not from_kafka
     )
-    # routed_batch_tables caches; a Kafka source is a live run's, beside its detection query
-    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready, takes_turns=from_kafka)
+    writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
     return writer.foreach_batch(tables_of)
 
 

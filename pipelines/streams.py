@@ -19,7 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -29,7 +29,6 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
-from pipelines.detection_turn import write_turn
 from pipelines.tables import TableWrite, append_new_records
 from transforms.schemas import TABLES, TableSchema
 
@@ -160,8 +159,6 @@ class TableWriter:
     persist_batch: bool = True
     # the tables being created meanwhile (`tables.ensure_tables_in_background`): waited for before the first write
     tables_ready: Future[None] | None = None
-    # live (beside a detection query): a batch's writes run between detection micro-batches (`write_turn`)
-    takes_turns: bool = False
 
     def write_tables(
         self, tables: Mapping[str, DataFrame], batch_id: int, source_ranges: Mapping[str, Sequence[Row]] | None = None
@@ -173,10 +170,7 @@ class TableWriter:
             return
         if self.tables_ready is not None:
             self.tables_ready.result()  # raises what their creation raised
-        with (
-            write_turn() if self.takes_turns else nullcontext(),
-            ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool,
-        ):
+        with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
             futures = [
                 pool.submit(
                     self.write,
