@@ -6,7 +6,8 @@
 `--live`: `radar run`'s stages in-process (embedded broker, log shipper, clock ticks every second, ingest and
 detection with a 1 s trigger, the expectation checks every `checks.interval_s`), a healthy fleet (several groups
 scaling out and restarting cleanly) for the whole run, and one member SIGSTOPped past its session timeout
-`--stalls` times (each an expiry, then a zombie commit).
+`--stalls` times (each an expiry, then a zombie commit). `RADAR__CHECKS__IN_RUN=false` leaves the checks out: the
+detection pipeline alone.
 Latency per detection = when its row first became queryable in gold (the commit time of the first Delta version
 holding it, read from the log after the run; a live run shows it `provisional` first, and `confirmed` is the same for
 its first open/resolved version) minus `detected_at`,

@@ -21,7 +21,8 @@ holds) to `detector_output` (blind appends: no table state); the gold query MERG
 trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a stop drains it. To
 completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths end in the same
 gold rows (tested). Live, the two queries also take turns (`pipelines.detection_turn`): a detection micro-batch runs
-alone, the gold query's writes (and a live ingest batch's) in the gaps between detection batches, one at a time.
+alone, the gold query's writes in the gaps between detection batches, one at a time, a waiting detection batch
+first.
 
 Provisional detections (live): a tracker decides on the events at or below the watermark only, which trails the
 newest event by `lateness_ms` and is computed from the previous micro-batch, so a detection would wait that long
