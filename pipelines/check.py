@@ -109,23 +109,34 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC)  # naive: taken as local time, as PySpark produced it
 
 
-def _ingest_counts(tables: Mapping[str, DataFrame], config: RadarConfig) -> dict[str, int]:
-    """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
-    `quarantine:<stage>:<kind>`, in one Spark job. The silver tables of one row per record are counted from their
-    Delta log where it can say exactly (`delta_log.record_count_where`): they grow with every record ingested, and
-    `radar run` checks every minute, so a scan of them would cost more each time."""
-    counts: dict[str, int] = {}
-    parts: list[DataFrame] = []
+_ONE_ROW_PER_RECORD: tuple[TableSchema, ...] = (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, CLOCK_TICKS)
+_COUNTED_ONLY: frozenset[str] = frozenset(t.name for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS))
+"""Tables the view reads for their count alone: where the log gives it, they are not opened with Spark at all."""
+
+
+def _logged_counts(config: RadarConfig) -> dict[str, int]:
+    """`config.cluster`'s rows of each one-row-per-record silver table, from its Delta log where it can say exactly
+    (`delta_log.record_count_where`): they grow with every record ingested, and `radar run` checks every minute,
+    so a scan of them would cost more each time. A table the log cannot answer for (or that is missing) is left
+    out: Spark counts it."""
     catalog = TableCatalog(config)
-    for table in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, CLOCK_TICKS):
-        if table.name not in tables:
-            continue
+    counts: dict[str, int] = {}
+    for table in _ONE_ROW_PER_RECORD:
         location = catalog.location(table)
-        logged = None if location is None else record_count_where(location, "cluster", config.cluster)
-        if logged is None:
+        count = None if location is None else record_count_where(location, "cluster", config.cluster)
+        if count is not None:
+            counts[table.name] = count
+    return counts
+
+
+def _ingest_counts(tables: Mapping[str, DataFrame], logged: Mapping[str, int]) -> dict[str, int]:
+    """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
+    `quarantine:<stage>:<kind>`: the `logged` counts (`_logged_counts`), the rest in one Spark job."""
+    counts = {name: n for name, n in logged.items() if n}
+    parts: list[DataFrame] = []
+    for table in _ONE_ROW_PER_RECORD:
+        if table.name in tables and table.name not in logged:
             parts.append(tables[table.name].select(F.lit(table.name).alias("tag")))
-        elif logged:
-            counts[table.name] = logged
     if HEARTBEAT_EVENTS.name in tables:
         records = tables[HEARTBEAT_EVENTS.name].select(*RECORD_KEY).distinct()
         parts.append(records.select(F.lit(HEARTBEAT_EVENTS.name).alias("tag")))
@@ -163,8 +174,12 @@ def ingest_quality_row(cluster: str, counts: Mapping[str, int]) -> dict[str, Any
 def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) -> CheckView:
     """One row per group (open critical detections, telemetry age of active groups) and one per cluster (ingest
     quality, monitor lag), each metric null where it does not apply. Small: collected, then validated by GX."""
-    read = {t.name: read_table(spark, config, t) for t in (*_SOURCES,)}
+    logged = _logged_counts(config)
+    read = {
+        t.name: read_table(spark, config, t) for t in _SOURCES if t.name not in logged or t.name not in _COUNTED_ONLY
+    }
     tables = {name: rows for name, rows in read.items() if rows is not None}
+    present = frozenset(tables) | frozenset(logged)
     cluster = config.cluster
     groups: dict[str | None, dict[str, Any]] = {}
 
@@ -184,7 +199,7 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
 
     cluster_row = group_row(None)
     if QUARANTINE.name in tables:
-        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, config)))
+        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, logged)))
 
     newest_tick = None
     if CLOCK_TICKS.name in tables:
@@ -218,7 +233,7 @@ def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) ->
     if len(cluster_row) == 2:  # nothing cluster-wide was measured
         del groups[None]
     rows = tuple({c: row.get(c) for c in CHECK_VIEW.column_names} for row in groups.values())
-    return CheckView(rows, frozenset(tables))
+    return CheckView(rows, present)
 
 
 _SOURCES: tuple[TableSchema, ...] = (
