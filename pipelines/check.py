@@ -24,12 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
 from pipelines.config import ChecksConfig, ConfigError, RadarConfig
-from pipelines.delta_log import record_count_where
+from pipelines.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
 from pipelines.detection_turn import write_turn
 from pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
 from transforms.alerts import (
@@ -129,10 +131,24 @@ def _logged_counts(config: RadarConfig) -> dict[str, int]:
     return counts
 
 
-def _ingest_counts(tables: Mapping[str, DataFrame], logged: Mapping[str, int]) -> dict[str, int]:
+def _ingest_counts(
+    tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table], logged: Mapping[str, int]
+) -> dict[str, int]:
     """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
-    `quarantine:<stage>:<kind>`: the `logged` counts (`_logged_counts`), the rest in one Spark job."""
+    `quarantine:<stage>:<kind>`: the `logged` counts (`_logged_counts`), those of the tables read from their
+    `files` (`_rows_from_files`), the rest in one Spark job."""
     counts = {name: n for name, n in logged.items() if n}
+    for table in _ONE_ROW_PER_RECORD:
+        if table.name in files and table.name not in logged and files[table.name].num_rows:
+            counts[table.name] = files[table.name].num_rows
+    if HEARTBEAT_EVENTS.name in files and files[HEARTBEAT_EVENTS.name].num_rows:
+        records = files[HEARTBEAT_EVENTS.name].select(list(RECORD_KEY)).group_by(list(RECORD_KEY)).aggregate([])
+        counts[HEARTBEAT_EVENTS.name] = records.num_rows
+    if QUARANTINE.name in files and files[QUARANTINE.name].num_rows:
+        per_kind = files[QUARANTINE.name].group_by(["stage", "kind"]).aggregate([([], "count_all")])
+        for stage, kind, n in zip(*(per_kind[c].to_pylist() for c in ("stage", "kind", "count_all")), strict=True):
+            tag = ":".join(part for part in (QUARANTINE.name, stage, kind) if part is not None)  # as concat_ws
+            counts[tag] = counts.get(tag, 0) + n
     parts: list[DataFrame] = []
     for table in _ONE_ROW_PER_RECORD:
         if table.name in tables and table.name not in logged:
@@ -171,61 +187,162 @@ def ingest_quality_row(cluster: str, counts: Mapping[str, int]) -> dict[str, Any
     }
 
 
-def build_check_view(spark: SparkSession, config: RadarConfig, now: datetime) -> CheckView:
+_VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    DETECTIONS.name: ("cluster", "group_id", "status", "severity"),
+    GROUP_HEALTH.name: ("cluster", "group_id", "members", "state"),
+    HEARTBEAT_EVENTS.name: (*RECORD_KEY, "group_id", "event", "event_time"),
+    CLOCK_TICKS.name: ("cluster", "tick_time"),
+    QUARANTINE.name: ("cluster", "stage", "kind"),
+    OFFSET_COMMITS.name: ("cluster",),
+    GROUP_METADATA.name: ("cluster",),
+    GROUP_RECORDS.name: ("cluster",),
+}
+"""The columns the view reads of each source table."""
+
+
+def _rows_from_files(config: RadarConfig, table: TableSchema, max_bytes: int) -> pa.Table | None:
+    """`config.cluster`'s rows of a small local table, the view's columns, read from its files in the driver
+    (`delta_log.rows_from_files`); None where Spark must read it (a catalog table, past `max_bytes`, a log or files
+    the reader declines). Why: `radar run` checks every minute beside its live queries, and each table read with
+    Spark is a snapshot and a job or more on the same two cores as the detection micro-batches."""
+    location = TableCatalog(config).location(table)
+    if location is None:
+        return None
+    rows = rows_from_files(location, _VIEW_COLUMNS[table.name], max_bytes=max_bytes)
+    if rows is None or not rows.num_rows:
+        return rows
+    return rows.filter(pc.equal(rows["cluster"], config.cluster))
+
+
+def _utc_of_arrow(value: datetime | None) -> datetime | None:
+    """A timestamp read from a Delta file with pyarrow as an aware UTC datetime: Spark's INT96 comes back naive
+    and in UTC, a TIMESTAMP_MICROS column with its UTC zone."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _open_critical_per_group(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> dict[str | None, int]:
+    """Open or provisional critical detections per group, every group of `detections` (0 for none)."""
+    unresolved = [str(status) for status in UNRESOLVED_DETECTION_STATUSES]
+    if DETECTIONS.name in files:
+        rows = files[DETECTIONS.name]
+        counts: dict[str | None, int] = {}
+        for group_id, status, severity in zip(
+            *(rows[c].to_pylist() for c in ("group_id", "status", "severity")), strict=True
+        ):
+            counts[group_id] = counts.get(group_id, 0) + int(status in unresolved and severity == Severity.CRITICAL)
+        return counts
+    if DETECTIONS.name not in tables:
+        return {}
+    critical_open = F.col("status").isin(*unresolved) & (F.col("severity") == str(Severity.CRITICAL))
+    per_group = (
+        tables[DETECTIONS.name]
+        .groupBy("group_id")
+        .agg(F.sum(F.when(critical_open, 1).otherwise(0)).alias("open_critical_detections"))
+    )
+    return {r["group_id"]: int(r["open_critical_detections"]) for r in per_group.collect()}
+
+
+def _newest_tick(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> datetime | None:
+    """The newest clock tick of the cluster."""
+    if CLOCK_TICKS.name in files:
+        ticks = files[CLOCK_TICKS.name]
+        return _utc_of_arrow(pc.max(ticks["tick_time"]).as_py()) if ticks.num_rows else None
+    if CLOCK_TICKS.name not in tables:
+        return None
+    return _utc(tables[CLOCK_TICKS.name].agg(F.max("tick_time")).first()[0])
+
+
+def _last_heartbeats_of_active_groups(
+    tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]
+) -> dict[str | None, datetime | None] | None:
+    """The newest heartbeat report of each active group that ever reported one; None unless both `group_health` and
+    `heartbeat_events` exist. Heartbeat reports only (the agent's, librdkafka statistics, protocol frames: periodic
+    while a member lives): the broker's and clients' log lines come with membership changes, and a stable group
+    logs none for hours (seen: `radar run`'s own Spark consumer groups flagged after 5 quiet minutes). A group that
+    never reported heartbeats is uninstrumented, not stale: it is left out."""
+    available = {**tables, **files}
+    if GROUP_HEALTH.name not in available or HEARTBEAT_EVENTS.name not in available:
+        return None
+    heartbeat = str(HeartbeatEventKind.HEARTBEAT)
+    if GROUP_HEALTH.name in files:
+        health = files[GROUP_HEALTH.name]
+        active: set[str | None] = set()
+        if health.num_rows:
+            states = pc.fill_null(health["state"].cast(pa.string()), "")
+            alive = pc.and_(pc.greater(health["members"], 0), pc.invert(pc.is_in(states, pa.array(INACTIVE_STATES))))
+            active = set(health.filter(pc.fill_null(alive, False))["group_id"].to_pylist())
+    else:
+        health_rows = tables[GROUP_HEALTH.name].where(
+            (F.col("members") > 0) & ~F.coalesce(F.col("state"), F.lit("")).isin(*INACTIVE_STATES)
+        )
+        active = {r["group_id"] for r in health_rows.select("group_id").distinct().collect()}
+    if HEARTBEAT_EVENTS.name in files:
+        events = files[HEARTBEAT_EVENTS.name]
+        if not events.num_rows:
+            return {}
+        is_beat = pc.and_(pc.equal(events["event"].cast(pa.string()), heartbeat), pc.is_valid(events["group_id"]))
+        newest = events.filter(pc.fill_null(is_beat, False)).group_by("group_id").aggregate([("event_time", "max")])
+        pairs = zip(newest["group_id"].to_pylist(), newest["event_time_max"].to_pylist(), strict=True)
+        return {group_id: _utc_of_arrow(at) for group_id, at in pairs if group_id in active}
+    newest_rows = (
+        tables[HEARTBEAT_EVENTS.name]
+        .where(F.col("group_id").isNotNull() & (F.col("event") == heartbeat))
+        .groupBy("group_id")
+        .agg(F.max("event_time").alias("last_telemetry_at"))
+    )
+    return {r["group_id"]: _utc(r["last_telemetry_at"]) for r in newest_rows.collect() if r["group_id"] in active}
+
+
+def _newest_event(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> datetime | None:
+    """The newest telemetry event of the cluster: the reference time of telemetry ages when there is no tick."""
+    if HEARTBEAT_EVENTS.name in files:
+        events = files[HEARTBEAT_EVENTS.name]
+        return _utc_of_arrow(pc.max(events["event_time"]).as_py()) if events.num_rows else None
+    return _utc(tables[HEARTBEAT_EVENTS.name].agg(F.max("event_time")).first()[0])
+
+
+def build_check_view(
+    spark: SparkSession, config: RadarConfig, now: datetime, *, driver_read_max_bytes: int = DRIVER_READ_MAX_BYTES
+) -> CheckView:
     """One row per group (open critical detections, telemetry age of active groups) and one per cluster (ingest
-    quality, monitor lag), each metric null where it does not apply. Small: collected, then validated by GX."""
+    quality, monitor lag), each metric null where it does not apply. Small: collected, then validated by GX. Local
+    tables up to `driver_read_max_bytes` are read from their files in the driver (`_rows_from_files`), the others
+    with Spark; both give the same view (tested)."""
     logged = _logged_counts(config)
-    read = {
-        t.name: read_table(spark, config, t) for t in _SOURCES if t.name not in logged or t.name not in _COUNTED_ONLY
-    }
+    wanted = [t for t in _SOURCES if t.name not in logged or t.name not in _COUNTED_ONLY]
+    files: dict[str, pa.Table] = {}
+    for table in wanted:
+        rows = _rows_from_files(config, table, driver_read_max_bytes)
+        if rows is not None:
+            files[table.name] = rows
+    read = {t.name: read_table(spark, config, t) for t in wanted if t.name not in files}
     tables = {name: rows for name, rows in read.items() if rows is not None}
-    present = frozenset(tables) | frozenset(logged)
+    present = frozenset(tables) | frozenset(files) | frozenset(logged)
     cluster = config.cluster
     groups: dict[str | None, dict[str, Any]] = {}
 
     def group_row(group_id: str | None) -> dict[str, Any]:
         return groups.setdefault(group_id, {"cluster": cluster, "group_id": group_id})
 
-    if DETECTIONS.name in tables:
-        unresolved = F.col("status").isin(*(str(status) for status in UNRESOLVED_DETECTION_STATUSES))
-        critical_open = unresolved & (F.col("severity") == str(Severity.CRITICAL))
-        per_group = (
-            tables[DETECTIONS.name]
-            .groupBy("group_id")
-            .agg(F.sum(F.when(critical_open, 1).otherwise(0)).alias("open_critical_detections"))
-        )
-        for r in per_group.collect():
-            group_row(r["group_id"])["open_critical_detections"] = int(r["open_critical_detections"])
+    for group_id, n in _open_critical_per_group(tables, files).items():
+        group_row(group_id)["open_critical_detections"] = n
 
     cluster_row = group_row(None)
-    if QUARANTINE.name in tables:
-        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, logged)))
+    if QUARANTINE.name in present:
+        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, files, logged)))
 
-    newest_tick = None
-    if CLOCK_TICKS.name in tables:
-        newest_tick = _utc(tables[CLOCK_TICKS.name].agg(F.max("tick_time")).first()[0])
-        if newest_tick is not None:
-            cluster_row["newest_tick_at"] = newest_tick
-            cluster_row["monitor_lag_s"] = max(0.0, (now - newest_tick).total_seconds())
+    newest_tick = _newest_tick(tables, files)
+    if newest_tick is not None:
+        cluster_row["newest_tick_at"] = newest_tick
+        cluster_row["monitor_lag_s"] = max(0.0, (now - newest_tick).total_seconds())
 
-    if GROUP_HEALTH.name in tables and HEARTBEAT_EVENTS.name in tables:
-        events = tables[HEARTBEAT_EVENTS.name]
-        reference = newest_tick or _utc(events.agg(F.max("event_time")).first()[0])
-        active = tables[GROUP_HEALTH.name].where(
-            (F.col("members") > 0) & ~F.coalesce(F.col("state"), F.lit("")).isin(*INACTIVE_STATES)
-        )
-        # heartbeat reports only (the agent's, librdkafka statistics, protocol frames: periodic while a member
-        # lives); the broker's and clients' log lines come with membership changes, and a stable group logs none
-        # for hours (seen: `radar run`'s own Spark consumer groups flagged after 5 quiet minutes)
-        newest = (
-            events.where(F.col("group_id").isNotNull() & (F.col("event") == str(HeartbeatEventKind.HEARTBEAT)))
-            .groupBy("group_id")
-            .agg(F.max("event_time").alias("last_telemetry_at"))
-        )
-        # a group that never reported heartbeats is uninstrumented, not stale: the inner join leaves it out
-        for r in active.select("group_id").distinct().join(newest, "group_id").collect():
-            last = _utc(r["last_telemetry_at"])
-            row = group_row(r["group_id"])
+    last_heartbeats = _last_heartbeats_of_active_groups(tables, files)
+    if last_heartbeats is not None:
+        reference = newest_tick or (_newest_event(tables, files) if last_heartbeats else None)
+        for group_id, last in last_heartbeats.items():
+            row = group_row(group_id)
             row["last_telemetry_at"] = last
             if reference is not None and last is not None:
                 row["telemetry_age_s"] = max(0.0, (reference - last).total_seconds())
@@ -383,18 +500,24 @@ def _where(cluster: str, group_id: str | None) -> str:
 
 
 def _load_alerts(spark: SparkSession, config: RadarConfig) -> list[Alert]:
-    """Alerts still open, or whose status is not delivered yet, of `config.cluster`."""
+    """Alerts still open, or whose status is not delivered yet, of `config.cluster`. A small local table is read
+    from its files in the driver (`delta_log.rows_from_files`): no snapshot and job every minute of `radar run`."""
+    timestamps = ("first_seen", "last_seen", "updated_at", "resolved_at", "notified_at")
+    location = TableCatalog(config).location(ALERTS)
+    stored = None
+    if location is not None:
+        stored = rows_from_files(location, ALERTS.column_names, max_bytes=DRIVER_READ_MAX_BYTES)
+    if stored is not None:
+        alerts = []
+        for row in stored.to_pylist():
+            if row["cluster"] == config.cluster and (row["status"] == AlertStatus.OPEN or row["notified_at"] is None):
+                alerts.append(Alert.from_row(row | {name: _utc_of_arrow(row[name]) for name in timestamps}))
+        return alerts
     rows = read_table(spark, config, ALERTS)
     if rows is None:
         return []
     pending = rows.where((F.col("status") == str(AlertStatus.OPEN)) | F.col("notified_at").isNull())
-    alerts = []
-    for r in pending.collect():
-        row = r.asDict()
-        for name in ("first_seen", "last_seen", "updated_at", "resolved_at", "notified_at"):
-            row[name] = _utc(row[name])
-        alerts.append(Alert.from_row(row))
-    return alerts
+    return [Alert.from_row(r.asDict() | {name: _utc(r[name]) for name in timestamps}) for r in pending.collect()]
 
 
 def _write_alerts(spark: SparkSession, config: RadarConfig, alerts: Sequence[Alert]) -> None:

@@ -31,15 +31,22 @@ V2_CHECKPOINT_FILE = re.compile(r"^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.(?:json
 FOREIGN_COMMIT_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview", "coordinatedCommits-preview"})
 
 
+DRIVER_READ_MAX_BYTES = 16 * 1024 * 1024
+"""A local table whose live files hold up to this many bytes may be read in the driver with pyarrow
+(`rows_from_files`): a few hundred thousand narrow rows, tens of milliseconds; a larger one is Spark's to read."""
+
+
 @dataclass(frozen=True)
 class LiveFile:
     """One data file of the current table version: its rows per the `numRecords` statistic (None without one),
     less the rows its deletion vector removes; `deleted` those removed rows, whose values the file's statistics
-    still cover; `max_values` / `null_counts` / `min_values` the file's statistics of its top-level columns."""
+    still cover; `size` its bytes; `max_values` / `null_counts` / `min_values` the file's statistics of its
+    top-level columns."""
 
     path: str
     records: int | None
     deleted: int = 0
+    size: int = 0
     max_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
     null_counts: Mapping[str, Any] = field(default_factory=dict, compare=False)
     min_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -59,6 +66,7 @@ def _live_file(action: dict[str, Any]) -> LiveFile:
         str(action["path"]),
         None if records is None else int(records) - deleted,
         deleted,
+        int(action.get("size") or 0),
         stats.get("maxValues") or {},
         stats.get("nullCount") or {},
         stats.get("minValues") or {},
@@ -77,21 +85,29 @@ def _checkpoint_parts(log: Path, names: list[str]) -> tuple[int, list[Path]] | N
     return max(complete, key=lambda item: item[0], default=None)
 
 
-def _checkpoint_files(parts: list[Path]) -> dict[tuple[str, str], LiveFile]:
+def _checkpoint_files(parts: list[Path]) -> tuple[dict[tuple[str, str], LiveFile], dict[str, Any]]:
+    """The live files a classic checkpoint holds, and its `metaData` action (the table's configuration and
+    partition columns as of the checkpoint; a map column comes back from pyarrow as (key, value) pairs)."""
     import pyarrow.parquet as pq
 
     files: dict[tuple[str, str], LiveFile] = {}
+    metadata: dict[str, Any] = {}
     for part in sorted(parts):
-        for row in pq.read_table(part, columns=["add"]).column("add").to_pylist():
+        actions = pq.read_table(part, columns=["add", "metaData"])
+        for row in actions.column("add").to_pylist():
             if row is not None:
                 files[_file_key(row)] = _live_file(row)
-    return files
+        for row in actions.column("metaData").to_pylist():
+            if row is not None:
+                configuration = row.get("configuration") or {}
+                metadata = {**row, "configuration": dict(configuration)}
+    return files, metadata
 
 
 @dataclass(frozen=True)
 class _ReplayedLog:
-    """A log replayed to its newest version: the live files, whether a checkpoint was its start, and the newest
-    `metaData` action of its JSON commits (empty when none is after the checkpoint)."""
+    """A log replayed to its newest version: the live files, whether a checkpoint was its start, and the table's
+    newest `metaData` action (its JSON commits', else its checkpoint's)."""
 
     files: list[LiveFile]
     from_checkpoint: bool
@@ -108,15 +124,15 @@ def _replay_log(location: Path) -> _ReplayedLog | None:
     checkpoint = _checkpoint_parts(log, names)
     start = -1
     files: dict[tuple[str, str], LiveFile] = {}
+    metadata: dict[str, Any] = {}
     if checkpoint is not None:
         start, parts = checkpoint
-        files = _checkpoint_files(parts)
+        files, metadata = _checkpoint_files(parts)
     commits = sorted(int(m[1]) for name in names if (m := COMMIT_FILE.match(name)) and int(m[1]) > start)
     if checkpoint is None and (not commits or commits[0] != 0):
         return None  # no checkpoint and no first commit: not a table yet (or being created)
     if commits and commits != list(range(commits[0], commits[0] + len(commits))):
         return None  # a gap: a commit being written or not backfilled
-    metadata: dict[str, Any] = {}
     for version in commits:
         for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -251,21 +267,24 @@ def log_version(location: Path) -> int | None:
     return max(versions) if versions else None
 
 
-def rows_of_json_history(location: Path, columns: Sequence[str]) -> pa.Table | None:
-    """`columns` of every row of the local Delta table at `location`, read from its data files with pyarrow, no
-    Spark job; for a table whose whole log is still its JSON commits (no checkpoint yet, as a replay's gold tables:
-    one every `tables.CHECKPOINT_INTERVAL` commits). Why: the detection summary that ends `radar replay` read a
-    table of a few rows with two Spark jobs and a snapshot reconstruction, ~1.9 s of a cold JVM.
+def rows_from_files(location: Path, columns: Sequence[str], *, max_bytes: int | None = None) -> pa.Table | None:
+    """`columns` of every row of the local Delta table at `location`, read from its live data files with pyarrow,
+    no Spark job (a table without a file gives zero rows, its columns typed null); timestamps in microseconds, as
+    Spark holds them. Why: a small table read with
+    Spark is a snapshot reconstruction and a job or two, seconds of a cold JVM or of a busy one: the detection
+    summary that ends `radar replay` (~1.9 s) and `radar run`'s checks every minute, beside the live queries.
 
     None when the files alone are not the rows (a deletion vector, column mapping, a partition column asked for,
-    a file outside the table's folder, a commit owned by a catalog) or when the log has a checkpoint: read the table
-    with Spark then."""
+    a file outside the table's folder, a file without one of `columns`, a commit owned by a catalog, a log this
+    reader does not replay) or when the live files hold more than `max_bytes`: read the table with Spark then."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     replayed = _replay_log(location)
-    if replayed is None or replayed.from_checkpoint or any(live.deleted for live in replayed.files):
-        return None  # not a log replayed here, a checkpoint's, or rows a deletion vector removes from a file
+    if replayed is None or any(live.deleted for live in replayed.files):
+        return None  # not a log replayed here, or rows a deletion vector removes from a file
+    if max_bytes is not None and sum(live.size for live in replayed.files) > max_bytes:
+        return None
     mapping = (replayed.metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
     if mapping != "none" or set(replayed.metadata.get("partitionColumns") or ()) & set(columns):
         return None
@@ -274,10 +293,10 @@ def rows_of_json_history(location: Path, columns: Sequence[str]) -> pa.Table | N
         relative = unquote(live.path)
         if ":" in relative.split("/", 1)[0] or relative.startswith("/"):
             return None  # an absolute URI (a shallow clone's files): not this folder's
-        data = pq.read_table(location / relative)
-        if any(name not in data.column_names for name in columns):
+        data = pq.ParquetFile(location / relative, coerce_int96_timestamp_unit="us")  # Spark's INT96: microseconds
+        if any(name not in data.schema_arrow.names for name in columns):
             return None  # written before a column was added: Spark fills it in, this reader does not
-        parts.append(data.select(list(columns)))
+        parts.append(data.read(columns=list(columns)))
     if not parts:
-        return None  # no file: the caller's empty-table answer comes from `record_count`
+        return pa.table({name: pa.nulls(0) for name in columns})
     return pa.concat_tables(parts, promote_options="permissive")

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.delta_log import rows_of_json_history
+from pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
 from pipelines.phases import phase
@@ -53,13 +53,13 @@ class DetectionSummary:
 
 def summarise_detections(spark: SparkSession, config: RadarConfig) -> DetectionSummary:
     """The gold detections of `config.cluster`, counted by kind and severity, with the first few summaries. A table
-    whose Delta log says it is empty is not read, and one whose log is still its JSON commits (a replay's) is read
-    from its files (`delta_log.rows_of_json_history`): Spark took two jobs and a snapshot, ~1.9 s of a cold JVM."""
+    whose Delta log says it is empty is not read, and a small one is read from its files
+    (`delta_log.rows_from_files`): Spark took two jobs and a snapshot, ~1.9 s of a cold JVM."""
     if log_says_empty(config, DETECTIONS):
         return DetectionSummary({}, ())
     catalog = TableCatalog(config)
     location = catalog.location(DETECTIONS)
-    stored = None if location is None else rows_of_json_history(location, SUMMARY_COLUMNS)
+    stored = None if location is None else rows_from_files(location, SUMMARY_COLUMNS, max_bytes=DRIVER_READ_MAX_BYTES)
     if stored is not None:
         return _summary_of_rows(stored.filter(pc.equal(stored["cluster"], config.cluster)))
     rows = spark.table(catalog.name(DETECTIONS)).where(F.col("cluster") == F.lit(config.cluster))

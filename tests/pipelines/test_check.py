@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.check import ingest_quality_row, rules_of, run_checks
+from pipelines.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
 from pipelines.cli import main
 from pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config
 from pipelines.tables import TableCatalog, ensure_tables
@@ -180,14 +180,8 @@ def test_a_failing_webhook_is_retried_and_the_alert_is_never_lost(
     assert row["notified_at"] is not None and row["last_seen"] > row["first_seen"]
 
 
-@pytest.mark.spark
-def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
-    spark,  # type: ignore[no-untyped-def]
-    radar_config: RadarConfig,
-    tmp_path: Path,
-) -> None:
-    config = radar_config.with_data_dir(tmp_path)
-    now = T0 + timedelta(minutes=30)
+def _write_quality_tables(spark, config: RadarConfig) -> None:  # type: ignore[no-untyped-def]
+    """Tables that break the ingest-quality, freshness and lag rules 30 minutes after T0."""
     naive = T0.replace(tzinfo=None)
     src = {"src_topic": "__consumer_offsets", "src_partition": 0}
     _write(spark, config, OFFSET_COMMITS, [{**src, "src_offset": i, "group_id": "g"} for i in range(8)])
@@ -227,6 +221,17 @@ def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
         ],
     )
 
+
+@pytest.mark.spark
+def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
+    spark,  # type: ignore[no-untyped-def]
+    radar_config: RadarConfig,
+    tmp_path: Path,
+) -> None:
+    config = radar_config.with_data_dir(tmp_path)
+    now = T0 + timedelta(minutes=30)
+    _write_quality_tables(spark, config)
+
     report = run_checks(spark, config, now=now, env={})
     results = {r.rule: r for r in report.results}
     assert results["quarantine_rate"].status == "failed"  # 2 of 15 records (8 commits, 2 quarantined, 1 tick, 4 events)
@@ -242,6 +247,37 @@ def test_ingest_quality_freshness_and_lag_rules_name_what_breaks_them(
     assert by_rule["monitor_lag"].group_id is None
     assert json.loads(by_rule["heartbeat_telemetry_freshness"].details)["row"]["group_id"] == "stale"
     assert report.unconfigured  # webhook and slack are routed, their variables are not set: said, not silent
+
+
+@pytest.mark.spark
+def test_the_check_view_reads_small_tables_from_their_files_with_no_spark_job_and_as_spark_would(
+    spark,  # type: ignore[no-untyped-def]
+    radar_config: RadarConfig,
+    tmp_path: Path,
+) -> None:
+    """`radar run` checks every minute beside its live queries: small local tables are read in the driver. The view
+    is the one Spark's reads give, and building it starts no Spark job."""
+    config = radar_config.with_data_dir(tmp_path)
+    now = T0 + timedelta(minutes=30)
+    _write_quality_tables(spark, config)
+    _write(spark, config, DETECTIONS, [_detection("stale", "open"), _detection("fresh", "resolved")])
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("check-view-from-files", "the view from files")
+    try:
+        from_files = build_check_view(spark, config, now)
+    finally:
+        spark.sparkContext.setJobGroup("", "")
+    assert tracker.getJobIdsForGroup("check-view-from-files") == []
+    from_spark = build_check_view(spark, config, now, driver_read_max_bytes=0)
+
+    def by_group_id(view: CheckView) -> list[dict[str, Any]]:
+        return sorted(view.rows, key=lambda row: (row["group_id"] is not None, row["group_id"] or ""))
+
+    assert by_group_id(from_files) == by_group_id(from_spark) and from_files.present == from_spark.present
+    by_group = {row["group_id"]: row for row in from_files.rows}
+    assert by_group["stale"]["open_critical_detections"] == 1 and by_group["fresh"]["open_critical_detections"] == 0
+    assert by_group["stale"]["telemetry_age_s"] == pytest.approx(600)
+    assert by_group[None]["records"] == 15 and by_group[None]["quarantined"] == 2
 
 
 def test_ingest_quality_row_counts_records_and_unknown_types() -> None:

@@ -13,9 +13,10 @@ from pipelines.config import RadarConfig
 from pipelines.delta_log import (
     ColumnMaximum,
     history_without_checkpoint,
+    live_files,
     log_version,
     record_count_where,
-    rows_of_json_history,
+    rows_from_files,
     timestamp_maximum,
 )
 from pipelines.streams import TableWriter
@@ -104,14 +105,15 @@ def test_upsert_by_key_replaces_matching_rows_and_is_idempotent(
 def test_a_small_tables_rows_are_read_from_its_files_as_spark_reads_them(  # type: ignore[no-untyped-def]
     spark, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
-    """While a table's log is its JSON commits, its rows come from the files the log keeps (MERGE's rewritten files
-    left out), the rows Spark reads; no answer once there is a checkpoint, or for a partition column."""
+    """A table's rows come from the files its log keeps (MERGE's rewritten files left out), the rows Spark reads,
+    before and after a checkpoint; no answer for a partition column, a missing column, or past the size cap."""
     config = radar_config.with_data_dir(tmp_path)
     ensure_tables(spark, config, [GROUP_HEALTH])
     location = TableCatalog(config).location(GROUP_HEALTH)
     assert location is not None
     columns = ("group_id", "generation", "members")
-    assert rows_of_json_history(location, columns) is None  # no file yet
+    empty = rows_from_files(location, columns)  # no file yet: no rows
+    assert empty is not None and empty.num_rows == 0 and empty.column_names == list(columns)
     upsert = upserting({GROUP_HEALTH.name: ("cluster", "group_id")})
     writer = TableWriter(config, "test:health", upsert, GOLD_TABLES)
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("a", 1, 2), ("b", 4, 1)])}, 0)
@@ -120,23 +122,33 @@ def test_a_small_tables_rows_are_read_from_its_files_as_spark_reads_them(  # typ
     def spark_rows() -> list[tuple[object, ...]]:
         return sorted(tuple(r) for r in spark.read.format("delta").load(str(location)).select(*columns).collect())
 
-    read = rows_of_json_history(location, columns)
-    assert read is not None
-    assert sorted(zip(*(read[c].to_pylist() for c in columns), strict=True)) == spark_rows()
-    assert spark_rows() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]  # "a" was rewritten: its old file is removed
-    assert rows_of_json_history(location, ("group_id", "no_such_column")) is None
-    assert rows_of_json_history(tmp_path / "no-table-here", columns) is None
+    def file_rows() -> list[tuple[object, ...]]:
+        read = rows_from_files(location, columns)
+        assert read is not None
+        return sorted(zip(*(read[c].to_pylist() for c in columns), strict=True))
+
+    assert file_rows() == spark_rows() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1)]  # "a"'s old file is removed
+    assert rows_from_files(location, ("group_id", "no_such_column")) is None
+    assert rows_from_files(tmp_path / "no-table-here", columns) is None
+    size = sum(f.size for f in live_files(location) or ())
+    assert size > 0
+    assert rows_from_files(location, columns, max_bytes=size) is not None
+    assert rows_from_files(location, columns, max_bytes=size - 1) is None
 
     partitioned = radar_config.with_data_dir(tmp_path / "partitioned")
     ensure_tables(spark, partitioned, [OFFSET_COMMITS])
     commits = TableCatalog(partitioned).location(OFFSET_COMMITS)
     assert commits is not None and OFFSET_COMMITS.partition_by
-    assert rows_of_json_history(commits, OFFSET_COMMITS.partition_by) is None
+    assert rows_from_files(commits, OFFSET_COMMITS.partition_by) is None
 
+    # after a checkpoint, its files and metadata are the log's start; a MERGE after it removes one of its files
     spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("d", 1, 1)])}, 2)
     assert list((location / "_delta_log").glob("*.checkpoint*.parquet"))
-    assert rows_of_json_history(location, columns) is None
+    assert file_rows() == spark_rows() == [("a", 2, 3), ("b", 4, 1), ("c", 1, 1), ("d", 1, 1)]  # all in it
+    spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '100')")
+    writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("b", 5, 2)])}, 3)
+    assert file_rows() == spark_rows() == [("a", 2, 3), ("b", 5, 2), ("c", 1, 1), ("d", 1, 1)]
 
 
 @pytest.mark.spark
