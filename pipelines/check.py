@@ -6,7 +6,8 @@ Slack gets its incoming-webhook JSON posted here rather than through GX's SlackN
 runs inside the checkpoint, before the alerts table says whether a failure is a new incident, an update of an open
 one or a resolution, and it neither retries nor reports delivery, so it would either repeat every failing check
 or lose notifications; the lifecycle (one message when an alert opens, one when it resolves, retried until
-delivered and only then `notified_at`) needs the post after the MERGE. GX's own action of the checkpoint logs.
+delivered and only then `notified_at`) needs the post after the alerts are reconciled, and the MERGE after the
+post. GX's own action of the checkpoint logs.
 """
 
 from __future__ import annotations
@@ -621,24 +622,25 @@ def run_checks(
         else:
             results.append(RuleResult(name, str(rule.severity), rule.threshold, "passed"))
 
-    with turn():
-        ensure_tables(spark, config, [ALERTS])
-        known = _load_alerts(spark, config)
-        changes: AlertChanges = reconcile(known, failures, set(outcome.evaluated), now)
-        _write_alerts(spark, config, changes.rows)
-
+    known = _load_alerts(spark, config)  # [] while the table does not exist
+    changes: AlertChanges = reconcile(known, failures, set(outcome.evaluated), now)
     current = {a.alert_id: a for a in known} | {a.alert_id: a for a in changes.rows}
-    pending = [a for a in current.values() if a.pending]
     notified: list[Alert] = []
     undelivered: list[str] = []
-    for alert in pending:
+    for alert in (a for a in current.values() if a.pending):
         problems = deliver(alert, notifiers, config.checks)
         if problems:
             undelivered += problems
         else:
             notified.append(Alert(**{**alert.as_row(), "notified_at": datetime.now(UTC)}))
-    with turn():
-        _write_alerts(spark, config, notified)
+    # one MERGE of what changed and what was delivered: an alert that opens is written once, not once opened and
+    # once notified (in a live run each MERGE is seconds of the two cores); a run that dies between the post and
+    # the write leaves the failure to the next run, which opens and posts it again (at least once, never lost)
+    written = {a.alert_id: a for a in changes.rows} | {a.alert_id: a for a in notified}
+    if written:
+        with turn():
+            ensure_tables(spark, config, [ALERTS])
+            _write_alerts(spark, config, list(written.values()))
     return CheckReport(
         checked_at=now,
         results=tuple(results),

@@ -101,6 +101,14 @@ def _alerts(spark, config: RadarConfig) -> list[dict[str, Any]]:  # type: ignore
     return [r.asDict() for r in spark.read.format("delta").load(str(location)).orderBy("first_seen").collect()]
 
 
+def _alert_writes(config: RadarConfig) -> int:
+    """MERGE commits in the alerts table's Delta log."""
+    location = TableCatalog(config).location(ALERTS)
+    assert location is not None
+    commits = [json.loads(line) for path in (location / "_delta_log").glob("*.json") for line in path.open()]
+    return sum(1 for action in commits if action.get("commitInfo", {}).get("operation") == "MERGE")
+
+
 def _with_checks(config: RadarConfig, **checks: Any) -> RadarConfig:
     return config.model_copy(update={"checks": config.checks.model_copy(update=checks)})
 
@@ -130,6 +138,7 @@ def test_an_alert_opens_updates_and_resolves_with_its_detection(
     (row,) = _alerts(spark, config)
     assert row["status"] == AlertStatus.OPEN and row["notified_at"] is not None
     assert row["alert_id"] == hook["alert"]["alert_id"]
+    assert _alert_writes(config) == 1  # opened and notified in one MERGE, not one for each
 
     # still failing, worse: the same alert is updated, nobody is notified again
     _write(spark, config, DETECTIONS, [_detection("g1", "open"), {**_detection("g1", "open"), "detection_id": "x"}])
@@ -146,9 +155,10 @@ def test_an_alert_opens_updates_and_resolves_with_its_detection(
     assert [b["event"] for b in endpoint.delivered("/hook")] == ["alert_opened", "alert_resolved"]
     (row,) = _alerts(spark, config)
     assert row["status"] == AlertStatus.RESOLVED and row["resolved_at"] is not None and row["notified_at"]
+    writes = _alert_writes(config)
     fourth = run_checks(spark, config, now=T0 + timedelta(minutes=3), env=env)
     assert not (fourth.opened or fourth.updated or fourth.resolved or fourth.notified)
-    assert len(_alerts(spark, config)) == 1
+    assert len(_alerts(spark, config)) == 1 and _alert_writes(config) == writes  # nothing changed: no write
 
 
 @pytest.mark.spark
