@@ -22,7 +22,8 @@ trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one
 completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths end in the same
 gold rows (tested). Live, the two queries also take turns (`pipelines.detection_turn`): a detection micro-batch runs
 alone, the gold query's writes in the gaps between detection batches, one at a time, a waiting detection batch
-first.
+first; a detection batch that ends while writes wait lends the turn to one and returns after it, so the next batch
+fixes its offsets after that write, not before.
 
 Provisional detections (live): a tracker decides on the events at or below the watermark only, which trails the
 newest event by `lateness_ms` and is computed from the previous micro-batch, so a detection would wait that long

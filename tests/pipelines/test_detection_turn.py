@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from pipelines.detection_turn import detection_turn, taking_turn, write_turn
+import pipelines.detection_turn as detection_turn_module
+from pipelines.detection_turn import LEND_GRACE_S, detection_turn, taking_turn, write_turn
 
 
 def test_a_waiting_detection_batch_goes_before_every_waiting_write() -> None:
@@ -41,8 +42,10 @@ def test_a_waiting_detection_batch_goes_before_every_waiting_write() -> None:
     assert order == ["first write", "detection batch", "second write"]
 
 
-def test_one_holder_at_a_time_and_the_turn_is_given_back_after_a_failure() -> None:
-    """Writes and detection batches from many threads never overlap; a write that raises gives the turn back."""
+def test_one_holder_at_a_time_and_the_turn_is_given_back_after_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes and detection batches from many threads never overlap; a write that raises gives the turn back. (A
+    short grace: with eight threads, writes fill the pool between detection batches and wait it out each time.)"""
+    monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 0.05)
     inside = 0
     most_inside = 0
     guard = threading.Lock()
@@ -68,3 +71,60 @@ def test_one_holder_at_a_time_and_the_turn_is_given_back_after_a_failure() -> No
     assert most_inside == 1
     with write_turn():  # free again
         pass
+
+
+def test_a_detection_batch_lends_the_turn_to_one_waiting_write_and_the_next_batch_goes_before_the_others() -> None:
+    """A micro-batch fixes its Kafka offsets before its body waits for the turn, so a batch that waited behind a
+    write missed what arrived during it. A detection batch that ends while writes wait lends the turn to one write
+    and returns once it is done; the next detection batch, due at once, goes before the other waiting writes
+    (they wait for the next lend, or for `LEND_GRACE_S` without one)."""
+    order: list[str] = []
+    guard = threading.Lock()
+
+    def note(what: str) -> None:
+        with guard:
+            order.append(what)
+
+    def write(name: str) -> None:
+        note(f"{name} starts")
+        time.sleep(0.2)
+        note(f"{name} ends")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with detection_turn():
+            note("batch 1")
+            writes = [pool.submit(taking_turn(lambda n=name: write(n))) for name in ("write A", "write B")]
+            time.sleep(0.2)  # both writes wait
+            assert order == ["batch 1"]
+        note("batch 1 returned")
+        with detection_turn():  # the next batch, at once
+            note("batch 2")
+        note("batch 2 returned")
+        for future in writes:
+            future.result(timeout=10)
+    first = order[1].removesuffix(" starts")
+    second = "write B" if first == "write A" else "write A"
+    assert order == [
+        "batch 1",
+        f"{first} starts",
+        f"{first} ends",  # lent: batch 1 returns after it
+        "batch 1 returned",
+        "batch 2",  # before the other write, still within the grace
+        f"{second} starts",  # lent by batch 2
+        f"{second} ends",
+        "batch 2 returned",
+    ]
+
+
+def test_a_write_takes_the_turn_unlent_once_no_detection_batch_came_within_the_grace() -> None:
+    """Writes are not starved by a detection query gone quiet (or absent: a replay): past `LEND_GRACE_S` after the
+    last detection batch, a write takes the turn without a lend."""
+    with detection_turn():
+        pass
+    started = time.monotonic()
+    with write_turn():
+        waited = time.monotonic() - started
+    assert LEND_GRACE_S - 0.05 <= waited < LEND_GRACE_S + 1.0
+    started = time.monotonic()
+    with write_turn():  # no detection batch since: at once
+        assert time.monotonic() - started < 0.5
