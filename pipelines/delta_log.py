@@ -6,7 +6,8 @@ for fourteen counts of a few dozen rows; the append path asks "is this table sti
 The log already holds both answers. The reader follows the Delta protocol's log replay: the newest classic
 checkpoint (single or multi-part parquet, from `_last_checkpoint` or the listing), then every JSON commit after it,
 a file being (path, deletion vector). It answers None where it cannot be sure (a V2 checkpoint, a file without
-`numRecords`, a commit not backfilled yet) and the caller then counts with Spark.
+`numRecords`, a commit not backfilled yet) and the caller then counts with Spark. A small table's rows are read the
+same way, from its live files with pyarrow (`rows_from_files`): the checks `radar run` runs every minute.
 """
 
 from __future__ import annotations
@@ -106,11 +107,10 @@ def _checkpoint_files(parts: list[Path]) -> tuple[dict[tuple[str, str], LiveFile
 
 @dataclass(frozen=True)
 class _ReplayedLog:
-    """A log replayed to its newest version: the live files, whether a checkpoint was its start, and the table's
-    newest `metaData` action (its JSON commits', else its checkpoint's)."""
+    """A log replayed to its newest version: the live files, and the table's newest `metaData` action (its JSON
+    commits', else its checkpoint's)."""
 
     files: list[LiveFile]
-    from_checkpoint: bool
     metadata: Mapping[str, Any]
 
 
@@ -151,7 +151,7 @@ def _replay_log(location: Path) -> _ReplayedLog | None:
                 }
                 if features & FOREIGN_COMMIT_FEATURES:
                     return None
-    return _ReplayedLog(list(files.values()), checkpoint is not None, metadata)
+    return _ReplayedLog(list(files.values()), metadata)
 
 
 def live_files(location: Path) -> list[LiveFile] | None:
@@ -270,9 +270,9 @@ def log_version(location: Path) -> int | None:
 def rows_from_files(location: Path, columns: Sequence[str], *, max_bytes: int | None = None) -> pa.Table | None:
     """`columns` of every row of the local Delta table at `location`, read from its live data files with pyarrow,
     no Spark job (a table without a file gives zero rows, its columns typed null); timestamps in microseconds, as
-    Spark holds them. Why: a small table read with
-    Spark is a snapshot reconstruction and a job or two, seconds of a cold JVM or of a busy one: the detection
-    summary that ends `radar replay` (~1.9 s) and `radar run`'s checks every minute, beside the live queries.
+    Spark holds them. Why: a small table read with Spark is a snapshot reconstruction and a job or two, seconds of
+    a cold JVM or of a busy one: the detection summary that ends `radar replay` (~1.9 s), and `radar run`'s checks
+    every minute beside the live queries.
 
     None when the files alone are not the rows (a deletion vector, column mapping, a partition column asked for,
     a file outside the table's folder, a file without one of `columns`, a commit owned by a catalog, a log this
