@@ -73,11 +73,14 @@ def test_one_holder_at_a_time_and_the_turn_is_given_back_after_a_failure(monkeyp
         pass
 
 
-def test_a_detection_batch_lends_the_turn_to_one_waiting_write_and_the_next_batch_goes_before_the_others() -> None:
+def test_a_detection_batch_lends_the_turn_to_one_waiting_write_and_the_next_batch_goes_before_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A micro-batch fixes its Kafka offsets before its body waits for the turn, so a batch that waited behind a
     write missed what arrived during it. A detection batch that ends while writes wait lends the turn to one write
     and returns once it is done; the next detection batch, due at once, goes before the other waiting writes
-    (they wait for the next lend, or for `LEND_GRACE_S` without one)."""
+    (they wait for the next lend, or for `LEND_GRACE_S` without one: long here, so a slow host cannot reorder)."""
+    monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 30.0)
     order: list[str] = []
     guard = threading.Lock()
 
