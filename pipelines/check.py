@@ -201,15 +201,17 @@ _VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
 """The columns the view reads of each source table."""
 
 
-def _rows_from_files(config: RadarConfig, table: TableSchema, max_bytes: int) -> pa.Table | None:
-    """`config.cluster`'s rows of a small local table, the view's columns, read from its files in the driver
-    (`delta_log.rows_from_files`); None where Spark must read it (a catalog table, past `max_bytes`, a log or files
-    the reader declines). Why: `radar run` checks every minute beside its live queries, and each table read with
+def _rows_from_files(
+    config: RadarConfig, table: TableSchema, max_bytes: int, columns: Sequence[str] | None = None
+) -> pa.Table | None:
+    """`config.cluster`'s rows of a small local table, `columns` (the view's by default), read from its files in the
+    driver (`delta_log.rows_from_files`); None where Spark must read it (a catalog table, past `max_bytes`, a log or
+    files the reader declines). Why: `radar run` checks every minute beside its live queries, and each table read with
     Spark is a snapshot and a job or more on the same two cores as the detection micro-batches."""
     location = TableCatalog(config).location(table)
     if location is None:
         return None
-    rows = rows_from_files(location, _VIEW_COLUMNS[table.name], max_bytes=max_bytes)
+    rows = rows_from_files(location, columns or _VIEW_COLUMNS[table.name], max_bytes=max_bytes)
     if rows is None or not rows.num_rows:
         return rows
     return rows.filter(pc.equal(rows["cluster"], config.cluster))
@@ -504,16 +506,13 @@ def _load_alerts(spark: SparkSession, config: RadarConfig) -> list[Alert]:
     """Alerts still open, or whose status is not delivered yet, of `config.cluster`. A small local table is read
     from its files in the driver (`delta_log.rows_from_files`): no snapshot and job every minute of `radar run`."""
     timestamps = ("first_seen", "last_seen", "updated_at", "resolved_at", "notified_at")
-    location = TableCatalog(config).location(ALERTS)
-    stored = None
-    if location is not None:
-        stored = rows_from_files(location, ALERTS.column_names, max_bytes=DRIVER_READ_MAX_BYTES)
+    stored = _rows_from_files(config, ALERTS, DRIVER_READ_MAX_BYTES, ALERTS.column_names)
     if stored is not None:
-        alerts = []
-        for row in stored.to_pylist():
-            if row["cluster"] == config.cluster and (row["status"] == AlertStatus.OPEN or row["notified_at"] is None):
-                alerts.append(Alert.from_row(row | {name: _utc_of_arrow(row[name]) for name in timestamps}))
-        return alerts
+        return [
+            Alert.from_row(row | {name: _utc_of_arrow(row[name]) for name in timestamps})
+            for row in stored.to_pylist()
+            if row["status"] == AlertStatus.OPEN or row["notified_at"] is None
+        ]
     rows = read_table(spark, config, ALERTS)
     if rows is None:
         return []
