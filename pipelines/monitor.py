@@ -76,11 +76,18 @@ def _summary_of_rows(rows: pa.Table) -> DetectionSummary:
     counts: dict[tuple[str, str], int] = {}
     for kind, severity in zip(rows["kind"].to_pylist(), rows["severity"].to_pylist(), strict=True):
         counts[(kind, severity)] = counts.get((kind, severity), 0) + 1
-    order = pc.sort_indices(
-        rows, sort_keys=[("detected_at", "ascending"), ("detection_id", "ascending")], null_placement="at_start"
+    # in Python, not `pc.sort_indices`: pyarrow 25 deprecated its null placement for all keys (a warning users saw),
+    # and the per-key form is not in older pyarrow; a run's detections are few
+    detected_at, detection_ids = rows["detected_at"].to_pylist(), rows["detection_id"].to_pylist()
+    order = sorted(
+        range(rows.num_rows),
+        key=lambda i: tuple(
+            (value is not None, value if value is not None else 0)
+            for value in (detected_at[i], detection_ids[i])
+        ),
     )
-    first = rows.take(order[:SUMMARY_EXAMPLES])["summary"].to_pylist()
-    return DetectionSummary(counts, tuple(str(summary) for summary in first))
+    summaries = rows["summary"].to_pylist()
+    return DetectionSummary(counts, tuple(str(summaries[i]) for i in order[:SUMMARY_EXAMPLES]))
 
 
 QUICK_START_MAX_DUMP_BYTES = 64 * 1024 * 1024

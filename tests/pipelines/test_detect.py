@@ -10,6 +10,7 @@ to gold must be exactly that, however micro-batches cut, reorder or delay the ro
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, date, datetime
@@ -668,7 +669,9 @@ def test_the_run_summary_counts_detections_and_reads_no_empty_table(spark: Spark
     assert stored
     context.setJobGroup(group, "the summary of a detections table whose log is its JSON commits")
     try:
-        summary = summarise_detections(spark, config)  # read from the files the log names
+        with warnings.catch_warnings():  # what users see after a replay: no library's deprecation warning
+            warnings.simplefilter("error")
+            summary = summarise_detections(spark, config)  # read from the files the log names
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     assert context.statusTracker().getJobIdsForGroup(group) == []
