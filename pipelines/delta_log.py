@@ -74,12 +74,13 @@ def _live_file(action: dict[str, Any]) -> LiveFile:
     )
 
 
-def _checkpoint_parts(log: Path, names: list[str]) -> tuple[int, list[Path]] | None:
-    """The newest complete classic checkpoint: (version, its parquet parts); None without one."""
+def _checkpoint_parts(log: Path, names: list[str], up_to: int | None = None) -> tuple[int, list[Path]] | None:
+    """The newest complete classic checkpoint (at or below version `up_to`, if given): (version, its parquet parts);
+    None without one."""
     found: dict[tuple[int, int], list[Path]] = {}
     for name in names:
         match = CLASSIC_CHECKPOINT_FILE.match(name)
-        if match:
+        if match and (up_to is None or int(match[1]) <= up_to):
             version, parts = int(match[1]), int(match[3] or 1)
             found.setdefault((version, parts), []).append(log / name)
     complete = [(version, paths) for (version, parts), paths in found.items() if len(paths) == parts]
@@ -114,25 +115,32 @@ class _ReplayedLog:
     metadata: Mapping[str, Any]
 
 
-def _replay_log(location: Path) -> _ReplayedLog | None:
+def _replay_log(location: Path, version: int | None = None) -> _ReplayedLog | None:
+    """The log replayed to its newest version, or to `version` (None if the log does not reach it)."""
     log = location / "_delta_log"
     if not log.is_dir():
         return None
     names = [p.name for p in log.iterdir()]
     if any(V2_CHECKPOINT_FILE.match(name) for name in names):
         return None
-    checkpoint = _checkpoint_parts(log, names)
+    checkpoint = _checkpoint_parts(log, names, version)
     start = -1
     files: dict[tuple[str, str], LiveFile] = {}
     metadata: dict[str, Any] = {}
     if checkpoint is not None:
         start, parts = checkpoint
         files, metadata = _checkpoint_files(parts)
-    commits = sorted(int(m[1]) for name in names if (m := COMMIT_FILE.match(name)) and int(m[1]) > start)
+    commits = sorted(
+        int(m[1])
+        for name in names
+        if (m := COMMIT_FILE.match(name)) and start < int(m[1]) and (version is None or int(m[1]) <= version)
+    )
     if checkpoint is None and (not commits or commits[0] != 0):
         return None  # no checkpoint and no first commit: not a table yet (or being created)
     if commits and commits != list(range(commits[0], commits[0] + len(commits))):
         return None  # a gap: a commit being written or not backfilled
+    if version is not None and (commits[-1] if commits else start) != version:
+        return None  # the log does not reach `version` (or lost it to a cleanup)
     for version in commits:
         for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -267,12 +275,14 @@ def log_version(location: Path) -> int | None:
     return max(versions) if versions else None
 
 
-def rows_from_files(location: Path, columns: Sequence[str], *, max_bytes: int | None = None) -> pa.Table | None:
-    """`columns` of every row of the local Delta table at `location`, read from its live data files with pyarrow,
-    no Spark job (a table without a file gives zero rows, its columns typed null); timestamps in microseconds, as
-    Spark holds them. Why: a small table read with Spark is a snapshot reconstruction and a job or two, seconds of
-    a cold JVM or of a busy one: the detection summary that ends `radar replay` (~1.9 s), and `radar run`'s checks
-    every minute beside the live queries.
+def rows_from_files(
+    location: Path, columns: Sequence[str], *, max_bytes: int | None = None, version: int | None = None
+) -> pa.Table | None:
+    """`columns` of every row of the local Delta table at `location` (at `version`, else its newest), read from its
+    live data files with pyarrow, no Spark job (a table without a file gives zero rows, its columns typed null);
+    timestamps in microseconds, as Spark holds them. Why: a small table read with Spark is a snapshot reconstruction
+    and a job or two, seconds of a cold JVM or of a busy one: the detection summary that ends `radar replay` (~1.9
+    s), `radar run`'s checks every minute beside the live queries, the ids a live detection batch looks up.
 
     None when the files alone are not the rows (a deletion vector, column mapping, a partition column asked for,
     a file outside the table's folder, a file without one of `columns`, a commit owned by a catalog, a log this
@@ -280,7 +290,7 @@ def rows_from_files(location: Path, columns: Sequence[str], *, max_bytes: int | 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    replayed = _replay_log(location)
+    replayed = _replay_log(location, version)
     if replayed is None or any(live.deleted for live in replayed.files):
         return None  # not a log replayed here, or rows a deletion vector removes from a file
     if max_bytes is not None and sum(live.size for live in replayed.files) > max_bytes:

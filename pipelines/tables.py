@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.delta_log import live_files, log_version, record_count
+from pipelines.delta_log import DRIVER_READ_MAX_BYTES, live_files, log_version, record_count, rows_from_files
 from transforms.schemas import RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
@@ -379,9 +379,14 @@ _HELD_KEYS: dict[str, HeldKeys] = {}
 
 def held_keys(spark: SparkSession, location: Path, key: Sequence[str]) -> HeldKeys | None:
     """The keys the table at `location` holds: this process's knowledge while its version is the one known, else
-    read (one scan of the key columns) and remembered. None for a table that does not exist."""
+    read and remembered. None for a table that does not exist. A small table's keys are read from its files in the
+    driver (`delta_log.rows_from_files`): a live detection batch that opens a detection after the gold query's MERGE
+    moved the version read them with a Delta snapshot and a Spark job, on its path to the detection's row."""
 
     def read(version: int) -> HeldKeys:
+        stored = rows_from_files(location, key, max_bytes=DRIVER_READ_MAX_BYTES, version=version)
+        if stored is not None:
+            return HeldKeys(version, frozenset(zip(*(stored[name].to_pylist() for name in key), strict=True)))
         rows = spark.read.format("delta").option("versionAsOf", version).load(str(location)).select(*key).collect()
         return HeldKeys(version, frozenset(tuple(r) for r in rows))
 

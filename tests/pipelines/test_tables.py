@@ -27,6 +27,7 @@ from pipelines.tables import (
     append_new_records,
     ensure_tables,
     ensure_tables_in_background,
+    held_keys,
     held_offsets_known,
     register_existing_tables,
     stats_columns,
@@ -149,6 +150,46 @@ def test_a_small_tables_rows_are_read_from_its_files_as_spark_reads_them(  # typ
     spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.checkpointInterval' = '100')")
     writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, [("b", 5, 2)])}, 3)
     assert file_rows() == spark_rows() == [("a", 2, 3), ("b", 5, 2), ("c", 1, 1), ("d", 1, 1)]
+
+    # an older version: from the checkpoint at or below it and the commits up to it, as Spark's time travel
+    newest = log_version(location)
+    assert newest is not None
+    for version in range(1, newest + 1):
+        at = rows_from_files(location, columns, version=version)
+        assert at is not None
+        travelled = spark.read.format("delta").option("versionAsOf", version).load(str(location)).select(*columns)
+        assert sorted(zip(*(at[c].to_pylist() for c in columns), strict=True)) == sorted(
+            tuple(r) for r in travelled.collect()
+        ), version
+    assert rows_from_files(location, columns, version=newest + 1) is None  # not in the log (yet)
+
+
+@pytest.mark.spark
+def test_the_keys_a_small_table_holds_are_read_from_its_files_without_a_spark_job(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`held_keys` after another writer moved the version (a live detection batch after the gold query's MERGE):
+    the keys Spark would read, from the table's files, no Spark job on the detection's path."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [GROUP_HEALTH])
+    location = TableCatalog(config).location(GROUP_HEALTH)
+    assert location is not None
+    key = ("cluster", "group_id")
+    upsert = upserting({GROUP_HEALTH.name: key})
+    writer = TableWriter(config, "test:health-keys", upsert, GOLD_TABLES)
+    context = spark.sparkContext
+    group = f"held-keys-{tmp_path.name}"
+    for batch_id, groups in enumerate([[("a", 1, 2), ("b", 4, 1)], [("a", 2, 3), ("c", 1, 1)]]):
+        writer.write_tables({GROUP_HEALTH.name: _health_rows(spark, config, groups)}, batch_id)
+        context.setJobGroup(group, "the keys of a small table")
+        try:
+            held = held_keys(spark, location, key)
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+        assert context.statusTracker().getJobIdsForGroup(group) == []
+        assert held is not None and held.version == log_version(location)
+        expected = {tuple(r) for r in spark.read.format("delta").load(str(location)).select(*key).collect()}
+        assert held.keys == expected == {(config.cluster, g) for g in "abc"[: 2 + batch_id]}
 
 
 @pytest.mark.spark
