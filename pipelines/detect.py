@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -539,6 +539,7 @@ class DetectionSplit:
     held: DataFrame | None
     new_keys: tuple[tuple[object, ...], ...]
     known: HeldKeys
+    latest: DataFrame  # persisted; `release()` it after the writes
 
     def append_new(self, config: RadarConfig, location: Path) -> None:
         """The first rows of new detections, straight into `detections` (a blind append: no MERGE, no table state),
@@ -550,19 +551,21 @@ class DetectionSplit:
             append_rows(self.new.select(*DETECTIONS.column_names).coalesce(1), config, DETECTIONS)
             note_written_keys(location, self.known, self.new_keys)
 
+    def release(self) -> None:
+        self.latest.unpersist()
 
-def split_detections(
-    rows: DataFrame, config: RadarConfig, location: Path, ids: Sequence[object]
-) -> DetectionSplit | None:
-    """Live: which detection rows (of detection `ids`, collected with the batch's targets) are first rows
-    (appended to `detections` in this micro-batch, so a detection is queryable at once) and which update a row the
-    table holds (staged to `detector_output`; the gold query MERGEs them on its own trigger; the two writers take
-    turns, `detection_turn`). None when the table's ids cannot be known (it is missing). The newest version per id
-    is computed by each write from the cached batch: no job of its own before the new detection's append."""
+
+def split_detections(rows: DataFrame, config: RadarConfig, location: Path) -> DetectionSplit | None:
+    """Live: which detection rows are first rows (appended to `detections` in this micro-batch, so a detection is
+    queryable at once) and which update a row the table holds (staged to `detector_output`; the gold query MERGEs
+    them on its own trigger; the two writers take turns, `detection_turn`). None when the table's ids cannot be
+    known (it is missing)."""
+    latest = latest_per_key(rows, DETECTIONS).persist()
+    ids = [row["detection_id"] for row in latest.select("detection_id").collect()]
     known = held_keys(rows.sparkSession, location, KEY_COLUMNS[DETECTIONS.name])
     if known is None:
+        latest.unpersist()
         return None
-    latest = latest_per_key(rows, DETECTIONS)
     new_ids = [i for i in ids if (i,) not in known.keys]
     held_ids = [i for i in ids if (i,) in known.keys]
     return DetectionSplit(
@@ -570,6 +573,7 @@ def split_detections(
         held=latest.where(F.col("detection_id").isin(*held_ids)) if held_ids else None,
         new_keys=tuple((i,) for i in new_ids),
         known=known,
+        latest=latest,
     )
 
 
@@ -599,18 +603,15 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
 
     def write_batch(batch: DataFrame) -> None:
         batch.persist()
+        split: DetectionSplit | None = None
         try:
-            # one job: the batch (the stateful operator runs here) and which tables and detection ids it holds
-            targets = batch.select("target", "detection_id").distinct().collect()
-            present = {row["target"] for row in targets}
+            present = {row["target"] for row in batch.select("target").distinct().collect()}
             to_stage: list[DataFrame] = []
             if staged and present & staged_names:
                 to_stage.append(batch.where(F.col("target").isin(*staged_names)))
             location = TableCatalog(config).location(DETECTIONS)
-            split: DetectionSplit | None = None
             if staged and DETECTIONS.name in present and location is not None:
-                ids = sorted({row["detection_id"] for row in targets if row["target"] == DETECTIONS.name})
-                split = split_detections(batch.where(F.col("target") == DETECTIONS.name), config, location, ids)
+                split = split_detections(batch.where(F.col("target") == DETECTIONS.name), config, location)
             merged = [
                 t
                 for t in GOLD_TABLES.values()
@@ -640,6 +641,8 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             for future in done:
                 future.result()
         finally:
+            if split is not None:
+                split.release()
             batch.unpersist()
 
     return write
