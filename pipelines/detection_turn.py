@@ -20,8 +20,8 @@ for the turn: a record that arrived during a write went to the batch after the w
 latency (a live run: decided at +225.8 s, shown at +233.3 s behind a 1.5 s MERGE). So a detection batch that ends
 while writes wait hands the turn to one of them and returns only once that write is done; the next batch then
 starts after the write, with the records that came meanwhile, and holds the turn for `LEND_GRACE_S` before any
-write may take it unlent. Writes are not starved: one is lent the turn after a detection batch (below: one that ran
-clear of ingest batches; any one once a write waited `WRITE_WAIT_MAX_S`), and while no detection batch runs (a
+write may take it unlent. Writes are not starved: one is lent the turn after a detection batch (below: a short one,
+outside ingest batches; any one once a write waited `WRITE_WAIT_MAX_S`), and while no detection batch runs (a
 replay, an idle query) a write takes it once `LEND_GRACE_S` has passed.
 
 Writes also keep out of the live ingest queries' batches (`ingest_batch`), which do not take the turn: a write
@@ -30,11 +30,11 @@ triggers fire on multiples of their interval, and the gold query's 60 s trigger 
 Beside the two ingest batches a 1.5-2 s gold MERGE took 4.2 s, and the detection batch lent the turn waited for all
 of it (a live run: decided at +147.5 s, shown at +156.1 s).
 
-And a detection batch that overlapped an ingest batch lends none: it was slowed (one took 4.7 s), and a record that
-came during it would wait for the lent write as well, then for the next batch (a live run: decided at +106.3 s, 2.4
-s more of that batch, a 3.2 s MERGE, a 2.2 s batch: shown at +113.8 s). The next batch, clear of ingest and short,
-goes first and lends the turn instead. A write waits at most `WRITE_WAIT_MAX_S` for such a quiet moment (a
-backlog's ingest batches run back to back), then goes.
+And a detection batch that held the turn longer than `LEND_AFTER_BATCH_MAX_S` lends none: a record that came during
+it (a batch beside ingest took 4.7 s) would wait for the lent write as well, then for the next batch (a live run:
+decided at +106.3 s, 2.4 s more of that batch, a 3.2 s MERGE, a 2.2 s batch: shown at +113.8 s). The next batch, a
+short one, goes first and lends the turn instead. A write waits at most `WRITE_WAIT_MAX_S` for such a quiet moment
+(a backlog's ingest batches run back to back; a loaded host's detection batches are all long), then goes.
 """
 
 from __future__ import annotations
@@ -58,12 +58,14 @@ LEND_WAIT_MAX_S = 120.0
 write that cannot get the turn, say behind another detection query of the process, must not hold it forever)."""
 
 
-WRITE_BEFORE_INGEST_S = 2.5
+WRITE_BEFORE_INGEST_S = 2.0
 """A write does not start when a live ingest trigger is due within this long: a gold MERGE takes 1-2.5 s alone."""
 
+LEND_AFTER_BATCH_MAX_S = 2.0
+"""A detection batch that held the turn longer than this lends none (the records that came meanwhile go first)."""
+
 WRITE_WAIT_MAX_S = 20.0
-"""A write waits at most this long for a quiet moment (the ingest queries' quiet phase, a detection batch clear of
-them)."""
+"""A write waits at most this long for a quiet moment (the ingest queries' quiet phase, a short detection batch)."""
 
 
 class _Turn:
@@ -84,7 +86,6 @@ class _Turn:
         self._ingest_batches = 0  # live ingest batches running
         self._ingest_every_s: float | None = None  # their trigger interval, while they run (see `_ingest_quiet`)
         self._ingest_seen_at = float("-inf")  # wall time an ingest batch last began or ended
-        self._ingest_active_at = float("-inf")  # the same, monotonic
 
     def _ingest_quiet(self) -> bool:
         """No live ingest batch runs, and none is due within `WRITE_BEFORE_INGEST_S` (by their trigger interval, if
@@ -149,8 +150,8 @@ class _Turn:
 
     def _lend_after_detection(self) -> None:
         """A detection batch's end (the condition held): lend the turn to one waiting write and wait for it."""
-        clear = self._ingest_active_at < self._detection_took_at  # no ingest batch began or ended during it
-        if self._writes_waiting and ((clear and self._ingest_quiet()) or self._write_overdue()):
+        short = time.monotonic() - self._detection_took_at <= LEND_AFTER_BATCH_MAX_S
+        if self._writes_waiting and ((short and self._ingest_quiet()) or self._write_overdue()):
             done_before = self._writes_done
             self._lending = self._lent = True
             self._changed.notify_all()
@@ -162,13 +163,13 @@ class _Turn:
     def ingest_batch(self, every_s: float | None) -> Iterator[None]:
         with self._changed:
             self._ingest_batches += 1
-            self._ingest_every_s, self._ingest_seen_at, self._ingest_active_at = every_s, time.time(), time.monotonic()
+            self._ingest_every_s, self._ingest_seen_at = every_s, time.time()
         try:
             yield
         finally:
             with self._changed:
                 self._ingest_batches -= 1
-                self._ingest_seen_at, self._ingest_active_at = time.time(), time.monotonic()
+                self._ingest_seen_at = time.time()
                 self._changed.notify_all()
 
 

@@ -210,12 +210,11 @@ def test_writes_start_in_the_ingest_triggers_quiet_phase_and_go_beside_ingest_af
     assert 0.5 - 0.05 <= waited < 0.5 + 1.0
 
 
-def test_a_detection_batch_beside_an_ingest_batch_lends_no_turn_and_the_next_clear_one_does(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A record that came during a detection batch slowed by an ingest batch (one took 4.7 s) would wait for a lent
-    write too: a detection batch that overlapped an ingest batch returns at once, the next, clear one lends."""
+def test_a_long_detection_batch_lends_no_turn_and_the_next_short_one_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record that came during a long detection batch (one beside ingest took 4.7 s) would wait for a lent write
+    too: a batch that held the turn past `LEND_AFTER_BATCH_MAX_S` returns at once, the next (short) one lends."""
     monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 30.0)  # no write takes the turn unlent here
+    monkeypatch.setattr(detection_turn_module, "LEND_AFTER_BATCH_MAX_S", 0.2)
     order: list[str] = []
 
     def write() -> None:
@@ -224,13 +223,12 @@ def test_a_detection_batch_beside_an_ingest_batch_lends_no_turn_and_the_next_cle
         order.append("write ends")
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        with detection_turn():  # beside an ingest batch
+        with detection_turn():  # a long batch
             waiting = pool.submit(taking_turn(write))
-            with ingest_batch(None):
-                time.sleep(0.2)
-        order.append("batch beside ingest returned")
-        with detection_turn():  # the next, clear of ingest
+            time.sleep(0.4)
+        order.append("long batch returned")
+        with detection_turn():  # the next, short
             pass
-        order.append("clear batch returned")
+        order.append("short batch returned")
         waiting.result(timeout=30)
-    assert order == ["batch beside ingest returned", "write starts", "write ends", "clear batch returned"]
+    assert order == ["long batch returned", "write starts", "write ends", "short batch returned"]
