@@ -20,21 +20,15 @@ for the turn: a record that arrived during a write went to the batch after the w
 latency (a live run: decided at +225.8 s, shown at +233.3 s behind a 1.5 s MERGE). So a detection batch that ends
 while writes wait hands the turn to one of them and returns only once that write is done; the next batch then
 starts after the write, with the records that came meanwhile, and holds the turn for `LEND_GRACE_S` before any
-write may take it unlent. Writes are not starved: one is lent the turn after a detection batch (below: a short one,
-outside ingest batches; any one once a write waited `WRITE_WAIT_MAX_S`), and while no detection batch runs (a
-replay, an idle query) a write takes it once `LEND_GRACE_S` has passed.
+write may take it unlent. Writes are not starved: one is lent the turn after every detection batch, and while no
+detection batch runs (a replay, an idle query) a write takes it once `LEND_GRACE_S` has passed.
 
 Writes also keep out of the live ingest queries' batches (`ingest_batch`), which do not take the turn: a write
 (lent or not) starts only while no ingest batch runs and none is due within `WRITE_BEFORE_INGEST_S` (processing-time
 triggers fire on multiples of their interval, and the gold query's 60 s trigger always lands on an ingest trigger).
 Beside the two ingest batches a 1.5-2 s gold MERGE took 4.2 s, and the detection batch lent the turn waited for all
-of it (a live run: decided at +147.5 s, shown at +156.1 s).
-
-And a detection batch that held the turn longer than `LEND_AFTER_BATCH_MAX_S` lends none: a record that came during
-it (a batch beside ingest took 4.7 s) would wait for the lent write as well, then for the next batch (a live run:
-decided at +106.3 s, 2.4 s more of that batch, a 3.2 s MERGE, a 2.2 s batch: shown at +113.8 s). The next batch, a
-short one, goes first and lends the turn instead. A write waits at most `WRITE_WAIT_MAX_S` for such a quiet moment
-(a backlog's ingest batches run back to back; a loaded host's detection batches are all long), then goes.
+of it (a live run: decided at +147.5 s, shown at +156.1 s). A write waits at most `INGEST_QUIET_WAIT_MAX_S` for that
+quiet phase: a backlog's ingest batches run back to back.
 """
 
 from __future__ import annotations
@@ -61,11 +55,8 @@ write that cannot get the turn, say behind another detection query of the proces
 WRITE_BEFORE_INGEST_S = 2.0
 """A write does not start when a live ingest trigger is due within this long: a gold MERGE takes 1-2.5 s alone."""
 
-LEND_AFTER_BATCH_MAX_S = 2.0
-"""A detection batch that held the turn longer than this lends none (the records that came meanwhile go first)."""
-
-WRITE_WAIT_MAX_S = 20.0
-"""A write waits at most this long for a quiet moment (the ingest queries' quiet phase, a short detection batch)."""
+INGEST_QUIET_WAIT_MAX_S = 20.0
+"""A write waits at most this long for the ingest queries' quiet phase, then goes beside them."""
 
 
 class _Turn:
@@ -81,7 +72,6 @@ class _Turn:
         self._lent = False  # that write has not taken it yet
         self._writes_done = 0
         self._detection_left_at = float("-inf")  # monotonic time the last detection batch let go of the turn
-        self._detection_took_at = float("-inf")  # monotonic time the running detection batch took the turn
         self._write_waits: list[float] = []  # monotonic times the waiting writes began to wait
         self._ingest_batches = 0  # live ingest batches running
         self._ingest_every_s: float | None = None  # their trigger interval, while they run (see `_ingest_quiet`)
@@ -99,18 +89,16 @@ class _Turn:
             return True  # no trigger known, or one too short to leave writes a phase of their own
         return every - now % every >= WRITE_BEFORE_INGEST_S
 
-    def _write_overdue(self) -> bool:
-        """A write has waited `WRITE_WAIT_MAX_S` for a quiet moment: it goes at the next chance."""
-        return bool(self._write_waits) and time.monotonic() - min(self._write_waits) >= WRITE_WAIT_MAX_S
+    def _ingest_allows_writes(self) -> bool:
+        waited = time.monotonic() - min(self._write_waits, default=time.monotonic())
+        return self._ingest_quiet() or waited >= INGEST_QUIET_WAIT_MAX_S
 
     def _write_may_go(self) -> bool:
         if self._held or self._detections_waiting:
             return False
         if self._lending:
             return self._lent  # the one write lent the turn; the others wait for the next detection batch
-        return time.monotonic() - self._detection_left_at >= LEND_GRACE_S and (
-            self._ingest_quiet() or self._write_overdue()
-        )
+        return time.monotonic() - self._detection_left_at >= LEND_GRACE_S and self._ingest_allows_writes()
 
     @contextmanager
     def held(self, *, detection: bool) -> Iterator[None]:
@@ -121,7 +109,6 @@ class _Turn:
                     self._changed.wait_for(lambda: not self._held)
                 finally:
                     self._detections_waiting -= 1
-                self._detection_took_at = time.monotonic()
             else:
                 self._writes_waiting += 1
                 began = time.monotonic()
@@ -150,8 +137,7 @@ class _Turn:
 
     def _lend_after_detection(self) -> None:
         """A detection batch's end (the condition held): lend the turn to one waiting write and wait for it."""
-        short = time.monotonic() - self._detection_took_at <= LEND_AFTER_BATCH_MAX_S
-        if self._writes_waiting and ((short and self._ingest_quiet()) or self._write_overdue()):
+        if self._writes_waiting and self._ingest_allows_writes():
             done_before = self._writes_done
             self._lending = self._lent = True
             self._changed.notify_all()

@@ -171,7 +171,7 @@ def test_writes_start_in_the_ingest_triggers_quiet_phase_and_go_beside_ingest_af
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Processing-time triggers fire on multiples of their interval: a write does not start when an ingest trigger
-    is due within `WRITE_BEFORE_INGEST_S`. And a write waits at most `WRITE_WAIT_MAX_S` for ingest (a backlog
+    is due within `WRITE_BEFORE_INGEST_S`. And a write waits at most `INGEST_QUIET_WAIT_MAX_S` for ingest (a backlog
     runs its batches back to back)."""
     monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 0.0)
     monkeypatch.setattr(detection_turn_module, "WRITE_BEFORE_INGEST_S", 0.6)
@@ -193,7 +193,7 @@ def test_writes_start_in_the_ingest_triggers_quiet_phase_and_go_beside_ingest_af
     with write_turn():
         assert time.time() - asked < 0.3
 
-    monkeypatch.setattr(detection_turn_module, "WRITE_WAIT_MAX_S", 0.5)
+    monkeypatch.setattr(detection_turn_module, "INGEST_QUIET_WAIT_MAX_S", 0.5)
     endless = threading.Event()
 
     def backlog() -> None:
@@ -208,27 +208,3 @@ def test_writes_start_in_the_ingest_triggers_quiet_phase_and_go_beside_ingest_af
             waited = time.monotonic() - started
         endless.set()
     assert 0.5 - 0.05 <= waited < 0.5 + 1.0
-
-
-def test_a_long_detection_batch_lends_no_turn_and_the_next_short_one_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A record that came during a long detection batch (one beside ingest took 4.7 s) would wait for a lent write
-    too: a batch that held the turn past `LEND_AFTER_BATCH_MAX_S` returns at once, the next (short) one lends."""
-    monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 30.0)  # no write takes the turn unlent here
-    monkeypatch.setattr(detection_turn_module, "LEND_AFTER_BATCH_MAX_S", 0.2)
-    order: list[str] = []
-
-    def write() -> None:
-        order.append("write starts")
-        time.sleep(0.3)
-        order.append("write ends")
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        with detection_turn():  # a long batch
-            waiting = pool.submit(taking_turn(write))
-            time.sleep(0.4)
-        order.append("long batch returned")
-        with detection_turn():  # the next, short
-            pass
-        order.append("short batch returned")
-        waiting.result(timeout=30)
-    assert order == ["long batch returned", "write starts", "write ends", "short batch returned"]
