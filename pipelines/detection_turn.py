@@ -78,15 +78,14 @@ class _Turn:
         self._ingest_seen_at = float("-inf")  # wall time an ingest batch last began or ended
 
     def _ingest_quiet(self) -> bool:
-        """No live ingest batch runs, and none is due within `WRITE_BEFORE_INGEST_S` (by their trigger interval, if
-        at least four times that, while ingest batches came within the last two intervals: a stopped query's
-        triggers are not waited for)."""
+        """No live ingest batch runs, and none is due within `WRITE_BEFORE_INGEST_S` (by their trigger interval,
+        while ingest batches came within the last two intervals: a stopped query's triggers are not waited for)."""
         if self._ingest_batches:
             return False
         every = self._ingest_every_s
         now = time.time()
-        if every is None or every < 4 * WRITE_BEFORE_INGEST_S or now - self._ingest_seen_at > 2 * every:
-            return True  # no trigger known, or one too short to leave writes a phase of their own
+        if every is None or now - self._ingest_seen_at > 2 * every:
+            return True
         return every - now % every >= WRITE_BEFORE_INGEST_S
 
     def _ingest_allows_writes(self) -> bool:
