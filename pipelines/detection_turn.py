@@ -22,13 +22,6 @@ while writes wait hands the turn to one of them and returns only once that write
 starts after the write, with the records that came meanwhile, and holds the turn for `LEND_GRACE_S` before any
 write may take it unlent. Writes are not starved: one is lent the turn after every detection batch, and while no
 detection batch runs (a replay, an idle query) a write takes it once `LEND_GRACE_S` has passed.
-
-Writes also keep out of the live ingest queries' batches (`ingest_batch`), which do not take the turn: a write
-(lent or not) starts only while no ingest batch runs and none is due within `WRITE_BEFORE_INGEST_S` (processing-time
-triggers fire on multiples of their interval, and the gold query's 60 s trigger always lands on an ingest trigger).
-Beside the two ingest batches a 1.5-2 s gold MERGE took 4.2 s, and the detection batch lent the turn waited for all
-of it (a live run: decided at +147.5 s, shown at +156.1 s). A write waits at most `INGEST_QUIET_WAIT_MAX_S` for that
-quiet phase: a backlog's ingest batches run back to back.
 """
 
 from __future__ import annotations
@@ -52,13 +45,6 @@ LEND_WAIT_MAX_S = 120.0
 write that cannot get the turn, say behind another detection query of the process, must not hold it forever)."""
 
 
-WRITE_BEFORE_INGEST_S = 2.0
-"""A write does not start when a live ingest trigger is due within this long: a gold MERGE takes 1-2.5 s alone."""
-
-INGEST_QUIET_WAIT_MAX_S = 20.0
-"""A write waits at most this long for the ingest queries' quiet phase, then goes beside them."""
-
-
 class _Turn:
     """One holder at a time; detection batches waiting go before writes waiting; a detection batch that ends while
     writes wait lends the turn to one of them and waits for it to be done."""
@@ -72,32 +58,13 @@ class _Turn:
         self._lent = False  # that write has not taken it yet
         self._writes_done = 0
         self._detection_left_at = float("-inf")  # monotonic time the last detection batch let go of the turn
-        self._write_waits: list[float] = []  # monotonic times the waiting writes began to wait
-        self._ingest_batches = 0  # live ingest batches running
-        self._ingest_every_s: float | None = None  # their trigger interval, while they run (see `_ingest_quiet`)
-        self._ingest_seen_at = float("-inf")  # wall time an ingest batch last began or ended
-
-    def _ingest_quiet(self) -> bool:
-        """No live ingest batch runs, and none is due within `WRITE_BEFORE_INGEST_S` (by their trigger interval,
-        while ingest batches came within the last two intervals: a stopped query's triggers are not waited for)."""
-        if self._ingest_batches:
-            return False
-        every = self._ingest_every_s
-        now = time.time()
-        if every is None or now - self._ingest_seen_at > 2 * every:
-            return True
-        return every - now % every >= WRITE_BEFORE_INGEST_S
-
-    def _ingest_allows_writes(self) -> bool:
-        waited = time.monotonic() - min(self._write_waits, default=time.monotonic())
-        return self._ingest_quiet() or waited >= INGEST_QUIET_WAIT_MAX_S
 
     def _write_may_go(self) -> bool:
         if self._held or self._detections_waiting:
             return False
         if self._lending:
             return self._lent  # the one write lent the turn; the others wait for the next detection batch
-        return time.monotonic() - self._detection_left_at >= LEND_GRACE_S and self._ingest_allows_writes()
+        return time.monotonic() - self._detection_left_at >= LEND_GRACE_S
 
     @contextmanager
     def held(self, *, detection: bool) -> Iterator[None]:
@@ -110,17 +77,14 @@ class _Turn:
                     self._detections_waiting -= 1
             else:
                 self._writes_waiting += 1
-                began = time.monotonic()
-                self._write_waits.append(began)
                 try:
                     while not self._write_may_go():
-                        # held or lent elsewhere: woken by the change; else by the grace's end or the ingest phase
+                        # held or lent elsewhere: woken by the change; else by the grace's end
                         left = LEND_GRACE_S - (time.monotonic() - self._detection_left_at)
                         busy = self._held or self._lending or self._detections_waiting
-                        self._changed.wait(timeout=None if busy else min(max(left, 0.01), INGEST_POLL_S))
+                        self._changed.wait(timeout=None if busy else max(left, 0.01))
                 finally:
                     self._writes_waiting -= 1
-                    self._write_waits.remove(began)
                 self._lent = False
             self._held = True
         try:
@@ -136,7 +100,7 @@ class _Turn:
 
     def _lend_after_detection(self) -> None:
         """A detection batch's end (the condition held): lend the turn to one waiting write and wait for it."""
-        if self._writes_waiting and self._ingest_allows_writes():
+        if self._writes_waiting:
             done_before = self._writes_done
             self._lending = self._lent = True
             self._changed.notify_all()
@@ -144,22 +108,6 @@ class _Turn:
             self._lending = self._lent = False
         self._detection_left_at = time.monotonic()
 
-    @contextmanager
-    def ingest_batch(self, every_s: float | None) -> Iterator[None]:
-        with self._changed:
-            self._ingest_batches += 1
-            self._ingest_every_s, self._ingest_seen_at = every_s, time.time()
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._ingest_batches -= 1
-                self._ingest_seen_at = time.time()
-                self._changed.notify_all()
-
-
-INGEST_POLL_S = 0.1
-"""How often a waiting write, not woken by a change of the turn, looks again at the grace and the ingest phase."""
 
 _TURN = _Turn()
 
@@ -172,12 +120,6 @@ def detection_turn() -> AbstractContextManager[None]:
 def write_turn() -> AbstractContextManager[None]:
     """Hold the turn for a write beside a live detection query (after every detection batch waiting for it)."""
     return _TURN.held(detection=False)
-
-
-def ingest_batch(every_s: float | None) -> AbstractContextManager[None]:
-    """Mark a live ingest micro-batch (its query triggers every `every_s` seconds, None if unknown) as running:
-    writes wait for its end, and for the quiet phase between ingest triggers (see the module docstring)."""
-    return _TURN.ingest_batch(every_s)
 
 
 def taking_turn(write: Callable[[], Result]) -> Callable[[], Result]:

@@ -23,7 +23,6 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from pipelines.config import ConfigError, RadarConfig
-from pipelines.detection_turn import ingest_batch
 from pipelines.phases import phase
 from pipelines.streams import (
     BatchTables,
@@ -34,7 +33,6 @@ from pipelines.streams import (
     TableWriter,
     Trigger,
     start_query,
-    trigger_seconds,
 )
 from pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
 from transforms.offsets_batch import route_offsets_batches
@@ -304,17 +302,6 @@ def telemetry_batch_writer(
     return writer.foreach_batch(tables_of)
 
 
-def _marked_live(write: BatchWriter, every_s: float | None) -> BatchWriter:
-    """`write` marking each micro-batch as a live ingest batch (`detection_turn.ingest_batch`): the gold query's
-    MERGEs and the checks' alerts write wait for it to end, and start between ingest triggers."""
-
-    def marked(batch: DataFrame, batch_id: int) -> None:
-        with ingest_batch(every_s):
-            write(batch, batch_id)
-
-    return marked
-
-
 class IngestStage(Stage):
     """The offsets and telemetry queries over `source` (Kafka or replay, same schema).
 
@@ -353,10 +340,7 @@ class IngestStage(Stage):
         # replay, into the same tables must not skip its first batches as already written.
         checkpoints = self.config.checkpoint_dir / self.checkpoint_name
         app_id = f"{query}@{self.checkpoint_name}"
-        write = writer(app_id)
-        if not self.trigger.available_now:  # live: the process's other writes keep out of its batches
-            write = _marked_live(write, trigger_seconds(self.trigger.processing_time))
-        return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, write, self.trigger)
+        return start_query(rows, f"{query}-{self.checkpoint_name}", checkpoints / query, writer(app_id), self.trigger)
 
     def start_queries(self) -> RunningQueries:
         tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes, and below

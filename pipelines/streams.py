@@ -63,17 +63,6 @@ class Trigger:
         return stream.trigger(processingTime=self.processing_time)
 
 
-_TRIGGER_INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour)s?\s*$", re.I)
-_UNIT_SECONDS = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0}
-
-
-def trigger_seconds(processing_time: str) -> float | None:
-    """The seconds of a processing-time interval written as the configs write it ("10 seconds", "500 milliseconds",
-    "1 minute"); None for any other form Spark may accept (then nothing is timed by it: `detection_turn`)."""
-    match = _TRIGGER_INTERVAL.match(processing_time)
-    return None if match is None else float(match[1]) * _UNIT_SECONDS[match[2].lower()]
-
-
 JAVA_FRAME_PREFIXES = ("\tat ", "\t... ")
 MAX_JAVA_ERROR_LINES = 12
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import pipelines.detection_turn as detection_turn_module
-from pipelines.detection_turn import LEND_GRACE_S, detection_turn, ingest_batch, taking_turn, write_turn
+from pipelines.detection_turn import LEND_GRACE_S, detection_turn, taking_turn, write_turn
 
 
 def test_a_waiting_detection_batch_goes_before_every_waiting_write() -> None:
@@ -131,71 +131,3 @@ def test_a_write_takes_the_turn_unlent_once_no_detection_batch_came_within_the_g
     started = time.monotonic()
     with write_turn():  # no detection batch since: at once
         assert time.monotonic() - started < 0.5
-
-
-def test_writes_wait_for_a_live_ingest_batch_and_a_detection_batch_lends_no_turn_beside_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A gold MERGE beside the two ingest batches took 4.2 s instead of 1.5-2 s, and the detection batch that had
-    lent it the turn waited for all of it. So a write waits for a running ingest batch, and a detection batch that
-    ends beside one returns at once instead of lending the turn."""
-    monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 0.05)
-    order: list[str] = []
-    ingest_ends = threading.Event()
-
-    def ingest() -> None:
-        with ingest_batch(None):
-            order.append("ingest batch starts")
-            ingest_ends.wait(timeout=30)
-            order.append("ingest batch ends")
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        running = pool.submit(ingest)
-        while "ingest batch starts" not in order:
-            time.sleep(0.01)
-        write = pool.submit(taking_turn(lambda: order.append("write")))
-        time.sleep(0.5)
-        started = time.monotonic()
-        with detection_turn():
-            pass
-        assert time.monotonic() - started < 0.5  # not lent: returned without waiting for the write
-        time.sleep(0.3)
-        assert order == ["ingest batch starts"]  # the write still waits
-        ingest_ends.set()
-        running.result(timeout=30)
-        write.result(timeout=30)
-    assert order == ["ingest batch starts", "ingest batch ends", "write"]
-
-
-def test_writes_start_in_the_ingest_triggers_quiet_phase_and_go_beside_ingest_after_the_longest_wait(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Processing-time triggers fire on multiples of their interval: a write does not start when an ingest trigger
-    is due within `WRITE_BEFORE_INGEST_S`. And a write waits at most `INGEST_QUIET_WAIT_MAX_S` for ingest (a backlog
-    runs its batches back to back)."""
-    monkeypatch.setattr(detection_turn_module, "LEND_GRACE_S", 0.0)
-    monkeypatch.setattr(detection_turn_module, "WRITE_BEFORE_INGEST_S", 0.6)
-    phases = []
-    for _ in range(4):
-        with ingest_batch(1.0):  # an ingest query triggering every second
-            pass
-        with write_turn():
-            phases.append(time.time() % 1.0)
-        time.sleep(0.45)  # land anywhere in the next second
-    assert all(phase < 0.4 + 0.15 for phase in phases), phases  # never within 0.6 s of the next trigger
-
-    monkeypatch.setattr(detection_turn_module, "INGEST_QUIET_WAIT_MAX_S", 0.5)
-    endless = threading.Event()
-
-    def backlog() -> None:
-        with ingest_batch(1.0):
-            endless.wait(timeout=30)
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(backlog)
-        time.sleep(0.1)
-        started = time.monotonic()
-        with write_turn():
-            waited = time.monotonic() - started
-        endless.set()
-    assert 0.5 - 0.05 <= waited < 0.5 + 1.0

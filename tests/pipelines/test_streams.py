@@ -20,7 +20,6 @@ from pipelines.streams import (
     compact_java_error,
     raising_compact_java_errors,
     start_query,
-    trigger_seconds,
 )
 
 
@@ -146,20 +145,3 @@ def test_a_first_entry_a_stop_abandoned_does_not_block_the_next_start(spark: Spa
     assert "0" in written and not set(ABANDONED_FIRST_ENTRY) & set(written)
     assert clear_abandoned_log_writes(checkpoint) == []  # the entries and their checksums are kept
     assert sorted(path.name for path in (checkpoint / "offsets").iterdir()) == written
-
-
-@pytest.mark.parametrize(
-    ("interval", "seconds"),
-    [
-        ("10 seconds", 10.0),
-        ("1 second", 1.0),
-        ("500 milliseconds", 0.5),
-        ("1 minute", 60.0),
-        ("interval 2 hours", 7200.0),
-        ("  30 Seconds ", 30.0),
-        ("10s", None),  # a form the configs do not use: nothing is timed by it
-        ("ten seconds", None),
-    ],
-)
-def test_a_trigger_interval_in_seconds(interval: str, seconds: float | None) -> None:
-    assert trigger_seconds(interval) == seconds
