@@ -141,8 +141,8 @@ def _replay_log(location: Path, version: int | None = None) -> _ReplayedLog | No
         return None  # a gap: a commit being written or not backfilled
     if version is not None and (commits[-1] if commits else start) != version:
         return None  # the log does not reach `version` (or lost it to a cleanup)
-    for version in commits:
-        for line in (log / f"{version:020d}.json").read_text(encoding="utf-8").splitlines():
+    for commit in commits:
+        for line in (log / f"{commit:020d}.json").read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             action = json.loads(line)

@@ -82,8 +82,7 @@ def _summary_of_rows(rows: pa.Table) -> DetectionSummary:
     order = sorted(
         range(rows.num_rows),
         key=lambda i: tuple(
-            (value is not None, value if value is not None else 0)
-            for value in (detected_at[i], detection_ids[i])
+            (value is not None, value if value is not None else 0) for value in (detected_at[i], detection_ids[i])
         ),
     )
     summaries = rows["summary"].to_pylist()
