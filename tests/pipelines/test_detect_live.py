@@ -1,6 +1,7 @@
 """Live evidence of the detectors on the embedded broker: real confluent-kafka members (classic and
 `group.protocol=consumer`) stall, get evicted, commit as zombies, overrun max.poll.interval.ms, crash-loop, scale
-out, shut down cleanly and restart statically, while the broker log is shipped, the agent reports and a clock
+out, shut down cleanly and restart statically, and members on Apache Kafka's Java client (both protocols, their own
+log shipped) stall and commit as zombies, while the broker log is shipped, the agent reports and a clock
 ticks every second on the telemetry topic; the healthy fleet runs beside the incidents. Then the detection query
 reads `__consumer_offsets` and the telemetry topic through Spark's Kafka source and decodes them itself, as
 `radar run` does (`KafkaDetectorSources`; that it gives the rows silver gives is `test_detect`'s), and the real
@@ -31,6 +32,7 @@ from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
 from tests.pipelines.group_member import create_topics, start_member
 from tests.pipelines.ingest_support import isolated_config
+from tests.pipelines.java_member import JAVA_CLIENT_PREFIX, start_java_member
 from tests.pipelines.unsynced_member import UnsyncedMember
 from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 
@@ -115,11 +117,45 @@ class Scenarios:
         time.sleep(stall_s)
         a.signal(signal.SIGCONT)
         a.wait_for("commit_error", 30)
-        # let A finish rejoining before it is closed: a member closed between its JoinGroup and its assignment
-        # sends no LeaveGroup, and the broker rightly expires it a session later (a real expiry, not this scenario's)
+        self._wait_for_rejoin(a)
+
+    def java_stalled_zombie(self, scenario: str, protocol: str, stall_s: float, config: RadarConfig) -> None:
+        """As `stalled_zombie`, on Apache Kafka's Java client and without the agent: what tells is the broker's log
+        and A's own log, shipped to the telemetry topic as a user ships client logs (its `[Consumer ...]` lines)."""
+        from emitters.log_shipper import start_shipper
+
+        topic, group = self.group(scenario)
+
+        def java(name: str) -> tuple[MemberProcess, Path]:
+            started, log = start_java_member(
+                config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group, protocol=protocol
+            )
+            self.running.append((f"{scenario}/{name}", started))
+            return started, log
+
+        a, a_log = java("A")
+        shipper = start_shipper(a_log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
+        try:
+            a.wait_for("assigned", 60)
+            b, _ = java("B")
+            b.wait_for("assigned", 60)
+            time.sleep(2.0)
+            self.recording.moments[f"{scenario}/stopped"] = now_ms()
+            a.signal(signal.SIGSTOP)
+            time.sleep(stall_s)
+            a.signal(signal.SIGCONT)
+            a.wait_for("commit_error", 30)
+            self._wait_for_rejoin(a)
+        finally:
+            shipper.stop()
+
+    @staticmethod
+    def _wait_for_rejoin(member: MemberProcess) -> None:
+        """Until `member` is assigned again after its refused commit (closed before that, it would send no
+        LeaveGroup and be expired a session later: a real expiry, not the scenario's)."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            lines = a.lines()
+            lines = member.lines()
             failed_at = next(i for i, line in enumerate(lines) if "commit_error" in line)
             if any("assigned" in line for line in lines[failed_at:]):
                 break
@@ -285,6 +321,11 @@ def recording(
                 scenarios.stop_all()
                 scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
                 scenarios.stop_all()
+                scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, radar_config)
+                scenarios.stop_all()
+                kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
+                scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, radar_config)
+                scenarios.stop_all()
                 scenarios.poll_overruns("poll-overrun")
                 scenarios.stop_all()
                 unsynced = scenarios.joins_without_sync("never-syncs")
@@ -374,6 +415,35 @@ def test_stalled_member_expires_then_commits_as_a_zombie(recording: Recording, s
         str(DetectionKind.HEARTBEAT_AT_RISK),
         str(DetectionKind.HEARTBEAT_EXPIRATION),
         str(DetectionKind.ZOMBIE_COMMIT),
+    }, [(d["kind"], d["member_id"], d["summary"]) for d in found]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "session_ms"), [("java-classic-zombie", 3000), ("java-kip848-zombie", KIP848_SESSION_TIMEOUT_MS)]
+)
+def test_java_client_member_stalled_expires_then_commits_as_a_zombie(
+    recording: Recording, scenario: str, session_ms: int
+) -> None:
+    """Apache Kafka's Java client (classic `ConsumerCoordinator`, KIP-848 `AsyncKafkaConsumer`), no agent: the
+    broker's log says A expired; A's own shipped log says its commit was refused (classic: "Offset commit failed on
+    partition ... The coordinator is not aware of this member." and "OffsetCommit failed with Generation{...}";
+    KIP-848: "OffsetCommit failed with UNKNOWN_MEMBER_ID", no member id in the line)."""
+    a_first = recording.member_ids(f"{scenario}/A")[0]
+    found = recording.of(scenario)
+    expiries = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)]
+    assert [d["member_id"] for d in expiries] == [a_first], found
+    stopped = recording.moments[f"{scenario}/stopped"]
+    assert ms(expiries[0]["detected_at"]) <= stopped + session_ms + 5000
+    zombies = [d for d in found if d["kind"] == str(DetectionKind.ZOMBIE_COMMIT)]
+    assert [z["member_id"] for z in zombies] == [a_first], found
+    assert ms(zombies[0]["detected_at"]) >= ms(expiries[0]["detected_at"])
+    assert "UNKNOWN_MEMBER_ID" in zombies[0]["summary"], zombies
+    # No agent, and the Java client logs no heartbeat at INFO: no early warning. Classic A joins, expires, rejoins
+    # and leaves (the test's shutdown) within seconds: four bounces with A departing twice is flapping by the rule.
+    assert recording.kinds(scenario) <= {
+        str(DetectionKind.HEARTBEAT_EXPIRATION),
+        str(DetectionKind.ZOMBIE_COMMIT),
+        str(DetectionKind.MEMBERSHIP_FLAPPING),
     }, [(d["kind"], d["member_id"], d["summary"]) for d in found]
 
 

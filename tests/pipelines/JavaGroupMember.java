@@ -1,0 +1,107 @@
+// A consumer-group member on Apache Kafka's own Java client, for the live tests: real Java-client log lines
+// (log4j2, written to the file the test ships) and the group-coordinator traffic of kafka-clients, not librdkafka.
+// Run as a single-file program: java -cp <the embedded broker's classpath> JavaGroupMember.java ARGS.
+// It prints one JSON line per assignment and per refused commit (what `MemberProcess.wait_for` reads), polls every
+// 100 ms, and commits its position every 300 ms synchronously, logging a refused commit as an application would.
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+public class JavaGroupMember {
+    private static final Logger LOG = LoggerFactory.getLogger(JavaGroupMember.class);
+
+    private static void print(String json) {
+        System.out.println(json);
+        System.out.flush();
+    }
+
+    private static String quoted(String text) {
+        return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    public static void main(String[] args) throws Exception {
+        // bootstrap topic group client-id protocol(classic|consumer) session-timeout-ms run-s
+        String topic = args[1];
+        String protocol = args[4];
+        Properties settings = new Properties();
+        settings.put("bootstrap.servers", args[0]);
+        settings.put("group.id", args[2]);
+        settings.put("client.id", args[3]);
+        settings.put("group.protocol", protocol);
+        if (protocol.equals("classic")) {  // the consumer protocol's timeouts are the broker's (KIP-848)
+            settings.put("session.timeout.ms", args[5]);
+            settings.put("heartbeat.interval.ms", "500");
+        }
+        settings.put("enable.auto.commit", "false");
+        settings.put("auto.offset.reset", "earliest");
+        settings.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        settings.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        long runMs = Long.parseLong(args[6]) * 1000;
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(settings);
+        CountDownLatch closed = new CountDownLatch(1);
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            consumer.wakeup();  // SIGTERM: leave the poll loop, close() (LeaveGroup)
+            try {
+                closed.await();
+            } catch (InterruptedException ignored) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(java.util.Collection<TopicPartition> partitions) {}
+
+            @Override
+            public void onPartitionsAssigned(java.util.Collection<TopicPartition> partitions) {
+                List<String> numbers = new ArrayList<>();
+                for (TopicPartition partition : partitions) {
+                    numbers.add(String.valueOf(partition.partition()));
+                }
+                print("{\"assigned\": [" + String.join(", ", numbers) + "], \"member\": "
+                    + quoted(consumer.groupMetadata().memberId()) + ", \"generation\": "
+                    + consumer.groupMetadata().generationId() + "}");
+            }
+        });
+        long end = System.currentTimeMillis() + runMs;
+        long nextCommit = 0;
+        try {
+            while (System.currentTimeMillis() < end) {
+                consumer.poll(Duration.ofMillis(100));
+                if (System.currentTimeMillis() >= nextCommit && !consumer.assignment().isEmpty()) {
+                    Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                    for (TopicPartition partition : consumer.assignment()) {  // what it has consumed: its position
+                        offsets.put(partition, new OffsetAndMetadata(consumer.position(partition)));
+                    }
+                    try {
+                        consumer.commitSync(offsets);
+                    } catch (WakeupException stop) {
+                        throw stop;
+                    } catch (KafkaException refused) {
+                        LOG.error("Commit of offsets {} failed", offsets, refused);
+                        print("{\"commit_error\": " + quoted(refused.getClass().getSimpleName()) + "}");
+                    }
+                    nextCommit = System.currentTimeMillis() + 300;
+                }
+            }
+        } catch (WakeupException stop) {
+            // asked to stop
+        } finally {
+            consumer.close();
+            closed.countDown();
+        }
+    }
+}
