@@ -76,7 +76,7 @@ def test_kip848_member_stalled_then_refused() -> None:
 
 @pytest.mark.parametrize("name", ["classic-zombie-A.log", "kip848-zombie-A.log"])
 def test_state_transitions_of_the_kip848_client_are_not_events(name: str) -> None:
-    """"Member M with epoch E transitioned from S1 to S2." is deliberately not read (docs/telemetry-wording.md)."""
+    """The KIP-848 client's "Member M with epoch E transitioned from S1 to S2." is deliberately not read."""
     lines = [line for line in (RECORDED / name).read_text().splitlines() if " transitioned from " in line]
     assert bool(lines) is name.startswith("kip848")
     for line in lines:
