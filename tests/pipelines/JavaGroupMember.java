@@ -33,7 +33,12 @@ public class JavaGroupMember {
     }
 
     public static void main(String[] args) throws Exception {
-        // bootstrap topic group client-id protocol(classic|consumer) session-timeout-ms run-s
+        // bootstrap topic group client-id protocol(classic|consumer) session-timeout-ms run-s [name=value ...]:
+        // stalls=AFTER_S,FOR_S,COUNT (after each of its first COUNT assignments, AFTER_S of polling, then FOR_S
+        // without a poll, as a slow batch would); any other name=value is a consumer setting
+        int stallAfterMs = 0;
+        int stallForMs = 0;
+        int stallsLeft = 0;
         String topic = args[1];
         String protocol = args[4];
         Properties settings = new Properties();
@@ -49,7 +54,19 @@ public class JavaGroupMember {
         settings.put("auto.offset.reset", "earliest");
         settings.put("key.deserializer", ByteArrayDeserializer.class.getName());
         settings.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        for (int i = 7; i < args.length; i++) {
+            String[] pair = args[i].split("=", 2);
+            if (pair[0].equals("stalls")) {
+                String[] stall = pair[1].split(",");
+                stallAfterMs = (int) (Double.parseDouble(stall[0]) * 1000);
+                stallForMs = (int) (Double.parseDouble(stall[1]) * 1000);
+                stallsLeft = Integer.parseInt(stall[2]);
+            } else {
+                settings.put(pair[0], pair[1]);
+            }
+        }
         long runMs = Long.parseLong(args[6]) * 1000;
+        long[] assignedAt = {0};
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(settings);
         CountDownLatch closed = new CountDownLatch(1);
         Thread main = Thread.currentThread();
@@ -71,6 +88,9 @@ public class JavaGroupMember {
                 for (TopicPartition partition : partitions) {
                     numbers.add(String.valueOf(partition.partition()));
                 }
+                if (!partitions.isEmpty()) {
+                    assignedAt[0] = System.currentTimeMillis();
+                }
                 print("{\"assigned\": [" + String.join(", ", numbers) + "], \"member\": "
                     + quoted(consumer.groupMetadata().memberId()) + ", \"generation\": "
                     + consumer.groupMetadata().generationId() + "}");
@@ -81,6 +101,12 @@ public class JavaGroupMember {
         try {
             while (System.currentTimeMillis() < end) {
                 consumer.poll(Duration.ofMillis(100));
+                if (stallsLeft > 0 && assignedAt[0] > 0 && System.currentTimeMillis() - assignedAt[0] >= stallAfterMs) {
+                    stallsLeft -= 1;
+                    assignedAt[0] = 0;
+                    print("{\"stalling\": " + stallForMs + "}");
+                    Thread.sleep(stallForMs);
+                }
                 if (System.currentTimeMillis() >= nextCommit && !consumer.assignment().isEmpty()) {
                     Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                     for (TopicPartition partition : consumer.assignment()) {  // what it has consumed: its position

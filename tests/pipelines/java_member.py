@@ -47,8 +47,10 @@ def start_java_member(
     protocol: str = "classic",
     session_timeout_ms: int = 3000,
     run_s: int = 120,
+    extra: tuple[str, ...] = (),
 ) -> tuple[MemberProcess, Path]:
-    """One Java member with client id `name`; returns it and its log file (`<out_dir>/<name>.log`)."""
+    """One Java member with client id `name` (`extra`: `name=value` arguments, see `JavaGroupMember.java`);
+    returns it and its log file (`<out_dir>/<name>.log`)."""
     java = shutil.which("java")
     assert java is not None, "java is not on PATH"
     log_file = out_dir / f"{name}.log"
@@ -57,6 +59,6 @@ def start_java_member(
     classpath = ":".join(str(path) for path in broker_classpath(config))
     command = [
         java, "-Xmx256m", f"-Dlog4j2.configurationFile={settings}", "-cp", classpath, str(SOURCE),
-        bootstrap, topic, group, name, protocol, str(session_timeout_ms), str(run_s),
+        bootstrap, topic, group, name, protocol, str(session_timeout_ms), str(run_s), *extra,
     ]  # fmt: skip
     return MemberProcess(command, out_dir / f"{name}.jsonl"), log_file

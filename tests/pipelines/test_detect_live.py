@@ -119,6 +119,15 @@ class Scenarios:
         a.wait_for("commit_error", 30)
         self._wait_for_rejoin(a)
 
+    def java_member(
+        self, config: RadarConfig, scenario: str, name: str, topic: str, group: str, protocol: str, *extra: str
+    ) -> tuple[MemberProcess, Path]:
+        started, log = start_java_member(
+            config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group, protocol=protocol, extra=extra
+        )
+        self.running.append((f"{scenario}/{name}", started))
+        return started, log
+
     def java_stalled_zombie(self, scenario: str, protocol: str, stall_s: float, config: RadarConfig) -> None:
         """As `stalled_zombie`, on Apache Kafka's Java client and without the agent: what tells is the broker's log
         and A's own log, shipped to the telemetry topic as a user ships client logs (its `[Consumer ...]` lines)."""
@@ -127,11 +136,7 @@ class Scenarios:
         topic, group = self.group(scenario)
 
         def java(name: str) -> tuple[MemberProcess, Path]:
-            started, log = start_java_member(
-                config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group, protocol=protocol
-            )
-            self.running.append((f"{scenario}/{name}", started))
-            return started, log
+            return self.java_member(config, scenario, name, topic, group, protocol)
 
         a, a_log = java("A")
         shipper = start_shipper(a_log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
@@ -146,6 +151,27 @@ class Scenarios:
             a.signal(signal.SIGCONT)
             a.wait_for("commit_error", 30)
             self._wait_for_rejoin(a)
+        finally:
+            shipper.stop()
+
+    def java_poll_overruns(self, scenario: str, config: RadarConfig) -> None:
+        """As `poll_overruns`, on the Java client, without the agent: C stalls 5 s against a 3 s
+        max.poll.interval.ms after each of its first two assignments; its heartbeat thread leaves the group."""
+        from emitters.log_shipper import start_shipper
+
+        topic, group = self.group(scenario)
+        b, _ = self.java_member(config, scenario, "B", topic, group, "classic")
+        b.wait_for("assigned", 60)
+        c, c_log = self.java_member(
+            config, scenario, "C", topic, group, "classic", "max.poll.interval.ms=3000", "stalls=2,5,2"
+        )
+        shipper = start_shipper(c_log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and sum("stalling" in line for line in c.lines()) < 2:
+                time.sleep(0.5)
+            assert sum("stalling" in line for line in c.lines()) == 2, c.out.read_text()[-2000:]
+            time.sleep(8.0)  # the second overrun and the rejoin
         finally:
             shipper.stop()
 
@@ -326,6 +352,8 @@ def recording(
                 kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
                 scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, radar_config)
                 scenarios.stop_all()
+                scenarios.java_poll_overruns("java-poll-overrun", radar_config)
+                scenarios.stop_all()
                 scenarios.poll_overruns("poll-overrun")
                 scenarios.stop_all()
                 unsynced = scenarios.joins_without_sync("never-syncs")
@@ -457,6 +485,21 @@ def test_repeated_poll_overruns_are_rebalances_caused_by_poll_timeout(recording:
     # membership bouncing n <-> n+1 (flapping, as in the seed scenario of repeated overruns).
     found = [(d["kind"], d["member_id"], d["summary"]) for d in recording.of("poll-overrun")]
     assert recording.kinds("poll-overrun") <= {
+        str(DetectionKind.ZOMBIE_COMMIT),
+        str(DetectionKind.MEMBERSHIP_FLAPPING),
+    }, found
+
+
+def test_java_client_poll_overruns_are_rebalances_caused_by_poll_timeout(recording: Recording) -> None:
+    """The Java client's heartbeat thread leaves the group when its poll timer expires ("consumer poll timeout has
+    expired"; the broker's LeaveGroup line carries it as the client reason): two rebalances, each caused by C."""
+    group = recording.groups["java-poll-overrun"]
+    stabilized = [r for r in recording.rebalances if r["group_id"] == group and r["stabilized_at"]]
+    overruns = [r for r in stabilized if r["cause"] == "poll_timeout"]
+    assert len(overruns) >= 2, [(r["generation"], r["cause"]) for r in stabilized]
+    assert all(r["left"] and all(m.startswith("java-poll-overrun-C-") for m in r["left"]) for r in overruns)
+    found = [(d["kind"], d["member_id"], d["summary"]) for d in recording.of("java-poll-overrun")]
+    assert recording.kinds("java-poll-overrun") <= {
         str(DetectionKind.ZOMBIE_COMMIT),
         str(DetectionKind.MEMBERSHIP_FLAPPING),
     }, found
