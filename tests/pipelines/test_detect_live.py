@@ -1,12 +1,12 @@
 """Live evidence of the detectors on the embedded broker: real confluent-kafka members (classic and
 `group.protocol=consumer`) stall, get evicted, commit as zombies, overrun max.poll.interval.ms, crash-loop, scale
-out, shut down cleanly and restart statically, and members on Apache Kafka's Java client (both protocols, their own
-log shipped) stall and commit as zombies, while the broker log is shipped, the agent reports and a clock
-ticks every second on the telemetry topic; the healthy fleet runs beside the incidents. Then the detection query
-reads `__consumer_offsets` and the telemetry topic through Spark's Kafka source and decodes them itself, as
-`radar run` does (`KafkaDetectorSources`; that it gives the rows silver gives is `test_detect`'s), and the real
-`transforms.detectors` tracker writes gold; each group must show exactly its incident, and the healthy groups
-nothing.
+out, shut down cleanly and restart statically, and members on Apache Kafka's Java client (their own log shipped)
+stall and commit as zombies (both protocols), overrun max.poll.interval.ms and restart statically, while the
+broker log is shipped, the agent reports and a clock ticks every second on the telemetry topic; the healthy fleet
+runs beside the incidents. Then the detection query reads `__consumer_offsets` and the telemetry topic through
+Spark's Kafka source and decodes them itself, as `radar run` does (`KafkaDetectorSources`; that it gives the rows
+silver gives is `test_detect`'s), and the real `transforms.detectors` tracker writes gold; each group must show
+exactly its incident, and the healthy groups nothing.
 """
 
 from __future__ import annotations
@@ -175,6 +175,42 @@ class Scenarios:
         finally:
             shipper.stop()
 
+    def java_static_rolling_restart(self, scenario: str, config: RadarConfig) -> None:
+        """As `static_rolling_restart`, on the Java client (its log shipped): J1, J2 with group.instance.id and a
+        10 s session, each closed (no LeaveGroup for a static member) and started again within it."""
+        from emitters.log_shipper import start_shipper
+
+        topic, group = self.group(scenario)
+        shippers = []
+        try:
+            for instance in ("java-static-1", "java-static-2"):
+                member, log = self.java_static_member(config, scenario, instance, topic, group)
+                shippers.append(start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,)))
+                member.wait_for("assigned", 60)
+            time.sleep(3.0)
+            for instance in ("java-static-1", "java-static-2"):
+                old = next(p for k, p in self.running if k == f"{scenario}/{instance}")
+                old.stop()
+                time.sleep(1.0)
+                new, log = self.java_static_member(config, scenario, f"{instance}-again", topic, group, instance)
+                shippers.append(start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,)))
+                new.wait_for("assigned", 60)
+                time.sleep(2.0)
+        finally:
+            for shipper in shippers:
+                shipper.stop()
+
+    def java_static_member(
+        self, config: RadarConfig, scenario: str, name: str, topic: str, group: str, instance: str | None = None
+    ) -> tuple[MemberProcess, Path]:
+        instance_id = f"group.instance.id={instance or name}"
+        started, log = start_java_member(
+            config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group,
+            session_timeout_ms=10000, run_s=300, extra=(instance_id,),
+        )  # fmt: skip
+        self.running.append((f"{scenario}/{name}", started))
+        return started, log
+
     @staticmethod
     def _wait_for_rejoin(member: MemberProcess) -> None:
         """Until `member` is assigned again after its refused commit (closed before that, it would send no
@@ -341,7 +377,7 @@ def recording(
     healthy = Scenarios(bootstrap, telemetry, out_dir, result)
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
-            fleet = pool.submit(healthy_fleet, healthy)
+            fleet = pool.submit(healthy_fleet, healthy, radar_config)
             try:
                 scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
                 scenarios.stop_all()
@@ -377,12 +413,14 @@ def recording(
     return result
 
 
-def healthy_fleet(scenarios: Scenarios) -> None:
-    """Scale-outs and clean shutdowns (classic, KIP-848), then a static rolling restart whose members stay up until
-    detection has read everything (a static member's close sends no LeaveGroup)."""
+def healthy_fleet(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Scale-outs and clean shutdowns (classic, KIP-848), then static rolling restarts (librdkafka, then the Java
+    client) whose members stay up until detection has read everything (a static member's close sends no
+    LeaveGroup)."""
     scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
     scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
     scenarios.static_rolling_restart("healthy-static")
+    scenarios.java_static_rolling_restart("healthy-java-static", config)
 
 
 def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, bootstrap: str, result: Recording) -> None:
@@ -543,7 +581,7 @@ def test_a_member_that_never_syncs_is_a_failing_generation(recording: Recording)
     assert causes.count("failed_previous") == 4, causes
 
 
-@pytest.mark.parametrize("scenario", ["healthy-classic", "healthy-kip848", "healthy-static"])
+@pytest.mark.parametrize("scenario", ["healthy-classic", "healthy-kip848", "healthy-static", "healthy-java-static"])
 def test_healthy_groups_raise_nothing(recording: Recording, scenario: str) -> None:
     group = recording.groups[scenario]
     assert [r for r in recording.rebalances if r["group_id"] == group], "the group was followed"
