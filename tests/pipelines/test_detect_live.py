@@ -111,13 +111,7 @@ class Scenarios:
         a.wait_for("assigned")
         b = self.member(scenario, "B", topic, group, protocol=protocol)
         b.wait_for("assigned")
-        time.sleep(2.0)
-        self.recording.moments[f"{scenario}/stopped"] = now_ms()
-        a.signal(signal.SIGSTOP)
-        time.sleep(stall_s)
-        a.signal(signal.SIGCONT)
-        a.wait_for("commit_error", 30)
-        self._wait_for_rejoin(a)
+        self._stall_until_refused(scenario, a, stall_s)
 
     def java_member(
         self, config: RadarConfig, scenario: str, name: str, topic: str, group: str, protocol: str, *extra: str
@@ -144,13 +138,7 @@ class Scenarios:
             a.wait_for("assigned", 60)
             b, _ = java("B")
             b.wait_for("assigned", 60)
-            time.sleep(2.0)
-            self.recording.moments[f"{scenario}/stopped"] = now_ms()
-            a.signal(signal.SIGSTOP)
-            time.sleep(stall_s)
-            a.signal(signal.SIGCONT)
-            a.wait_for("commit_error", 30)
-            self._wait_for_rejoin(a)
+            self._stall_until_refused(scenario, a, stall_s)
         finally:
             shipper.stop()
 
@@ -210,6 +198,17 @@ class Scenarios:
         )  # fmt: skip
         self.running.append((f"{scenario}/{name}", started))
         return started, log
+
+    def _stall_until_refused(self, scenario: str, a: MemberProcess, stall_s: float) -> None:
+        """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
+        assigned again."""
+        time.sleep(2.0)
+        self.recording.moments[f"{scenario}/stopped"] = now_ms()
+        a.signal(signal.SIGSTOP)
+        time.sleep(stall_s)
+        a.signal(signal.SIGCONT)
+        a.wait_for("commit_error", 30)
+        self._wait_for_rejoin(a)
 
     @staticmethod
     def _wait_for_rejoin(member: MemberProcess) -> None:
