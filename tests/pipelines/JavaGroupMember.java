@@ -69,9 +69,8 @@ public class JavaGroupMember {
         long[] assignedAt = {0};
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(settings);
         CountDownLatch closed = new CountDownLatch(1);
-        Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            consumer.wakeup();  // SIGTERM: leave the poll loop, close() (LeaveGroup)
+            consumer.wakeup();  // SIGTERM: leave the poll loop, close() (LeaveGroup unless static)
             try {
                 closed.await();
             } catch (InterruptedException ignored) {
