@@ -110,14 +110,16 @@ def server_properties(broker: BrokerConfig, port: int, controller_port: int, dat
     return properties
 
 
-def log4j2_properties(log_file: Path, coordinator_level: str) -> str:
+def log4j2_properties(log_file: Path, coordinator_level: str, pattern: str = LOG_PATTERN) -> str:
+    """Everything at INFO to `log_file` in `pattern` (the broker's: Kafka's own layout), the group coordinator at
+    `coordinator_level`."""
     lines = [
         "status = warn",
         "appender.file.type = File",
         "appender.file.name = file",
         f"appender.file.fileName = {log_file}",
         "appender.file.layout.type = PatternLayout",
-        f"appender.file.layout.pattern = {LOG_PATTERN}",
+        f"appender.file.layout.pattern = {pattern}",
         "rootLogger.level = INFO",
         "rootLogger.appenderRef.file.ref = file",
     ]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipelines.config import RadarConfig
 from pipelines.jvm import broker_classpath
+from pipelines.local.broker import log4j2_properties
 from pipelines.local.scenarios import MemberProcess
 
 SOURCE = Path(__file__).with_name("JavaGroupMember.java")
@@ -19,21 +20,6 @@ JAVA_CLIENT_PREFIX = "[Consumer "
 ships its client log by."""
 # A layout common in applications (logback's and log4j2's defaults look alike): time, level, thread, logger.
 LOG_PATTERN = "%d{yyyy-MM-dd HH:mm:ss,SSS} %-5p [%t] %c - %m%n"
-
-
-def log4j2_properties(log_file: Path) -> str:
-    return "\n".join(
-        [
-            "rootLogger.level = INFO",
-            "rootLogger.appenderRef.file.ref = file",
-            "appender.file.type = File",
-            "appender.file.name = file",
-            f"appender.file.fileName = {log_file}",
-            "appender.file.layout.type = PatternLayout",
-            f"appender.file.layout.pattern = {LOG_PATTERN}",
-            "",
-        ]
-    )
 
 
 def start_java_member(
@@ -55,7 +41,7 @@ def start_java_member(
     assert java is not None, "java is not on PATH"
     log_file = out_dir / f"{name}.log"
     settings = out_dir / f"{name}.log4j2.properties"
-    settings.write_text(log4j2_properties(log_file))
+    settings.write_text(log4j2_properties(log_file, "INFO", pattern=LOG_PATTERN))
     classpath = ":".join(str(path) for path in broker_classpath(config))
     command = [
         java, "-Xmx256m", f"-Dlog4j2.configurationFile={settings}", "-cp", classpath, str(SOURCE),

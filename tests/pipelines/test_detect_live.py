@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from emitters.log_shipper import LogShipper, start_shipper
 from pipelines.clock import ClockTickEmitter
 from pipelines.config import RadarConfig
 from pipelines.detect import DetectStage, KafkaDetectorSources
@@ -114,26 +115,38 @@ class Scenarios:
         self._stall_until_refused(scenario, a, stall_s)
 
     def java_member(
-        self, config: RadarConfig, scenario: str, name: str, topic: str, group: str, protocol: str, *extra: str
+        self,
+        config: RadarConfig,
+        scenario: str,
+        name: str,
+        topic: str,
+        group: str,
+        protocol: str,
+        *extra: str,
+        session_timeout_ms: int = 3000,
+        run_s: int = 120,
     ) -> tuple[MemberProcess, Path]:
         started, log = start_java_member(
-            config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group, protocol=protocol, extra=extra
-        )
+            config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group, protocol=protocol,
+            session_timeout_ms=session_timeout_ms, run_s=run_s, extra=extra,
+        )  # fmt: skip
         self.running.append((f"{scenario}/{name}", started))
         return started, log
+
+    def ship(self, log: Path) -> LogShipper:
+        """A Java member's log to the telemetry topic, its `[Consumer ...]` lines, as a user ships client logs."""
+        return start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
 
     def java_stalled_zombie(self, scenario: str, protocol: str, stall_s: float, config: RadarConfig) -> None:
         """As `stalled_zombie`, on Apache Kafka's Java client and without the agent: what tells is the broker's log
         and A's own log, shipped to the telemetry topic as a user ships client logs (its `[Consumer ...]` lines)."""
-        from emitters.log_shipper import start_shipper
-
         topic, group = self.group(scenario)
 
         def java(name: str) -> tuple[MemberProcess, Path]:
             return self.java_member(config, scenario, name, topic, group, protocol)
 
         a, a_log = java("A")
-        shipper = start_shipper(a_log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
+        shipper = self.ship(a_log)
         try:
             a.wait_for("assigned", 60)
             b, _ = java("B")
@@ -145,15 +158,13 @@ class Scenarios:
     def java_poll_overruns(self, scenario: str, config: RadarConfig) -> None:
         """As `poll_overruns`, on the Java client, without the agent: C stalls 5 s against a 3 s
         max.poll.interval.ms after each of its first two assignments; its heartbeat thread leaves the group."""
-        from emitters.log_shipper import start_shipper
-
         topic, group = self.group(scenario)
         b, _ = self.java_member(config, scenario, "B", topic, group, "classic")
         b.wait_for("assigned", 60)
         c, c_log = self.java_member(
             config, scenario, "C", topic, group, "classic", "max.poll.interval.ms=3000", "stalls=2,5,2"
         )
-        shipper = start_shipper(c_log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
+        shipper = self.ship(c_log)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and sum("stalling" in line for line in c.lines()) < 2:
@@ -166,14 +177,12 @@ class Scenarios:
     def java_static_rolling_restart(self, scenario: str, config: RadarConfig) -> None:
         """As `static_rolling_restart`, on the Java client (its log shipped): J1, J2 with group.instance.id and a
         10 s session, each closed (no LeaveGroup for a static member) and started again within it."""
-        from emitters.log_shipper import start_shipper
-
         topic, group = self.group(scenario)
         shippers = []
         try:
             for instance in ("java-static-1", "java-static-2"):
                 member, log = self.java_static_member(config, scenario, instance, topic, group)
-                shippers.append(start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,)))
+                shippers.append(self.ship(log))
                 member.wait_for("assigned", 60)
             time.sleep(3.0)
             for instance in ("java-static-1", "java-static-2"):
@@ -181,7 +190,7 @@ class Scenarios:
                 old.stop()
                 time.sleep(1.0)
                 new, log = self.java_static_member(config, scenario, f"{instance}-again", topic, group, instance)
-                shippers.append(start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,)))
+                shippers.append(self.ship(log))
                 new.wait_for("assigned", 60)
                 time.sleep(2.0)
         finally:
@@ -192,12 +201,9 @@ class Scenarios:
         self, config: RadarConfig, scenario: str, name: str, topic: str, group: str, instance: str | None = None
     ) -> tuple[MemberProcess, Path]:
         instance_id = f"group.instance.id={instance or name}"
-        started, log = start_java_member(
-            config, self.out_dir, f"{scenario}-{name}", self.bootstrap, topic, group,
-            session_timeout_ms=10000, run_s=300, extra=(instance_id,),
-        )  # fmt: skip
-        self.running.append((f"{scenario}/{name}", started))
-        return started, log
+        return self.java_member(
+            config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=10000, run_s=300
+        )
 
     def _stall_until_refused(self, scenario: str, a: MemberProcess, stall_s: float) -> None:
         """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
@@ -359,8 +365,6 @@ class Scenarios:
 def recording(
     kafka_broker: Any, spark: Any, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Recording:
-    from emitters.log_shipper import start_shipper
-
     bootstrap = kafka_broker.bootstrap_servers
     telemetry = f"telemetry-detect-{time.time_ns()}"
     create_topics(bootstrap, {telemetry: 1})
