@@ -36,6 +36,28 @@ BatchWriter = Callable[[DataFrame, int], None]
 """A `foreachBatch` body: (micro-batch, batch id)."""
 
 
+ONE_FILE_MAX_ROWS = 50_000
+"""A table's rows of one micro-batch that their source offsets bound to at most this many are written by one task,
+to one file (`in_one_file_when_small`)."""
+
+
+def rows_at_most(ranges: Sequence[Row]) -> int:
+    """An upper bound on the rows a batch's `source_ranges` cover: each (topic, partition) holds at most one row
+    per offset from `low` to `high` (a compacted topic's gaps only lower it)."""
+    return sum(int(r["high"]) - int(r["low"]) + 1 for r in ranges)
+
+
+def in_one_file_when_small(rows: DataFrame, ranges: Sequence[Row] | None) -> DataFrame:
+    """`rows` in one partition when their source offsets show they are few (a live micro-batch): the append is
+    then one task and one file instead of one per partition of the batch (three to ten of a few rows each, every
+    one a Parquet writer and a task slot the live detection batch waits for, and small files for every later
+    read). Rows of unknown count (no ranges, or a dump line without offsets) and large batches keep their
+    partitions, so a backlog is still written by every core."""
+    if not ranges or any(r["low"] is None or r["high"] is None for r in ranges):
+        return rows
+    return rows.coalesce(1) if rows_at_most(ranges) <= ONE_FILE_MAX_ROWS else rows
+
+
 @dataclass(frozen=True)
 class SplitBatch:
     """One micro-batch as rows per table name (tables with no rows left out), and the source offsets each table's
@@ -170,16 +192,17 @@ class TableWriter:
             return
         if self.tables_ready is not None:
             self.tables_ready.result()  # raises what their creation raised
+        ranges_of = source_ranges or {}
         with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
             futures = [
                 pool.submit(
                     self.write,
-                    rows,
+                    in_one_file_when_small(rows, ranges_of.get(name)),
                     self.config,
                     self.schemas[name],
                     f"{self.app_id}:{name}",
                     batch_id,
-                    ranges=(source_ranges or {}).get(name),
+                    ranges=ranges_of.get(name),
                 )
                 for name, rows in tables.items()
             ]

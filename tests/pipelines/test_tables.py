@@ -19,7 +19,7 @@ from pipelines.delta_log import (
     rows_from_files,
     timestamp_maximum,
 )
-from pipelines.streams import TableWriter
+from pipelines.streams import ONE_FILE_MAX_ROWS, TableWriter
 from pipelines.tables import (
     CHECKPOINT_INTERVAL,
     TableCatalog,
@@ -219,6 +219,44 @@ def test_tables_created_in_the_background_hand_a_failure_to_the_first_write(  # 
     )
     assert created.done() and created.exception() is None
     assert spark.read.format("delta").load(str(TableCatalog(fine).location(QUARANTINE))).count() == 2
+
+
+@pytest.mark.spark
+def test_a_small_batch_is_appended_as_one_file_and_a_large_one_by_every_partition(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A live micro-batch's few rows per table go to one file (one task), however many partitions the batch had;
+    a batch whose source offsets may hold more than ONE_FILE_MAX_ROWS rows, or whose offsets are unknown, keeps
+    its partitions (a backlog is written by every core). The rows are the same either way."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [QUARANTINE])
+    location = TableCatalog(config).location(QUARANTINE)
+    assert location is not None
+    writer = TableWriter(config, "test:one-file")
+
+    def added_files(rows, batch_id: int, ranges) -> int:  # type: ignore[no-untyped-def]
+        before = len(live_files(location))
+        writer.write_tables({QUARANTINE.name: rows}, batch_id, {QUARANTINE.name: ranges} if ranges else None)
+        return len(live_files(location)) - before
+
+    def span(low: int, high: int, partition: int = 0) -> Row:
+        return Row(cluster=config.cluster, src_topic="t", src_partition=partition, low=low, high=high)
+
+    small = _quarantine_rows(spark, config, 6).repartition(3)
+    assert small.rdd.getNumPartitions() == 3
+    assert added_files(small, 0, [span(0, 5)]) == 1
+    # two partitions' spans together beyond the bound: the batch's own partitions
+    wide = (
+        _quarantine_rows(spark, config, 3, first=10, partition=1)
+        .unionByName(_quarantine_rows(spark, config, 3, first=ONE_FILE_MAX_ROWS, partition=2))
+        .repartition(3)
+    )
+    assert added_files(wide, 1, [span(10, 12, 1), span(0, ONE_FILE_MAX_ROWS + 2, 2)]) == 3
+    unknown = _quarantine_rows(spark, config, 4, first=20, partition=3).repartition(2)
+    assert added_files(unknown, 2, None) == 2  # the write finds the ranges itself; no bound known
+    held = spark.read.format("delta").load(str(location))
+    assert held.count() == 6 + 6 + 4
+    assert held.select("src_partition", "src_offset").distinct().count() == 16
 
 
 @pytest.mark.spark
