@@ -234,10 +234,15 @@ def test_a_small_batch_is_appended_as_one_file_and_a_large_one_by_every_partitio
     assert location is not None
     writer = TableWriter(config, "test:one-file")
 
+    def file_count() -> int:
+        files = live_files(location)
+        assert files is not None
+        return len(files)
+
     def added_files(rows, batch_id: int, ranges) -> int:  # type: ignore[no-untyped-def]
-        before = len(live_files(location))
+        before = file_count()
         writer.write_tables({QUARANTINE.name: rows}, batch_id, {QUARANTINE.name: ranges} if ranges else None)
-        return len(live_files(location)) - before
+        return file_count() - before
 
     def span(low: int, high: int, partition: int = 0) -> Row:
         return Row(cluster=config.cluster, src_topic="t", src_partition=partition, low=low, high=high)
