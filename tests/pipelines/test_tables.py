@@ -250,7 +250,7 @@ def test_a_small_batch_is_appended_as_one_file_and_a_large_one_by_every_partitio
     small = _quarantine_rows(spark, config, 6).repartition(3)
     assert small.rdd.getNumPartitions() == 3
     assert added_files(small, 0, [span(0, 5)]) == 1
-    # two partitions' spans together beyond the bound: the batch's own partitions
+    # offsets that may hold more rows than the bound (partition 2's span alone): the batch's own partitions
     wide = (
         _quarantine_rows(spark, config, 3, first=10, partition=1)
         .unionByName(_quarantine_rows(spark, config, 3, first=ONE_FILE_MAX_ROWS, partition=2))
