@@ -47,6 +47,12 @@ def on_databricks() -> bool:
 # with the work for the cores (measured on 2 cores: `radar sql` 52-75 s -> 33-35 s under load). A long-running
 # JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# Spark compiles a plan's expressions and stages to Java (Janino) the first time it runs them; for a command whose
+# input is a few thousand records, compiling is much of its work, so it evaluates them interpreted instead. Measured
+# on 2 cores (`radar replay`, fresh data dir): the 42-record sample 18.6-18.9 s against 20.8-23.1 s compiled; a
+# 10k-record dump (4 MiB) 22.4 and 19.4 s against 26.7 and 20.7 s; a 50k-record dump (20 MiB) slower, 28.1 and
+# 34.6 s against 26.9 and 26.8 s (see `pipelines.monitor.INTERPRETED_MAX_DUMP_BYTES`).
+INTERPRETED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 LOCAL_CHECKPOINT_FILE_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
@@ -54,10 +60,16 @@ PYTHON_DAEMON_MODULE = "pipelines.python_daemon"
 
 
 def local_session_conf(
-    config: RadarConfig, jars: list[Path], *, quick_start: bool = False, archive: ClassArchive | None = None
+    config: RadarConfig,
+    jars: list[Path],
+    *,
+    quick_start: bool = False,
+    archive: ClassArchive | None = None,
+    interpreted: bool = False,
 ) -> dict[str, str]:
     """Everything a local session is started with; small and quiet because it runs on laptops and CI.
-    `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`), mapping or dumping `archive`."""
+    `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`), mapping or dumping `archive`;
+    `interpreted`: its input is tiny (`INTERPRETED_CONF`)."""
     data_dir = config.data_dir.expanduser().resolve()
     log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
     java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
@@ -99,6 +111,8 @@ def local_session_conf(
         conf["spark.sql.extensions"] = DELTA_EXTENSION
         conf["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
         conf["spark.databricks.delta.snapshotPartitions"] = str(config.spark.shuffle_partitions)
+    if interpreted:
+        conf.update(INTERPRETED_CONF)
     conf.update(config.spark.extra_conf)
     return conf
 
@@ -231,13 +245,14 @@ def _quiet_accumulator_server() -> None:
 
 
 def build_spark_session(
-    config: RadarConfig, *, quick_start: bool = False, archive_classes: bool = False
+    config: RadarConfig, *, quick_start: bool = False, archive_classes: bool = False, interpreted: bool = False
 ) -> SparkSession:
     """The one SparkSession of this process, verified to resolve the configured formats. `quick_start`: the
     process runs one short command, so a new local JVM is tuned to start fast (see `QUICK_START_JAVA_OPTIONS`);
     `archive_classes`: it also maps a class-data archive (`pipelines.class_archive`), for commands whose time is
     mostly the JVM's cold start (`radar sql`, `radar detections`, a short `radar replay`: 22.5 s -> 18.9 s on a
-    quiet machine, its own archive, as its JVM loads the Kafka connector and streaming classes too).
+    quiet machine, its own archive, as its JVM loads the Kafka connector and streaming classes too);
+    `interpreted`: the command's input is tiny, its plans are not compiled (`INTERPRETED_CONF`).
     An existing session is used as it is."""
     quiet_python_logging(config.spark.log_level != "ERROR")
     if on_databricks():
@@ -264,7 +279,7 @@ def build_spark_session(
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     archive = quick_start_archive(config, jars) if quick_start and archive_classes else None
-    session_conf = local_session_conf(config, jars, quick_start=quick_start, archive=archive)
+    session_conf = local_session_conf(config, jars, quick_start=quick_start, archive=archive, interpreted=interpreted)
     with phase("jvm launch"):
         launched = launch_local_jvm(config, session_conf) is not None
     if launched and archive is not None and archive.pending is not None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.monitor import INTERPRETED_MAX_DUMP_BYTES, QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
 from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
-from pipelines.session import LOCAL_CHECKPOINT_FILE_MANAGER, verify_formats
+from pipelines.session import INTERPRETED_CONF, LOCAL_CHECKPOINT_FILE_MANAGER, local_session_conf, verify_formats
 
 pytestmark = pytest.mark.spark
 
@@ -24,12 +26,37 @@ def test_session_settings(spark: SparkSession) -> None:
     assert conf.get("spark.jars")
 
 
+def test_a_tiny_commands_session_evaluates_interpreted_unless_the_config_says_otherwise(
+    radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    config = radar_config.with_data_dir(tmp_path)
+    compiled = local_session_conf(config, [], quick_start=True)
+    interpreted = local_session_conf(config, [], quick_start=True, interpreted=True)
+    assert not set(INTERPRETED_CONF) & set(compiled)
+    assert {key: interpreted[key] for key in INTERPRETED_CONF} == INTERPRETED_CONF
+    spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.sql.codegen.wholeStage": "true"}})
+    chosen = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], interpreted=True)
+    assert chosen["spark.sql.codegen.wholeStage"] == "true"  # spark.extra_conf has the last word
+
+
+def test_a_replay_is_interpreted_only_while_its_input_is_tiny(tmp_path: Path) -> None:
+    sample, small = tmp_path / "sample.jsonl", tmp_path / "small.jsonl"
+    sample.write_bytes(b"{}\n" * 10)
+    with small.open("wb") as out:
+        out.truncate(INTERPRETED_MAX_DUMP_BYTES + 1)  # sparse: its size is what counts
+    assert tiny_replay([str(sample)]) and short_replay([str(sample)])
+    assert not tiny_replay([str(small)]) and short_replay([str(small)])
+    assert not tiny_replay([str(sample), str(small)])
+    assert INTERPRETED_MAX_DUMP_BYTES < QUICK_START_MAX_DUMP_BYTES
+
+
 def test_delta_round_trip(spark: SparkSession, radar_config: RadarConfig) -> None:
     if "delta" not in radar_config.spark.connectors:
         pytest.skip("delta is not among spark.connectors in this configuration")
     path = str(radar_config.data_dir / "tables" / "round_trip")
-    spark.createDataFrame([("g1", 1), ("g2", 2)], "group_id string, generation int") \
-        .write.format("delta").mode("overwrite").save(path)
+    spark.createDataFrame([("g1", 1), ("g2", 2)], "group_id string, generation int").write.format("delta").mode(
+        "overwrite"
+    ).save(path)
     rows = spark.read.format("delta").load(path).orderBy("group_id").collect()
     assert [(row.group_id, row.generation) for row in rows] == [("g1", 1), ("g2", 2)]
 
