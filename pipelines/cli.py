@@ -97,10 +97,13 @@ def _detections(args: argparse.Namespace) -> int:
         from rich.console import Console
 
         from pipelines.detections_view import load_detections, render_detections
-        from pipelines.session import build_spark_session
+        from pipelines.session import INTERPRETED_MAX_INPUT_BYTES, build_spark_session
+        from pipelines.tables import local_tables_fit
+        from transforms.schemas import DETECTIONS
 
     config = _config(args)
-    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True)
+    interpreted = local_tables_fit(config, [DETECTIONS], INTERPRETED_MAX_INPUT_BYTES)
+    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True, interpreted=interpreted)
     with phase("load detections"):
         rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
@@ -117,14 +120,15 @@ def _sql(args: argparse.Namespace) -> int:
         from pyspark.errors import AnalysisException
 
         from pipelines.oncall_queries import bind_parameters
-        from pipelines.session import build_spark_session
+        from pipelines.session import INTERPRETED_MAX_INPUT_BYTES, build_spark_session
         from pipelines.table_reference import tables_named_in
-        from pipelines.tables import register_existing_tables
+        from pipelines.tables import local_tables_fit, register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
-    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True)
+    interpreted = local_tables_fit(config, tables_named_in(query), INTERPRETED_MAX_INPUT_BYTES)
+    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True, interpreted=interpreted)
     with phase("register tables"):
         present = register_existing_tables(spark, config, tables_named_in(query))
     try:

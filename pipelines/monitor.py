@@ -94,11 +94,6 @@ QUICK_START_MAX_DUMP_BYTES = 64 * 1024 * 1024
 their replay is short, so start-up dominates; a bigger backlog keeps the JIT that is faster in steady state."""
 
 
-INTERPRETED_MAX_DUMP_BYTES = 4 * 1024 * 1024
-"""Dump files up to this size (~10k records) replay with Spark's expressions interpreted, not compiled
-(`session.INTERPRETED_CONF`): 10k records measured faster that way, 50k slower."""
-
-
 def replayed_bytes(paths: Sequence[str]) -> int:
     return sum(Path(path).stat().st_size for path in paths)
 
@@ -110,8 +105,10 @@ def short_replay(paths: Sequence[str]) -> bool:
 
 def tiny_replay(paths: Sequence[str]) -> bool:
     """Whether replaying `paths` is so small that compiling its plans would cost more than it saves
-    (see `INTERPRETED_MAX_DUMP_BYTES`)."""
-    return replayed_bytes(paths) <= INTERPRETED_MAX_DUMP_BYTES
+    (`session.INTERPRETED_MAX_INPUT_BYTES`: 10k records measured faster interpreted, 50k slower)."""
+    from pipelines.session import INTERPRETED_MAX_INPUT_BYTES
+
+    return replayed_bytes(paths) <= INTERPRETED_MAX_INPUT_BYTES
 
 
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:

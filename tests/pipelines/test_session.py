@@ -10,9 +10,17 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
-from pipelines.monitor import INTERPRETED_MAX_DUMP_BYTES, QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
+from pipelines.monitor import QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
 from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
-from pipelines.session import INTERPRETED_CONF, LOCAL_CHECKPOINT_FILE_MANAGER, local_session_conf, verify_formats
+from pipelines.session import (
+    INTERPRETED_CONF,
+    INTERPRETED_MAX_INPUT_BYTES,
+    LOCAL_CHECKPOINT_FILE_MANAGER,
+    local_session_conf,
+    verify_formats,
+)
+from pipelines.tables import TableCatalog, local_tables_fit
+from transforms.schemas import DETECTIONS, OFFSET_COMMITS
 
 pytestmark = pytest.mark.spark
 
@@ -43,11 +51,30 @@ def test_a_replay_is_interpreted_only_while_its_input_is_tiny(tmp_path: Path) ->
     sample, small = tmp_path / "sample.jsonl", tmp_path / "small.jsonl"
     sample.write_bytes(b"{}\n" * 10)
     with small.open("wb") as out:
-        out.truncate(INTERPRETED_MAX_DUMP_BYTES + 1)  # sparse: its size is what counts
+        out.truncate(INTERPRETED_MAX_INPUT_BYTES + 1)  # sparse: its size is what counts
     assert tiny_replay([str(sample)]) and short_replay([str(sample)])
     assert not tiny_replay([str(small)]) and short_replay([str(small)])
     assert not tiny_replay([str(sample), str(small)])
-    assert INTERPRETED_MAX_DUMP_BYTES < QUICK_START_MAX_DUMP_BYTES
+    assert INTERPRETED_MAX_INPUT_BYTES < QUICK_START_MAX_DUMP_BYTES
+
+
+def test_a_query_is_interpreted_only_while_the_tables_it_names_hold_little(
+    radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    config = radar_config.with_data_dir(tmp_path)
+    catalog = TableCatalog(config)
+    assert local_tables_fit(config, [DETECTIONS, OFFSET_COMMITS], 10)  # no folder yet: nothing to read
+    commits, detections = catalog.location(OFFSET_COMMITS), catalog.location(DETECTIONS)
+    assert commits is not None and detections is not None
+    (commits / "_delta_log").mkdir(parents=True)
+    (commits / "_delta_log" / "00000000000000000000.json").write_bytes(b"x" * 6)
+    (detections / "part-0.parquet").parent.mkdir(parents=True)
+    (detections / "part-0.parquet").write_bytes(b"x" * 5)
+    assert local_tables_fit(config, [OFFSET_COMMITS], 6) and not local_tables_fit(config, [OFFSET_COMMITS], 5)
+    assert local_tables_fit(config, [OFFSET_COMMITS, DETECTIONS], 11)
+    assert not local_tables_fit(config, [OFFSET_COMMITS, DETECTIONS], 10)  # the tables' bytes add up
+    storage = config.storage.model_copy(update={"catalog": "main", "schema_name": "radar"})
+    assert not local_tables_fit(config.model_copy(update={"storage": storage}), [OFFSET_COMMITS], 10**12)  # unknown
 
 
 def test_delta_round_trip(spark: SparkSession, radar_config: RadarConfig) -> None:
