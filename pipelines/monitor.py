@@ -95,6 +95,7 @@ their replay is short, so start-up dominates; a bigger backlog keeps the JIT tha
 
 
 def replayed_bytes(paths: Sequence[str]) -> int:
+    """The size of a replay's input files: what tells a short or tiny replay (below) before Spark starts."""
     return sum(Path(path).stat().st_size for path in paths)
 
 
