@@ -51,8 +51,8 @@ QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # input is a few thousand records, compiling is much of its work, so it evaluates them interpreted instead. Measured
 # on 2 cores (`radar replay`, fresh data dir): the 42-record sample 18.6-18.9 s against 20.8-23.1 s compiled; a
 # 10k-record dump (4 MiB) 22.4 and 19.4 s against 26.7 and 20.7 s; a 50k-record dump (20 MiB) slower, 28.1 and
-# 34.6 s against 26.9 and 26.8 s. `radar sql` and `radar detections` on the sample's tables gain less than the
-# host's noise (paired: their query phases 2.8-3.3 s against 3.1-3.6 s, and 4.0-4.8 s against 4.3-5.2 s).
+# 34.6 s against 26.9 and 26.8 s. On the sample's tables, alternating: `radar detections` 6.7, 7.3, 8.0 s against
+# 8.1, 8.2, 8.8 s; `radar sql --file queries/groups_rebalancing_most.sql` 10.0, 10.0, 9.0 s against 10.6, 10.5, 9.8 s.
 INTERPRETED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 INTERPRETED_MAX_INPUT_BYTES = 4 * 1024 * 1024  # a dump of ~10k records, or tables holding that much
 LOCAL_CHECKPOINT_FILE_MANAGER = (
