@@ -52,6 +52,9 @@ class KafkaConfig(FrozenSection):
     telemetry_topics: tuple[str, ...] = ("radar.telemetry",)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
+    # A Kafka partition's range of more records than this is read by several tasks (Spark's maxRecordsPerPartition):
+    # a backlog is decoded on every core, while a live micro-batch stays one task per partition with no shuffle.
+    max_records_per_task: int | None = Field(default=100_000, gt=0)
     # How long `radar run` / `capture` / `poll-groups` wait for a configured cluster to answer before giving up.
     connect_timeout_s: float = Field(default=30.0, gt=0)
     security: SecurityConfig = SecurityConfig()

@@ -135,8 +135,9 @@ def split_decoded(decoded: DataFrame, config: RadarConfig) -> dict[str, DataFram
 
 
 def spread_over_cores(rows: DataFrame) -> DataFrame:
-    """Python decoding runs one worker per partition: a batch from fewer partitions than cores (a dump file, a
-    one-partition topic) is spread out first, so every core decodes."""
+    """Python decoding runs one worker per partition: a batch from fewer partitions than cores (a dump file) is
+    spread out first, so every core decodes. (A Kafka batch is not: its source splits a large range itself, and a
+    live batch of a few records would pay a shuffle for nothing.)"""
     cores = rows.sparkSession.sparkContext.defaultParallelism
     return rows.repartition(cores) if rows.rdd.getNumPartitions() < cores else rows
 
@@ -274,10 +275,11 @@ def offsets_batch_writer(
     tables_ready: Future[None] | None = None,
 ) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine (a
-    Kafka source has no dump lines: `from_kafka` leaves that check and the in-batch dedup out)."""
+    Kafka source has no dump lines: `from_kafka` leaves that check and the in-batch dedup out, and the spread over
+    cores, as the source splits a large range itself: `kafka.max_records_per_task`)."""
     tables_of = routed_batch_tables(
         config,
-        route_offsets,
+        partial(route_offsets, spread=not from_kafka),
         split_decoded,
         OFFSETS_RAW,
         with_unreadable_source_rows=not from_kafka,
@@ -294,9 +296,14 @@ def telemetry_batch_writer(
     from_kafka: bool = False,
     tables_ready: Future[None] | None = None,
 ) -> BatchWriter:
-    """The telemetry query: bronze `telemetry_raw` and the parsed events."""
+    """The telemetry query: bronze `telemetry_raw` and the parsed events (from Kafka without a spread over cores,
+    as `offsets_batch_writer`)."""
     tables_of = routed_batch_tables(
-        config, parse_telemetry, split_parsed_telemetry, TELEMETRY_RAW, records_may_repeat=not from_kafka
+        config,
+        partial(parse_telemetry, spread=not from_kafka),
+        split_parsed_telemetry,
+        TELEMETRY_RAW,
+        records_may_repeat=not from_kafka,
     )
     writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
     return writer.foreach_batch(tables_of)

@@ -83,6 +83,8 @@ def kafka_source_options(
     )
     if config.kafka.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(config.kafka.max_offsets_per_trigger)
+    if config.kafka.max_records_per_task:
+        options["maxRecordsPerPartition"] = str(config.kafka.max_records_per_task)
     return options
 
 

@@ -1,0 +1,80 @@
+"""How many tasks read a Kafka micro-batch: a partition's range of more than `kafka.max_records_per_task` records is
+split by the source itself (a backlog decodes on every core without a shuffle), a live batch of a few records stays
+one task per partition; the ingest writes every record once either way."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.config import RadarConfig
+from pipelines.ingest import route_offsets
+from pipelines.sources import kafka_stream
+from tests.pipelines.ingest_support import (
+    coordinates,
+    create_topic,
+    isolated_config,
+    run_kafka_ingest_now,
+    table,
+)
+from transforms.schemas import OFFSET_COMMITS, OFFSETS_RAW
+from transforms.wire.coordinator_records import encode_coordinator_record
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+RECORDS = 30
+
+
+def one_partition_of_commits(bootstrap: str) -> str:
+    """A one-partition topic holding RECORDS OffsetCommit records (the offsets query reads it as its offsets topic)."""
+    topic = f"offsets-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for index in range(RECORDS):
+        key, value = encode_coordinator_record(
+            1, {"group": "tasks", "topic": "orders", "partition": index}, 3, {"offset": index, "metadata": ""}
+        )
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+    return topic
+
+
+def read_tasks(spark: SparkSession, config: RadarConfig, topic: str, bootstrap: str) -> list[tuple[int, int, int]]:
+    """Per micro-batch of a stream over the whole topic: (tasks of the Kafka read, tasks of its routing as ingest
+    runs it, records routed). Streaming: Spark's batch reads do not split by maxRecordsPerPartition."""
+    seen: list[tuple[int, int, int]] = []
+
+    def look(batch: DataFrame, _batch_id: int) -> None:
+        routed = route_offsets(batch, spread=False)
+        seen.append((batch.rdd.getNumPartitions(), routed.rdd.getNumPartitions(), routed.count()))
+
+    checkpoint = config.checkpoint_dir / f"tasks-{uuid.uuid4().hex[:8]}"
+    query = (
+        kafka_stream(spark, config, [topic], bootstrap)
+        .writeStream.foreachBatch(look)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return seen
+
+
+def test_a_large_range_is_split_by_the_source_and_a_small_one_is_one_task(
+    spark: SparkSession, kafka_broker: object, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers  # type: ignore[attr-defined]
+    topic = one_partition_of_commits(bootstrap)
+    assert radar_config.kafka.max_records_per_task == 100_000  # the default
+    assert read_tasks(spark, radar_config, topic, bootstrap) == [(1, 1, RECORDS)]
+    split = isolated_config(radar_config, tmp_path / "split", offsets_topic=topic, max_records_per_task=10)
+    assert read_tasks(spark, split, topic, bootstrap) == [(3, 3, RECORDS)]
+
+    run_kafka_ingest_now(spark, split, bootstrap)  # the real offsets query over the split ranges
+    for schema in (OFFSETS_RAW, OFFSET_COMMITS):
+        written = coordinates(table(spark, split, schema))
+        assert sorted(written) == [(topic, 0, offset) for offset in range(RECORDS)], schema.name
