@@ -127,10 +127,11 @@ def _sql(args: argparse.Namespace) -> int:
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
-    interpreted = local_tables_fit(config, tables_named_in(query), INTERPRETED_MAX_INPUT_BYTES)
+    named = tables_named_in(query)
+    interpreted = local_tables_fit(config, named, INTERPRETED_MAX_INPUT_BYTES)
     spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True, interpreted=interpreted)
     with phase("register tables"):
-        present = register_existing_tables(spark, config, tables_named_in(query))
+        present = register_existing_tables(spark, config, named)
     try:
         with phase("query"):
             result = spark.sql(query)
