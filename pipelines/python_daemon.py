@@ -76,10 +76,27 @@ def import_worker_modules() -> None:
             continue
 
 
+def freeze_imported_objects() -> None:
+    """Move every object the daemon holds now out of the cyclic collector's reach, in the daemon and in every worker
+    it forks from here on.
+
+    Why: with worker reuse, pyspark's daemon runs a full `gc.collect()` in a worker after each of its tasks, and a
+    full collection walks every object the worker holds, nearly all of them the modules imported above (~65k
+    objects). In the workers of a warm session that was most of their CPU time: ~45 ms a task, a 1-task
+    `mapInArrow` job 97 ms against 82 ms frozen (`py-spy`: 1291 of 1587 samples in that `gc.collect()`, none
+    frozen). Frozen before the fork (`gc.freeze`, Python's own advice for forking servers), they are never walked;
+    what a task allocates is collected as before."""
+    import gc
+
+    gc.collect()  # what is garbage now is freed, not frozen
+    gc.freeze()
+
+
 if __name__ == "__main__":
     if archives_are_redundant():
         drop_archives_from_import_path()
     import_worker_modules()
-    from pyspark.daemon import manager
+    from pyspark.daemon import manager  # imports the worker's own modules (`pyspark.worker`) too
 
+    freeze_imported_objects()
     manager()
