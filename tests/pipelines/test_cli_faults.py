@@ -271,8 +271,12 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     assert script.is_file(), f"the console script is not next to {sys.executable}"
     # a class-data archive of its own: this is a first replay, which saves one as it exits (the JVM's end once made
     # PySpark's accumulator server print an EOFError traceback there)
+    temp = tmp_path / "tmp"  # the process's temp folder: its Python sockets' folder is made there
+    temp.mkdir()
     env = radar_env(
-        PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", RADAR__SPARK__CLASS_ARCHIVE_DIR=str(tmp_path / "archives")
+        PATH=f"{stub}{os.pathsep}{os.environ['PATH']}",
+        RADAR__SPARK__CLASS_ARCHIVE_DIR=str(tmp_path / "archives"),
+        TMPDIR=str(temp),
     )
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
@@ -290,7 +294,9 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
     assert "class-data archive" in done.stderr  # the first-run path was taken
     # no spark-warehouse, derby.log, .radar
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data", "tmp"]
+    # the Unix sockets of its Python workers and accumulator server went with it (Spark leaves them without stop())
+    assert list(temp.iterdir()) == []
 
 
 # --- 6. the console ---

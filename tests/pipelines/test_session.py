@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from pipelines.session import (
     INTERPRETED_MAX_INPUT_BYTES,
     LOCAL_CHECKPOINT_FILE_MANAGER,
     local_session_conf,
+    python_socket_dir,
     verify_formats,
 )
 from pipelines.tables import TableCatalog, local_tables_fit
@@ -32,6 +35,24 @@ def test_session_settings(spark: SparkSession) -> None:
     # checkpoints commit by a FileSystem rename (FileContext's took ~0.1 s a file); restarts: test_ingest_crash
     assert conf.get("spark.sql.streaming.checkpointFileManagerClass") == LOCAL_CHECKPOINT_FILE_MANAGER
     assert conf.get("spark.jars")
+    # Python workers over Unix sockets (over TCP each task's input waited ~41 ms), in this process's own folder
+    assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
+    assert Path(conf.get("spark.python.unix.domain.socket.dir")).is_dir()
+
+
+def test_python_sockets_fall_back_to_tcp_where_the_temp_folder_is_too_deep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert python_socket_dir.__wrapped__() is None  # a socket path there would not bind
+    assert list(deep.iterdir()) == []
+    short = Path(tempfile.mkdtemp(prefix="s", dir="/tmp"))  # this machine's /tmp: short enough
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
+    found = python_socket_dir.__wrapped__()
+    assert found is not None and found.parent == short and found.is_dir()
+    shutil.rmtree(short)
 
 
 def test_a_tiny_commands_session_evaluates_interpreted_unless_the_config_says_otherwise(
