@@ -47,6 +47,7 @@ import dataclasses
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -61,7 +62,7 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 
 from pipelines.config import ConfigError, RadarConfig
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
-from pipelines.detection_turn import detection_turn, taking_turn
+from pipelines.detection_turn import detection_turn, write_turn
 from pipelines.phases import phase
 from pipelines.streams import RunningQueries, Stage, Trigger, start_query
 from pipelines.tables import (
@@ -72,6 +73,7 @@ from pipelines.tables import (
     held_keys,
     log_says_empty,
     note_written_keys,
+    warm_snapshot,
     write_lock,
 )
 from transforms.schemas import (
@@ -477,7 +479,13 @@ def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> N
     )
 
 
-def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None:
+def merge_gold(
+    rows: DataFrame,
+    config: RadarConfig,
+    table: TableSchema,
+    *,
+    turn: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> None:
     """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
     Every gold table has one MERGE writer (the detection query, or live the gold query; live, the detection query
@@ -485,11 +493,16 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
     (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a plain append instead of
     a MERGE, the cheap path for a replay into new tables (an empty table's ids are known without a read). A batch
     redone after a crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs.
-    Tables in a catalog (Databricks) are always MERGEd."""
+    Tables in a catalog (Databricks) are always MERGEd.
+
+    `turn` is held for the write alone (the gold query's `write_turn`): the reads before it (the batch's newest
+    versions and their keys, the ids the table holds, the table's file list, `tables.warm_snapshot`) run beside
+    live detection batches instead of holding them up."""
     location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
     if location is None:
-        _merge_into(source, config, table)
+        with turn():
+            _merge_into(source, config, table)
         return
     keys = KEY_COLUMNS[table.name]
     source = source.persist()  # read for its keys, then written
@@ -497,9 +510,12 @@ def merge_gold(rows: DataFrame, config: RadarConfig, table: TableSchema) -> None
         batch_keys = [tuple(r) for r in source.select(*keys).collect()]
         held = held_keys(rows.sparkSession, location, keys)
         if held is not None and not held.keys.intersection(batch_keys):
-            append_rows(source, config, table)
+            with turn():
+                append_rows(source, config, table)
         else:
-            _merge_retrying_collisions(source, config, table, location)
+            warm_snapshot(rows.sparkSession, location)
+            with turn():
+                _merge_retrying_collisions(source, config, table, location)
         note_written_keys(location, held, batch_keys)
     finally:
         source.unpersist()
@@ -618,8 +634,12 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
                 if t.name in present
                 and not (staged and (t.name in staged_names or (t is DETECTIONS and split is not None)))
             ]
+            # the gold query (or a replay's detection query) writes between live detection batches: each write
+            # takes the turn for its write alone (`merge_gold`); a live detection batch holds it already
+            turn = nullcontext if staged else write_turn
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table) for table in merged
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, turn=turn)
+                for table in merged
             ]
             if split is not None and split.new is not None:
                 assert location is not None
@@ -633,8 +653,6 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
                 writes.append(partial(append_staged, union, config))
             if not writes:
                 return
-            if not staged:  # the gold query (or a replay's detection): each write between live detection batches
-                writes = [taking_turn(write_one) for write_one in writes]
             # concurrently: each write is mostly driver-side latency (as `TableWriter`'s appends)
             with ThreadPoolExecutor(max_workers=len(writes), thread_name_prefix="radar-gold") as pool:
                 done = [pool.submit(write_one) for write_one in writes]

@@ -28,12 +28,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TypeVar
-
-Result = TypeVar("Result")
-
 
 LEND_GRACE_S = 2.0
 """After a detection batch lent the turn, or let go of it, a write waits this long for the next detection batch to
@@ -120,13 +116,3 @@ def detection_turn() -> AbstractContextManager[None]:
 def write_turn() -> AbstractContextManager[None]:
     """Hold the turn for a write beside a live detection query (after every detection batch waiting for it)."""
     return _TURN.held(detection=False)
-
-
-def taking_turn(write: Callable[[], Result]) -> Callable[[], Result]:
-    """`write` wrapped to run holding a write's turn (the gold query's writes, one at a time)."""
-
-    def in_turn() -> Result:
-        with write_turn():
-            return write()
-
-    return in_turn

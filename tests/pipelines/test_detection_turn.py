@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import pipelines.detection_turn as detection_turn_module
-from pipelines.detection_turn import LEND_GRACE_S, detection_turn, taking_turn, write_turn
+from pipelines.detection_turn import LEND_GRACE_S, detection_turn, write_turn
+
+
+def taking_turn(write: Callable[[], None]) -> Callable[[], None]:
+    """`write` run holding a write's turn, as the gold query runs its writes (`detect.merge_gold`)."""
+
+    def in_turn() -> None:
+        with write_turn():
+            write()
+
+    return in_turn
 
 
 def test_a_waiting_detection_batch_goes_before_every_waiting_write() -> None:

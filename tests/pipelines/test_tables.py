@@ -31,7 +31,9 @@ from pipelines.tables import (
     held_offsets_known,
     register_existing_tables,
     stats_columns,
+    upsert_by_key,
     upserting,
+    warm_snapshot,
 )
 from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, OFFSET_COMMITS, QUARANTINE, RECORD_KEY, TABLES
 
@@ -190,6 +192,40 @@ def test_the_keys_a_small_table_holds_are_read_from_its_files_without_a_spark_jo
         assert held is not None and held.version == log_version(location)
         expected = {tuple(r) for r in spark.read.format("delta").load(str(location)).select(*key).collect()}
         assert held.keys == expected == {(config.cluster, g) for g in "abc"[: 2 + batch_id]}
+
+
+@pytest.mark.spark
+def test_a_merge_after_warm_snapshot_finds_the_tables_file_list_made(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """The gold query lists a table's files (`warm_snapshot`) before it takes the turn live detection batches
+    wait for: the MERGE that follows at the same version then runs one Spark job fewer (Delta's state
+    reconstruction), and writes the same rows."""
+    config = radar_config.with_data_dir(tmp_path)
+    ensure_tables(spark, config, [GROUP_HEALTH])
+    location = TableCatalog(config).location(GROUP_HEALTH)
+    assert location is not None
+    key = ("cluster", "group_id")
+    context = spark.sparkContext
+
+    def merge_jobs(rows: list[tuple[str, int, int]], *, warm: bool, name: str) -> int:
+        append_idempotent(_health_rows(spark, config, [(f"other-{name}", 1, 1)]), config, GROUP_HEALTH, name, 0)
+        if warm:  # another writer's append moved the version: list the files of the new one
+            warm_snapshot(spark, location)
+        group = f"merge-{name}-{tmp_path.name}"
+        context.setJobGroup(group, "one MERGE")
+        try:
+            upsert_by_key(_health_rows(spark, config, rows), config, GROUP_HEALTH, key)
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)
+        return len(context.statusTracker().getJobIdsForGroup(group))
+
+    upsert_by_key(_health_rows(spark, config, [("a", 1, 2), ("b", 1, 2)]), config, GROUP_HEALTH, key)
+    cold = merge_jobs([("a", 2, 3)], warm=False, name="cold")
+    warm = merge_jobs([("b", 2, 1)], warm=True, name="warm")
+    assert warm == cold - 1
+    stored = {(r["group_id"], r["generation"]) for r in spark.read.format("delta").load(str(location)).collect()}
+    assert stored == {("a", 2), ("b", 2), ("other-cold", 1), ("other-warm", 1)}
 
 
 @pytest.mark.spark
