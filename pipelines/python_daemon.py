@@ -82,10 +82,10 @@ def freeze_imported_objects() -> None:
 
     Why: with worker reuse, pyspark's daemon runs a full `gc.collect()` in a worker after each of its tasks, and a
     full collection walks every object the worker holds, nearly all of them the modules imported above (~65k
-    objects). In the workers of a warm session that was most of their CPU time: ~45 ms a task, a 1-task
-    `mapInArrow` job 97 ms against 82 ms frozen (`py-spy`: 1291 of 1587 samples in that `gc.collect()`, none
-    frozen). Frozen before the fork (`gc.freeze`, Python's own advice for forking servers), they are never walked;
-    what a task allocates is collected as before."""
+    objects). In the workers of a warm session running 1-task jobs, that was most of their CPU time (`py-spy`:
+    1291 of 1587 samples in that `gc.collect()`, ~6.5 s of CPU in the 15 s recorded; none frozen), and a 1-task
+    `mapInArrow` job took 97 ms against 82 ms frozen. Frozen before the fork (`gc.freeze`, Python's own advice for
+    forking servers), they are never walked; what a task allocates is collected as before."""
     import gc
 
     gc.collect()  # what is garbage now is freed, not frozen

@@ -43,6 +43,8 @@ def test_session_settings(spark: SparkSession) -> None:
 def test_python_sockets_fall_back_to_tcp_where_the_temp_folder_is_too_deep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A socket path over 103 bytes does not bind: under such a temp folder no socket folder is made (the session
+    keeps TCP); under a short one it is made there."""
     deep = tmp_path / ("d" * 60)
     deep.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
