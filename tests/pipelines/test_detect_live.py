@@ -496,7 +496,9 @@ def test_java_client_member_stalled_expires_then_commits_as_a_zombie(
     """Apache Kafka's Java client (classic `ConsumerCoordinator`, KIP-848 `AsyncKafkaConsumer`), no agent: the
     broker's log says A expired; A's own shipped log says its commit was refused (classic: "Offset commit failed on
     partition ... The coordinator is not aware of this member." and "OffsetCommit failed with Generation{...}";
-    KIP-848: "OffsetCommit failed with UNKNOWN_MEMBER_ID", no member id in the line)."""
+    KIP-848: "OffsetCommit failed with UNKNOWN_MEMBER_ID", no member id in the line; or, when A's heartbeat thread
+    learnt of the eviction first, the classic client refuses the commit itself: "Failing OffsetCommit request since
+    the consumer is not part of an active group")."""
     a_first = recording.member_ids(f"{scenario}/A")[0]
     found = recording.of(scenario)
     expiries = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_EXPIRATION)]
@@ -506,7 +508,10 @@ def test_java_client_member_stalled_expires_then_commits_as_a_zombie(
     zombies = [d for d in found if d["kind"] == str(DetectionKind.ZOMBIE_COMMIT)]
     assert [z["member_id"] for z in zombies] == [a_first], found
     assert ms(zombies[0]["detected_at"]) >= ms(expiries[0]["detected_at"])
-    assert "UNKNOWN_MEMBER_ID" in zombies[0]["summary"], zombies
+    # Two real orders, both seen here: the commit reaches the broker first and is refused with UNKNOWN_MEMBER_ID, or
+    # the heartbeat thread learns of the eviction first and the client refuses the commit itself
+    summary = zombies[0]["summary"]
+    assert "UNKNOWN_MEMBER_ID" in summary or "refused (consumer is not part of an active group)" in summary, zombies
     # No agent, and the Java client logs no heartbeat at INFO: no early warning. Classic A joins, expires, rejoins
     # and leaves (the test's shutdown) within seconds: four bounces with A departing twice is flapping by the rule.
     assert recording.kinds(scenario) <= {

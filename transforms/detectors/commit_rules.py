@@ -24,7 +24,7 @@ from transforms.detectors.evidence import source_ref
 from transforms.detectors.group_events import GroupEvent
 from transforms.detectors.state import DepartedMember, GroupState, MemberState
 from transforms.detectors.thresholds import DetectorThresholds
-from transforms.schemas import DetectionKind
+from transforms.schemas import DetectionKind, HeartbeatEventKind
 
 ZOMBIE = DetectionKind.ZOMBIE_COMMIT
 REGRESSION = DetectionKind.OFFSET_REGRESSION
@@ -148,7 +148,14 @@ def check_telemetry_commit(
     if not reasons:
         return
     generation = who.generation
-    verb = f"failed with {event.error}" if event.error else "was sent"
+    if event.error:
+        verb = f"failed with {event.error}"
+    elif event.event == HeartbeatEventKind.COMMIT_FAILED:
+        # refused by the client itself (Java: "Failing OffsetCommit request since the consumer is not part of an
+        # active group", when its heartbeat learnt of the eviction first): an attempt all the same
+        verb = f"was refused ({event.reason})" if event.reason else "was refused"
+    else:
+        verb = "was sent"
     book.open(
         ZOMBIE,
         (who.member_id, generation),
