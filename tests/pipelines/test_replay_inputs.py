@@ -94,3 +94,25 @@ def test_a_record_is_written_once_whatever_files_bring_it(
             assert not [k for k, n in Counter(keys).items() if n > 1], schema.name
     assert last["quarantine"] == first["quarantine"]
     assert last["heartbeat_events"] == first["heartbeat_events"]
+
+
+def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """Into empty tables (nothing held yet to leave out), the in-batch dedup (`ingest.distinct_records`) alone keeps
+    the copy's records out."""
+    a = tmp_path / "a" / "a.jsonl"
+    a.parent.mkdir()
+    a.write_bytes(SAMPLE.read_bytes())
+    copy = tmp_path / "c" / "copy-of-a.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(SAMPLE.read_bytes())
+    alone = run_replay(isolated_config(radar_config, tmp_path / "alone"), [str(a)])
+    config = isolated_config(radar_config, tmp_path / "both")
+    both = run_replay(config, [str(a), str(copy)])
+    assert alone["offsets_raw"] > 0
+    assert both == alone  # the sample's quarantined records have coordinates too: each is held once
+    for schema in TABLES.values():
+        if schema.record_key:
+            keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]
+            assert not [k for k, n in Counter(keys).items() if n > 1], schema.name
