@@ -511,7 +511,7 @@ def test_java_client_member_stalled_expires_then_commits_as_a_zombie(
     # Two real orders, both seen here: the commit reaches the broker first and is refused with UNKNOWN_MEMBER_ID, or
     # the heartbeat thread learns of the eviction first and the client refuses the commit itself
     summary = zombies[0]["summary"]
-    assert "UNKNOWN_MEMBER_ID" in summary or "refused (consumer is not part of an active group)" in summary, zombies
+    assert "UNKNOWN_MEMBER_ID" in summary or "failed (consumer is not part of an active group)" in summary, zombies
     # No agent, and the Java client logs no heartbeat at INFO: no early warning. Classic A joins, expires, rejoins
     # and leaves (the test's shutdown) within seconds: four bounces with A departing twice is flapping by the rule.
     assert recording.kinds(scenario) <= {

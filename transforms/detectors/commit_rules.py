@@ -151,9 +151,10 @@ def check_telemetry_commit(
     if event.error:
         verb = f"failed with {event.error}"
     elif event.event == HeartbeatEventKind.COMMIT_FAILED:
-        # refused by the client itself (Java: "Failing OffsetCommit request since the consumer is not part of an
-        # active group", when its heartbeat learnt of the eviction first): an attempt all the same
-        verb = f"was refused ({event.reason})" if event.reason else "was refused"
+        # a failure whose line names no error, e.g. the Java client refusing the commit itself ("Failing OffsetCommit
+        # request since the consumer is not part of an active group", when its heartbeat learnt of the eviction
+        # first): an attempt all the same, and not one that was sent
+        verb = f"failed ({event.reason})" if event.reason else "failed"
     else:
         verb = "was sent"
     book.open(
