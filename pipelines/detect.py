@@ -44,9 +44,6 @@ ticks move time past it anyway.
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import sys
-import threading
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -472,11 +469,6 @@ def _merge_into(source: DataFrame, config: RadarConfig, table: TableSchema) -> N
     target = (
         DeltaTable.forName(spark, catalog.name(table)) if location is None else DeltaTable.forPath(spark, str(location))
     )
-    _merge_into_target(source, target, table)
-
-
-def _merge_into_target(source: DataFrame, target: Any, table: TableSchema) -> None:
-    """`_merge_into` against a `DeltaTable` of `table`'s schema (the gold table, or `warm_gold_merges`' copy)."""
     on = " AND ".join(f"t.{key} = s.{key}" for key in KEY_COLUMNS[table.name])
     (
         target.alias("t")
@@ -528,39 +520,6 @@ def merge_gold(
     finally:
         source.unpersist()
 
-
-# A value of each plain type for `warm_gold_merges`' one row (nested types stay null).
-_WARM_VALUES: dict[str, Any] = {
-    "STRING": "warm-up",
-    "INT": 0,
-    "BIGINT": 0,
-    "DOUBLE": 0.0,
-    "BOOLEAN": False,
-    "TIMESTAMP": datetime(2000, 1, 1),
-}
-
-
-def warm_gold_merges(spark: SparkSession, scratch: Path) -> None:
-    """Run each gold table's MERGE once, on a one-row table of its schema made in `scratch` (the caller removes it),
-    each MERGE in the write turn (`write_turn`).
-
-    Why: a JVM's first MERGE of a table's shape loads and compiles its plan. Live, the first gold batch with
-    MERGEs spent 1.2-2.9 s in each (0.6-1.0 s later) inside the turn that detection batches wait for, and the
-    slowest detection of most 300 s benchmark runs was decided then (benchmarks/README.md). Run at a live start,
-    before any incident, that cost is paid while nothing waits for it."""
-    from delta.tables import DeltaTable
-
-    for table in GOLD_TABLES.values():
-        row = {c.name: _WARM_VALUES.get(c.ddl) for c in table.columns}
-        one = spark.createDataFrame([row], table.ddl)
-        location = scratch / table.name
-        one.write.format("delta").save(str(location))
-        with write_turn():
-            _merge_into_target(one, DeltaTable.forPath(spark, str(location)), table)  # matched: the update path
-
-
-WARM_UP_JOIN_S = 30.0
-"""How long a live detection stage's stop waits for `warm_gold_merges` to end before stopping its queries."""
 
 OPTIMISTIC_MERGE_ATTEMPTS = 3
 """MERGE attempts without `write_lock` before one holding it (`_merge_retrying_collisions`)."""
@@ -783,7 +742,6 @@ class DetectStage(Stage):
         self.binding = binding
         self.kafka = kafka
         self._drained = False
-        self._warm_up: threading.Thread | None = None
 
     @property
     def staged(self) -> bool:
@@ -815,28 +773,7 @@ class DetectStage(Stage):
         if not self.staged:
             return RunningQueries((query,))
         gold_trigger = Trigger(False, self.config.detect.gold_trigger_interval)
-        gold = start_gold_query(self.spark, self.config, self.checkpoint_name, gold_trigger)
-        if TableCatalog(self.config).location(DETECTIONS) is not None:  # Databricks' catalog tables: not ours to warm
-            self._warm_up = threading.Thread(target=self._warm_gold_merges, name="radar-gold-warm-up", daemon=True)
-            self._warm_up.start()
-        return RunningQueries((query, gold))
-
-    def _warm_gold_merges(self) -> None:
-        """`warm_gold_merges` in a folder of this stage's checkpoint, removed after; a failure is said, not raised:
-        it costs the first gold batch its speed, not a row."""
-        scratch = self.config.checkpoint_dir / self.checkpoint_name / "gold-warm-up"
-        shutil.rmtree(scratch, ignore_errors=True)  # left by a process killed meanwhile
-        try:
-            with phase("warm gold merges"):
-                warm_gold_merges(self.spark, scratch)
-        except Exception as error:  # a sentence on stderr; the run goes on
-            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
-            print(
-                f"radar: warming up the gold MERGEs failed ({first}); the first gold batch will be slower",
-                file=sys.stderr,
-            )
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        return RunningQueries((query, start_gold_query(self.spark, self.config, self.checkpoint_name, gold_trigger)))
 
     @property
     def detection_query(self) -> StreamingQuery:
@@ -844,8 +781,6 @@ class DetectStage(Stage):
         return self.queries.all[0]
 
     def stop(self) -> None:
-        if self._warm_up is not None:
-            self._warm_up.join(WARM_UP_JOIN_S)  # a few seconds at most: its writes are not interrupted by the stop
         super().stop()
         if self.staged and self._queries is not None and not self._drained:
             self.drain_staged()

@@ -32,7 +32,6 @@ from pipelines.detect import (
     seal_replay_time,
     start_detect,
     start_gold_query,
-    warm_gold_merges,
 )
 from pipelines.detection_turn import detection_turn
 from pipelines.ingest import run_replay
@@ -370,7 +369,6 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     finally:
         stage.stop()  # drains detector_output into rebalances, group_health and detections
     assert all(q.exception() is None for q in stage.queries)
-    assert not (live.checkpoint_dir / "live" / "gold-warm-up").exists()  # the warm-up's tables went with it
     staged = table(spark, live, DETECTOR_OUTPUT)
     assert {r["target"] for r in staged.select("target").distinct().collect()} == {
         REBALANCES.name,
@@ -419,20 +417,6 @@ def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay
     start_gold_query(spark, live, "live", Trigger(True)).awaitTermination(600)
     assert gold_rows(spark, live, DETECTIONS) == expected[DETECTIONS.name]
     assert spark.sql(f"DESCRIBE HISTORY delta.`{location}`").first()["operation"] == "MERGE"
-
-
-def test_the_gold_warm_up_runs_each_tables_merge_through_its_update_path(spark: SparkSession, tmp_path: Path) -> None:
-    """A live start runs each gold table's MERGE once on a one-row table of its shape, so the JVM's first MERGE (plan
-    loading and compiling) is not paid in the turn detection batches wait for: the row must match and be updated,
-    the path a gold batch's MERGE of known ids takes, not the insert-only one."""
-    warm_gold_merges(spark, tmp_path)
-    for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):
-        location = tmp_path / schema.name
-        history = spark.sql(f"DESCRIBE HISTORY delta.`{location}`").collect()
-        assert [r["operation"] for r in history] == ["MERGE", "WRITE"], schema.name
-        metrics = history[0]["operationMetrics"]
-        assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == ("1", "0"), schema.name
-        assert spark.read.format("delta").load(str(location)).count() == 1
 
 
 def _detection(detection_id: str, status: DetectionStatus, last_seen_ms: int, seq: int) -> dict[str, Any]:
