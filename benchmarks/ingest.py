@@ -56,18 +56,27 @@ def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]
     group_metadata = []
     for index in range(64):  # distinct group states, reused: the decoder's cost does not depend on repetition
         version = 3 + index % 2
-        value = {"protocolType": "consumer", "generation": 1 + index, "protocol": "range",
-                 "leader": "consumer-payments-0-5f0c9a9e", "currentStateTimestamp": BASE_TS,
-                 "members": consumer_members(10, version)}
+        value = {
+            "protocolType": "consumer",
+            "generation": 1 + index,
+            "protocol": "range",
+            "leader": "consumer-payments-0-5f0c9a9e",
+            "currentStateTimestamp": BASE_TS,
+            "members": consumer_members(10, version),
+        }
         group_metadata.append(encode_coordinator_record(2, {"group": f"bench-group-{index}"}, version, value))
     kip848 = []
     for record_type in KIP848_TYPES:
         spec = RECORD_TYPES[record_type]
         key = example_value(spec.key, spec.key.valid.low)
-        kip848.append(encode_coordinator_record(record_type, key, spec.value.valid.high,
-                                                example_value(spec.value, spec.value.valid.high)))
-    keys = [encode_coordinator_record(1, {"group": f"bench-group-{g}", "topic": f"topic-{t}", "partition": p}, None,
-                                      None)[0] for g in range(200) for t in range(4) for p in range(12)]
+        kip848.append(
+            encode_coordinator_record(
+                record_type, key, spec.value.valid.high, example_value(spec.value, spec.value.valid.high)
+            )
+        )
+    coordinates = [{"group": f"bench-group-{g}", "topic": f"topic-{t}", "partition": p}
+                   for g in range(200) for t in range(4) for p in range(12)]  # fmt: skip
+    keys = [encode_coordinator_record(1, key, None, None)[0] for key in coordinates]
     mix: Counter[str] = Counter()
     records: list[Record] = []
     for index in range(count):
@@ -80,8 +89,13 @@ def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]
             mix["group_metadata_v3_v4_10_members"] += 1
         else:
             version = 3 + index % 2
-            value = {"offset": index, "leaderEpoch": 5, "metadata": "", "commitTimestamp": BASE_TS + index,
-                     "topicId": TOPIC_ID}
+            value = {
+                "offset": index,
+                "leaderEpoch": 5,
+                "metadata": "",
+                "commitTimestamp": BASE_TS + index,
+                "topicId": TOPIC_ID,
+            }
             _, encoded = encode_coordinator_record(1, {"group": "g", "topic": "t", "partition": 0}, version, value)
             records.append((keys[index % len(keys)], encoded))
             mix["offset_commit_v3_v4"] += 1
@@ -93,9 +107,9 @@ def passthrough_writer(path: Path) -> Callable[[DataFrame, int], None]:
 
     def write(batch: DataFrame, batch_id: int) -> None:
         rows = batch.select("key", "value", "topic", "partition", "offset", "timestamp")
-        rows.write.format("delta").mode("append").option("txnAppId", "passthrough").option(
-            "txnVersion", batch_id
-        ).save(str(path))
+        rows.write.format("delta").mode("append").option("txnAppId", "passthrough").option("txnVersion", batch_id).save(
+            str(path)
+        )
 
     return write
 
@@ -201,8 +215,15 @@ def write_dump(records: list[Record], path: Path) -> None:
 def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000, "compression.type": "lz4"})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "lz4",
+        }
+    )
     for index, (key, value) in enumerate(records):
         while True:
             try:
@@ -280,8 +301,19 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
     """One child process per Spark master (a session's master is fixed for its JVM), each a whole run."""
     runs: dict[str, Any] = {}
     for master in args.masters:
-        command = [sys.executable, "-m", "benchmarks.ingest", "--records", str(args.records), "--fixed-records",
-                   str(args.fixed_records), "--conf", args.conf, "--master", master]
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.ingest",
+            "--records",
+            str(args.records),
+            "--fixed-records",
+            str(args.fixed_records),
+            "--conf",
+            args.conf,
+            "--master",
+            master,
+        ]
         if master == args.masters[-1]:
             command += ["--catch-up", str(args.catch_up), "--catch-up-caps", *map(str, args.catch_up_caps)]
         else:
@@ -304,13 +336,26 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--fixed-records", type=int, default=2_000,
-                        help="a small run of each kind: the marginal rate is the large run's records beyond it")
+    parser.add_argument(
+        "--fixed-records",
+        type=int,
+        default=2_000,
+        help="a small run of each kind: the marginal rate is the large run's records beyond it",
+    )
     parser.add_argument("--catch-up", type=int, default=0, help="a backlog of this many records on the broker")
-    parser.add_argument("--catch-up-caps", type=int, nargs="+", default=[100_000],
-                        help="maxOffsetsPerTrigger values the backlog is drained with, one run each")
-    parser.add_argument("--masters", nargs="+", default=None,
-                        help="run everything once per Spark master, each in its own process (local[1] local[2])")
+    parser.add_argument(
+        "--catch-up-caps",
+        type=int,
+        nargs="+",
+        default=[100_000],
+        help="maxOffsetsPerTrigger values the backlog is drained with, one run each",
+    )
+    parser.add_argument(
+        "--masters",
+        nargs="+",
+        default=None,
+        help="run everything once per Spark master, each in its own process (local[1] local[2])",
+    )
     parser.add_argument("--master", default=None, help="the Spark master of this run (default: the config's)")
     parser.add_argument("--conf", default="conf/local.yml")
     parser.add_argument("--data-dir", default=None, help="default: a temporary folder, removed afterwards")

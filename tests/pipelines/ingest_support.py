@@ -47,8 +47,10 @@ def table(spark: SparkSession, config: RadarConfig, schema: TableSchema) -> Data
 
 def coordinates(df: DataFrame) -> list[Coordinate]:
     """Every row's Kafka coordinates, duplicates kept (so a double write shows)."""
-    return [(r.src_topic, r.src_partition, r.src_offset) for r in df.select("src_topic", "src_partition", "src_offset")
-            .collect()]
+    return [
+        (r.src_topic, r.src_partition, r.src_offset)
+        for r in df.select("src_topic", "src_partition", "src_offset").collect()
+    ]
 
 
 def duplicates(items: Iterable[Coordinate]) -> list[Coordinate]:

@@ -48,11 +48,15 @@ def test_missing_file_says_what_to_do() -> None:
 
 
 def test_env_override_nested_and_typed() -> None:
-    config = load_config("conf/local.yml", env={
-        "RADAR__KAFKA__BOOTSTRAP_SERVERS": "broker-1:9093",
-        "RADAR__KAFKA__TELEMETRY_TOPICS": "[a, b]",
-        "RADAR__SPARK__SHUFFLE_PARTITIONS": "8",
-        "UNRELATED": "x"})
+    config = load_config(
+        "conf/local.yml",
+        env={
+            "RADAR__KAFKA__BOOTSTRAP_SERVERS": "broker-1:9093",
+            "RADAR__KAFKA__TELEMETRY_TOPICS": "[a, b]",
+            "RADAR__SPARK__SHUFFLE_PARTITIONS": "8",
+            "UNRELATED": "x",
+        },
+    )
     assert config.kafka.bootstrap_servers == "broker-1:9093"
     assert config.kafka.telemetry_topics == ("a", "b")
     assert config.spark.shuffle_partitions == 8
@@ -83,8 +87,12 @@ def test_sasl_needs_where_the_credentials_are(tmp_path: Path) -> None:
 
 
 def test_secrets_from_env_are_masked() -> None:
-    kafka = KafkaConfig(bootstrap_servers="b:9093", security=SecurityConfig(
-        protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", username_env="U", password_env="P"))
+    kafka = KafkaConfig(
+        bootstrap_servers="b:9093",
+        security=SecurityConfig(
+            protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", username_env="U", password_env="P"
+        ),
+    )
     options = kafka_client_options(kafka, env={"U": "alice", "P": "s3cr3t-value"})
     assert 'password="s3cr3t-value"' in options["kafka.sasl.jaas.config"]
     assert "ScramLoginModule" in options["kafka.sasl.jaas.config"]
@@ -95,8 +103,7 @@ def test_secrets_from_env_are_masked() -> None:
 
 def test_secret_scope_lookup_and_missing_env() -> None:
     config = load_config("conf/prod.yml", env={"RADAR__KAFKA__BOOTSTRAP_SERVERS": "b:9093"})
-    options = kafka_client_options(config.kafka, env={},
-                                   secret_lookup=lambda scope, key: f"{scope}/{key}", shaded=True)
+    options = kafka_client_options(config.kafka, env={}, secret_lookup=lambda scope, key: f"{scope}/{key}", shaded=True)
     assert 'password="radar-prod/kafka-password"' in options["kafka.sasl.jaas.config"]
     assert options["kafka.sasl.jaas.config"].startswith("kafkashaded.")
     with pytest.raises(ConfigError, match=r"RADAR_KAFKA_USERNAME .*is not set"):

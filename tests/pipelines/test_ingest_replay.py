@@ -46,35 +46,57 @@ def offsets_records() -> list[tuple[bytes | None, bytes | None, str, str | None]
     def add(record: tuple[bytes, bytes | None], target: str, kind: str | None = None) -> None:
         out.append((record[0], record[1], target, kind))
 
-    commit_value = {"offset": 42, "leaderEpoch": 3, "metadata": "m", "commitTimestamp": BASE_TS,
-                    "expireTimestamp": BASE_TS + 1, "topicId": "MKXx1fIkQy2J9jXHhK8m1w"}
-    add(encode_coordinator_record(0, {"group": GROUP, "topic": "orders", "partition": 0}, 0, commit_value),
-        OFFSET_COMMITS.name)
+    commit_value = {
+        "offset": 42,
+        "leaderEpoch": 3,
+        "metadata": "m",
+        "commitTimestamp": BASE_TS,
+        "expireTimestamp": BASE_TS + 1,
+        "topicId": "MKXx1fIkQy2J9jXHhK8m1w",
+    }
+    add(
+        encode_coordinator_record(0, {"group": GROUP, "topic": "orders", "partition": 0}, 0, commit_value),
+        OFFSET_COMMITS.name,
+    )
     for version in RECORD_TYPES[1].value.valid:
         key = {"group": GROUP, "topic": "orders", "partition": version}
         add(encode_coordinator_record(1, key, version, commit_value | {"offset": 100 + version}), OFFSET_COMMITS.name)
     for version in RECORD_TYPES[2].value.valid:
-        value = {"protocolType": "consumer", "generation": version + 1, "protocol": "range",
-                 "leader": "consumer-payments-0-5f0c9a9e", "currentStateTimestamp": BASE_TS,
-                 "members": consumer_members(2, version)}
+        value = {
+            "protocolType": "consumer",
+            "generation": version + 1,
+            "protocol": "range",
+            "leader": "consumer-payments-0-5f0c9a9e",
+            "currentStateTimestamp": BASE_TS,
+            "members": consumer_members(2, version),
+        }
         add(encode_coordinator_record(2, {"group": GROUP}, version, value), GROUP_METADATA.name)
-    connect = {"protocolType": "connect", "generation": 9, "protocol": "sessioned", "leader": "w-0",
-               "currentStateTimestamp": BASE_TS, "members": []}
+    connect = {
+        "protocolType": "connect",
+        "generation": 9,
+        "protocol": "sessioned",
+        "leader": "w-0",
+        "currentStateTimestamp": BASE_TS,
+        "members": [],
+    }
     add(encode_coordinator_record(2, {"group": "connect-cluster"}, 3, connect), GROUP_METADATA.name)
     for record_type in RECORD_TYPES.values():
         if record_type.id in (0, 1, 2):
             continue
         key = example_value(record_type.key, record_type.key.valid.low)
         for version in record_type.value.valid:
-            add(encode_coordinator_record(record_type.id, key, version, example_value(record_type.value, version)),
-                GROUP_RECORDS.name)
+            add(
+                encode_coordinator_record(record_type.id, key, version, example_value(record_type.value, version)),
+                GROUP_RECORDS.name,
+            )
         add(encode_coordinator_record(record_type.id, key, None, None), GROUP_RECORDS.name)  # tombstone
-    add(encode_coordinator_record(1, {"group": GROUP, "topic": "orders", "partition": 0}, None, None),
-        OFFSET_COMMITS.name)
+    add(
+        encode_coordinator_record(1, {"group": GROUP, "topic": "orders", "partition": 0}, None, None),
+        OFFSET_COMMITS.name,
+    )
     add(encode_coordinator_record(2, {"group": "retired"}, None, None), GROUP_METADATA.name)
 
-    good_key, good_value = encode_coordinator_record(1, {"group": GROUP, "topic": "o", "partition": 1}, 3,
-                                                     commit_value)
+    good_key, good_value = encode_coordinator_record(1, {"group": GROUP, "topic": "o", "partition": 1}, 3, commit_value)
     assert good_value is not None
     group_key, group_value = next(r[:2] for r in out if r[2] == GROUP_METADATA.name and r[1] is not None)
     assert group_key is not None and group_value is not None

@@ -142,8 +142,11 @@ def test_garbage_flood_does_not_stop_offsets(
             running.append(queries)
             for round_index in range(1, 4):  # each round's commit must reach silver while the flood goes on
                 commit(committer, topic, group, round_index % 2, 10 * round_index, made)
-                wait_for(lambda: committed(spark, config, group) == sorted(made), PROGRESS_TIMEOUT_S,
-                         f"commit round {round_index} in offset_commits during the flood")
+                wait_for(
+                    lambda: committed(spark, config, group) == sorted(made),
+                    PROGRESS_TIMEOUT_S,
+                    f"commit round {round_index} in offset_commits during the flood",
+                )
                 assert_alive(queries)
             assert not flood.stop_requested.is_set() and flood.thread.is_alive()
         assert not flood.errors, flood.errors

@@ -28,8 +28,9 @@ def test_declared_coordinates_follow_installed_packages(radar_config: RadarConfi
 
     pyspark = importlib.metadata.version("pyspark")
     delta = importlib.metadata.version("delta-spark")
-    default = with_spark(radar_config, kafka_connector_version=None, kafka_token_provider_version=None,
-                         delta_version=None)
+    default = with_spark(
+        radar_config, kafka_connector_version=None, kafka_token_provider_version=None, delta_version=None
+    )
     roots = spark_connector_artifacts(default).roots
     assert [root.coordinates for root in roots] == [
         f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark}",
@@ -45,8 +46,9 @@ def test_declared_coordinates_follow_installed_packages(radar_config: RadarConfi
 
 
 @pytest.mark.kafka
-def test_run_jars_lists_and_exports_the_broker(radar_config: RadarConfig, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_jars_lists_and_exports_the_broker(
+    radar_config: RadarConfig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     classpath = broker_classpath(radar_config)  # resolves (first time) or reads the cache
     assert any(path.name.startswith("kafka_2.13-") for path in classpath)
     run_jars(radar_config, tmp_path)  # the spark set may be unavailable here; the broker set must export

@@ -1182,8 +1182,10 @@ class GroupTracker:
             self._emit_rebalance(self._rebalance_row(reb, None))  # the cause so far, while it is under way
             generation_rules.check_failing_attempts(st, self.book, now, self.thresholds)
             expired = st.departed.get(event.member_id or "")
-            if event.detail("cause") == "heartbeat_expiration" and event.member_id and not (
-                expired is not None and expired.how == "expired"
+            if (
+                event.detail("cause") == "heartbeat_expiration"
+                and event.member_id
+                and not (expired is not None and expired.how == "expired")
             ):
                 # the coordinator's "removing member M on heartbeat expiration" is its removal on expiry, also when
                 # its "Member M ... has failed" line is missing (an excerpt grepped for "Preparing to rebalance")

@@ -32,8 +32,14 @@ def test_produce_consume_commit(kafka_broker: EmbeddedKafka) -> None:
     for index in range(5):
         producer.produce(topic, key=str(index).encode(), value=f"v{index}".encode())
     assert producer.flush(15) == 0
-    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     values: list[bytes] = []
     deadline = time.monotonic() + 30
@@ -47,8 +53,9 @@ def test_produce_consume_commit(kafka_broker: EmbeddedKafka) -> None:
     consumer.close()
     topics = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers}).list_topics(timeout=10).topics
     assert "__consumer_offsets" in topics
-    assert wait_for(lambda: "Stabilized group " + group in kafka_broker.log_file.read_text()), \
+    assert wait_for(lambda: "Stabilized group " + group in kafka_broker.log_file.read_text()), (
         f"no 'Stabilized group {group}' line in {kafka_broker.log_file}"
+    )
 
 
 def test_stop_leaves_no_process(radar_config: RadarConfig, tmp_path: Path) -> None:

@@ -351,9 +351,9 @@ def test_poll_timeout_reported_after_the_rebalance_stabilised_is_its_cause() -> 
             assert (rebalance["cause"], rebalance["left"]) == ("poll_timeout", ["rdkafka-slow-1"]), rebalance
             assert out.kinds() == []
         assert whole.rebalances == stepped.rebalances
-        assert '"offset":' in whole.completed()[0]["evidence"] and "heartbeat_events" in whole.completed()[0][
-            "evidence"
-        ]
+        assert (
+            '"offset":' in whole.completed()[0]["evidence"] and "heartbeat_events" in whole.completed()[0]["evidence"]
+        )
 
 
 def test_poll_timeout_reported_long_after_the_leave_explains_nothing() -> None:
