@@ -3,6 +3,8 @@
 // Run as a single-file program: java -cp <the embedded broker's classpath> JavaGroupMember.java ARGS.
 // It prints one JSON line per assignment and per refused commit (what `MemberProcess.wait_for` reads), polls every
 // 100 ms, and commits its position every 300 ms synchronously, logging a refused commit as an application would.
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -35,7 +37,10 @@ public class JavaGroupMember {
     public static void main(String[] args) throws Exception {
         // bootstrap topic group client-id protocol(classic|consumer) session-timeout-ms run-s [name=value ...]:
         // stalls=AFTER_S,FOR_S,COUNT (after each of its first COUNT assignments, AFTER_S of polling, then FOR_S
-        // without a poll, as a slow batch would); any other name=value is a consumer setting
+        // without a poll, as a slow batch would); hold=PATH (while that file exists, the application holds between
+        // a poll and its commit, as one busy with a batch: the test freezes it there, so that its first act once
+        // thawed is the commit, not a poll that learns of the eviction); any other name=value is a consumer setting
+        Path hold = null;
         int stallAfterMs = 0;
         int stallForMs = 0;
         int stallsLeft = 0;
@@ -56,7 +61,9 @@ public class JavaGroupMember {
         settings.put("value.deserializer", ByteArrayDeserializer.class.getName());
         for (int i = 7; i < args.length; i++) {
             String[] pair = args[i].split("=", 2);
-            if (pair[0].equals("stalls")) {
+            if (pair[0].equals("hold")) {
+                hold = Path.of(pair[1]);
+            } else if (pair[0].equals("stalls")) {
                 String[] stall = pair[1].split(",");
                 stallAfterMs = (int) (Double.parseDouble(stall[0]) * 1000);
                 stallForMs = (int) (Double.parseDouble(stall[1]) * 1000);
@@ -105,6 +112,14 @@ public class JavaGroupMember {
                     assignedAt[0] = 0;
                     print("{\"stalling\": " + stallForMs + "}");
                     Thread.sleep(stallForMs);
+                }
+                if (hold != null && Files.exists(hold) && !consumer.assignment().isEmpty()) {
+                    print("{\"holding\": " + quoted(hold.toString()) + "}");
+                    while (Files.exists(hold)) {
+                        Thread.sleep(20);
+                    }
+                    hold = null;  // once
+                    nextCommit = 0;
                 }
                 if (System.currentTimeMillis() >= nextCommit && !consumer.assignment().isEmpty()) {
                     Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();

@@ -141,18 +141,27 @@ class Scenarios:
         """As `stalled_zombie`, on Apache Kafka's Java client and without the agent: what tells is the broker's log
         and A's own log, shipped to the telemetry topic as a user ships client logs (its `[Consumer ...]` lines)."""
         topic, group = self.group(scenario)
+        hold = self.out_dir / f"{scenario}-A.hold"
 
-        def java(name: str) -> tuple[MemberProcess, Path]:
-            return self.java_member(config, scenario, name, topic, group, protocol)
+        def java(name: str, *extra: str) -> tuple[MemberProcess, Path]:
+            return self.java_member(config, scenario, name, topic, group, protocol, *extra)
 
-        a, a_log = java("A")
+        a, a_log = java("A", f"hold={hold}")
         shipper = self.ship(a_log)
         try:
             a.wait_for("assigned", 60)
             b, _ = java("B")
             b.wait_for("assigned", 60)
-            self._stall_until_refused(scenario, a, stall_s)
+            # A is frozen between a poll and its commit, as an application busy with a batch: thawed, it commits
+            # first. Frozen inside `poll()` instead, the Java client's first act is to learn of its eviction (a
+            # heartbeat's UNKNOWN_MEMBER_ID), give its partitions up as lost and rejoin, and then it has nothing
+            # stale to commit (seen in CI, classic and KIP-848).
+            time.sleep(2.0)
+            hold.touch()
+            a.wait_for("holding", 30)
+            self._stall_until_refused(scenario, a, stall_s, thawed=hold.unlink)
         finally:
+            hold.unlink(missing_ok=True)
             shipper.stop()
 
     def java_poll_overruns(self, scenario: str, config: RadarConfig) -> None:
@@ -205,13 +214,17 @@ class Scenarios:
             config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=10000, run_s=300
         )
 
-    def _stall_until_refused(self, scenario: str, a: MemberProcess, stall_s: float) -> None:
+    def _stall_until_refused(
+        self, scenario: str, a: MemberProcess, stall_s: float, thawed: Callable[[], None] | None = None
+    ) -> None:
         """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
-        assigned again."""
+        assigned again. `thawed` runs while A is still stopped (what A finds first when it resumes)."""
         time.sleep(2.0)
         self.recording.moments[f"{scenario}/stopped"] = now_ms()
         a.signal(signal.SIGSTOP)
         time.sleep(stall_s)
+        if thawed is not None:
+            thawed()
         a.signal(signal.SIGCONT)
         a.wait_for("commit_error", 30)
         self._wait_for_rejoin(a)
