@@ -1,8 +1,9 @@
 // A consumer-group member on Apache Kafka's own Java client, for the live tests: real Java-client log lines
 // (log4j2, written to the file the test ships) and the group-coordinator traffic of kafka-clients, not librdkafka.
 // Run as a single-file program: java -cp <the embedded broker's classpath> JavaGroupMember.java ARGS.
-// It prints one JSON line per assignment and per refused commit (what `MemberProcess.wait_for` reads), polls every
-// 100 ms, and commits its position every 300 ms synchronously, logging a refused commit as an application would.
+// It prints one JSON line per assignment, per refused commit and per hold (what `MemberProcess.wait_for` reads),
+// polls every 100 ms, and commits its position every 300 ms synchronously, logging a refused commit as an
+// application would.
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
