@@ -387,24 +387,19 @@ def recording(
     shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
     clock.start()
-    # Every scenario has its own group and topic, so the healthy fleet runs beside the incidents, as a real cluster's
-    # healthy groups do (and the suite waits for the longer of the two, not their sum); each side stops only its own
-    # members.
+    # Every scenario has its own group and topic, so the healthy fleet and the Java client's incidents run beside
+    # the librdkafka incidents, as a real cluster's groups do (and the suite waits for the longest of the three, not
+    # their sum); each lane stops only its own members.
     healthy = Scenarios(bootstrap, telemetry, out_dir, result)
+    java = Scenarios(bootstrap, telemetry, out_dir, result)
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="healthy-fleet") as pool:
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lane") as pool:
             fleet = pool.submit(healthy_fleet, healthy, radar_config)
+            java_incidents = pool.submit(java_client_incidents, java, radar_config)
             try:
                 scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
                 scenarios.stop_all()
                 scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-                scenarios.stop_all()
-                scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, radar_config)
-                scenarios.stop_all()
-                kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
-                scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, radar_config)
-                scenarios.stop_all()
-                scenarios.java_poll_overruns("java-poll-overrun", radar_config)
                 scenarios.stop_all()
                 scenarios.poll_overruns("poll-overrun")
                 scenarios.stop_all()
@@ -414,6 +409,7 @@ def recording(
                 unsynced.join(120)
                 result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
                 scenarios.stop_all()
+                java_incidents.result(timeout=300)
                 fleet.result(timeout=300)
                 time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
                 result.moments["recording_end"] = now_ms()
@@ -425,8 +421,21 @@ def recording(
                 shipper.stop()
                 scenarios.stop_all()
     finally:
-        healthy.stop_all()  # once the fleet's thread has ended (the pool waits for it): none of its members is left
+        # once the lanes' threads have ended (the pool waits for them): none of their members is left
+        java.stop_all()
+        healthy.stop_all()
     return result
+
+
+def java_client_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Apache Kafka's Java client: a stalled zombie on each protocol, then repeated poll overruns."""
+    scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, config)
+    scenarios.stop_all()
+    kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
+    scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, config)
+    scenarios.stop_all()
+    scenarios.java_poll_overruns("java-poll-overrun", config)
+    scenarios.stop_all()
 
 
 def healthy_fleet(scenarios: Scenarios, config: RadarConfig) -> None:
