@@ -135,6 +135,12 @@ def first_commit_of_each_detection(
     return first_seen, first_confirmed, rows_of
 
 
+def codegen_compilations(spark: SparkSession) -> int:
+    """Classes Spark's code generator compiled in this JVM so far (Janino; a cache hit compiles nothing): compiling
+    while the run is warm means the cache (`spark.sql.codegen.cache.maxEntries`) lets classes go."""
+    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+
+
 def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str, Any]:
     """The live measurement (see the module docstring)."""
     import signal
@@ -187,6 +193,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
                 raise RuntimeError("the detection query made no progress in 10 minutes")
             time.sleep(1)
         warmup_s = time.monotonic() - started
+        compiled_at_warm = codegen_compilations(spark)
 
         def member(group: str, topic: str, name: str, *extra: str, protocol: str = "classic") -> MemberProcess:
             process = start_member(out_dir, f"{group}-{name}-{len(members)}", bootstrap, topic, group, *extra,
@@ -241,6 +248,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         finally:
             for process in members:
                 process.stop()
+        compiled_in_run = codegen_compilations(spark) - compiled_at_warm
         progress = [p for p in detect_query.recentProgress]
         ingest_progress = [p for query in ingest.queries.all for p in query.recentProgress]
         queries.stop()
@@ -303,6 +311,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
             ),
             "phases_ms_p50_batches_with_rows": phases_p50([p for p in ingest_progress if p.numInputRows]),
         },
+        "codegen_compilations_after_warmup": compiled_in_run,
         "state": None
         if last_state is None
         else {
