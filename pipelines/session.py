@@ -134,8 +134,9 @@ def local_session_conf(
         "spark.sql.streaming.stopTimeout": "30s",
         # Compiled expression classes kept for reuse (Spark's default: 100). A live run's queries (ingest into ten
         # tables, detection, the gold MERGEs, the checks) need more than 100 at once, so every micro-batch evicted
-        # what the next one compiled again: 3,236-3,581 Janino compilations in 190 s of a live benchmark, 14 % of
-        # the driver's sampled Java time, against 494-615 with this cache.
+        # what the next one compiled again: 3,236-6,343 Janino compilations per live benchmark run after its
+        # warm-up, 14 % of the driver's sampled Java time, against 494-1,074 with this cache (live p95 6.50 s ->
+        # 3.76-4.37 s over 300 s runs; benchmarks/README.md).
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
     socket_dir = python_socket_dir()
