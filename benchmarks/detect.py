@@ -37,7 +37,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.detect import TrackerBinding, default_binding, start_detect
-from pipelines.session import build_spark_session
+from pipelines.session import build_spark_session, codegen_compilations
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS
 
@@ -133,12 +133,6 @@ def first_commit_of_each_detection(
                     first_confirmed.setdefault(row["detection_id"], committed_ms / 1000)
                 rows_of[row["detection_id"]] = row
     return first_seen, first_confirmed, rows_of
-
-
-def codegen_compilations(spark: SparkSession) -> int:
-    """Classes Spark's code generator compiled in this JVM so far (Janino; a cache hit compiles nothing): compiling
-    while the run is warm means the cache (`spark.sql.codegen.cache.maxEntries`) lets classes go."""
-    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
 
 
 def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str, Any]:

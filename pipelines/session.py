@@ -65,6 +65,12 @@ PYTHON_DAEMON_MODULE = "pipelines.python_daemon"
 CODEGEN_CACHE_ENTRIES = 4000
 
 
+def codegen_compilations(spark: SparkSession) -> int:
+    """Classes Spark's code generator has compiled in this JVM so far (Janino; a cache hit compiles nothing):
+    compiling while a run is warm means the cache (`CODEGEN_CACHE_ENTRIES`) lets classes go."""
+    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+
+
 SOCKET_PATH_MAX_BYTES = 103
 """The longest Unix socket path every platform binds (Linux 107, macOS 103)."""
 SPARK_SOCKET_NAME_BYTES = len(".00000000-0000-0000-0000-000000000000.sock")

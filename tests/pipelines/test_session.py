@@ -19,6 +19,7 @@ from pipelines.session import (
     INTERPRETED_CONF,
     INTERPRETED_MAX_INPUT_BYTES,
     LOCAL_CHECKPOINT_FILE_MANAGER,
+    codegen_compilations,
     local_session_conf,
     python_socket_dir,
     verify_formats,
@@ -44,8 +45,6 @@ def test_session_settings(spark: SparkSession) -> None:
 def test_a_compiled_class_is_reused_after_more_than_sparks_default_cache_of_others(spark: SparkSession) -> None:
     """A live run needs more than Spark's default 100 compiled classes at once: with that cache every micro-batch
     compiled again what the one before had evicted (3,236-6,343 compilations per live benchmark run)."""
-    compiled = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()  # type: ignore[attr-defined]
-
     base = 7_919_000  # literals no other test uses: every class here is new to the session's cache
 
     def run(step: int) -> None:  # a literal is part of the generated code: one new class per step
@@ -54,15 +53,15 @@ def test_a_compiled_class_is_reused_after_more_than_sparks_default_cache_of_othe
     spark.conf.set("spark.sql.codegen.wholeStage", "false")  # small classes (one projection each): a quick test
     try:
         run(-1)
-        first = compiled.getCount()
+        first = codegen_compilations(spark)
         others = spark.range(1).selectExpr(f"id + {base} AS v")
         for step in range(1, 120):  # 120 more classes in one job: each child of the union compiles its projection
             others = others.unionByName(spark.range(1).selectExpr(f"id + {base + step} AS v"))
         assert sorted(row.v for row in others.collect()) == list(range(base, base + 120))
-        assert compiled.getCount() - first > 100  # compiled, not interpreted: more than Spark's default cache holds
-        before = compiled.getCount()
+        assert codegen_compilations(spark) - first > 100  # compiled (not interpreted): more than Spark's cache holds
+        before = codegen_compilations(spark)
         run(-1)
-        assert compiled.getCount() == before  # ...and the first class is still there
+        assert codegen_compilations(spark) == before  # ...and the first class is still there
     finally:
         spark.conf.unset("spark.sql.codegen.wholeStage")
     assert CODEGEN_CACHE_ENTRIES > 120
