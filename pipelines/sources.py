@@ -51,6 +51,11 @@ cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s
 PIECE_STAMP_STEP_NS = 1_000_000  # piece k is stamped the input's modification time + k of these (the stream's ms)
 PIECE_MARK = "@line-"  # a piece's staging name: <entry>@line-<its first line's number, 12 digits>
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
+CONSUMER_FETCH_OPTIONS = {"kafka.max.poll.records": "5000", "kafka.max.partition.fetch.bytes": str(4 << 20)}
+"""Spark's Kafka reader seeks before every poll (`InternalKafkaConsumer.fetch`: `seek` then `poll`), so each poll
+is a fetch of its own and returns at most `max.poll.records`: with Kafka's defaults (500 records, 1 MiB a partition)
+a 400k-record backlog took ~800 round trips, 1.8-2.1 s to read warm; with these 0.40-0.48 s (benchmarks/README.md,
+2026-11-28). A live micro-batch of a few records is one poll either way. At most 4 MiB is buffered per partition."""
 
 
 def databricks_secret_lookup(spark: SparkSession) -> SecretLookup:
@@ -79,6 +84,7 @@ def kafka_source_options(
             "failOnDataLoss": "false",
             "kafka.isolation.level": "read_committed",
             "includeHeaders": "false",
+            **CONSUMER_FETCH_OPTIONS,
         }
     )
     if config.kafka.max_offsets_per_trigger:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.ingest import route_offsets
-from pipelines.sources import kafka_stream
+from pipelines.sources import CONSUMER_FETCH_OPTIONS, kafka_source_options, kafka_stream
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,
@@ -78,3 +79,33 @@ def test_a_large_range_is_split_by_the_source_and_a_small_one_is_one_task(
     for schema in (OFFSETS_RAW, OFFSET_COMMITS):
         written = coordinates(table(spark, split, schema))
         assert sorted(written) == [(topic, 0, offset) for offset in range(RECORDS)], schema.name
+
+
+def test_a_record_larger_than_a_fetch_is_read_with_its_neighbours(
+    spark: SparkSession, kafka_broker: object, radar_config: RadarConfig
+) -> None:
+    """The source reads in large polls (`CONSUMER_FETCH_OPTIONS`); a record bigger than a partition's fetch size
+    (a huge group's GroupMetadata) is still read, in order, with the small records around it."""
+    bootstrap = kafka_broker.bootstrap_servers  # type: ignore[attr-defined]
+    fetch_bytes = int(CONSUMER_FETCH_OPTIONS["kafka.max.partition.fetch.bytes"])
+    topic = f"big-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"max.message.bytes": str(3 * fetch_bytes)}
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1, config=config)])[topic].result(30)
+    big = bytes(range(256)) * (fetch_bytes // 256 + 4096)  # larger than one fetch
+    sizes = [10, len(big), 10, 7_000]
+    producer = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 3 * fetch_bytes, "linger.ms": 0})
+    for size in sizes:
+        producer.produce(topic, value=big[:size])
+        producer.flush(30)  # one record a batch: the big one arrives alone
+    options = kafka_source_options(radar_config, [topic], bootstrap)
+    assert options["kafka.max.partition.fetch.bytes"] == str(fetch_bytes)
+    rows = (
+        spark.read.format("kafka")
+        .options(**{k: v for k, v in options.items() if k != "maxOffsetsPerTrigger"})
+        .load()
+        .selectExpr("offset", "length(value) AS size")
+        .orderBy("offset")
+        .collect()
+    )
+    assert [(r["offset"], r["size"]) for r in rows] == list(enumerate(sizes))
