@@ -1,6 +1,7 @@
 """How many tasks read a Kafka micro-batch: a partition's range of more than `kafka.max_records_per_task` records is
 split by the source itself (a backlog decodes on every core without a shuffle), a live batch of a few records stays
-one task per partition; the ingest writes every record once either way."""
+one task per partition; the ingest writes every record once either way. The source polls in large fetches, and a
+record larger than one is still read."""
 
 from __future__ import annotations
 
