@@ -22,11 +22,13 @@ from pipelines.class_archive import ClassArchive, class_archive, settle_class_ar
 from pipelines.config import RadarConfig
 from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j2_properties
 from pipelines.jvm import default_cache_dir, spark_connector_jars
+from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF, local_filesystem_jar
 from pipelines.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+ALL_FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.enabled"
 # Classes that must load for a format to really work (the Kafka source also needs the token provider).
 FORMAT_CLASSES = {
     "kafka": (
@@ -98,10 +100,12 @@ def local_session_conf(
     quick_start: bool = False,
     archive: ClassArchive | None = None,
     interpreted: bool = False,
+    local_fs_jar: Path | None = None,
 ) -> dict[str, str]:
     """Everything a local session is started with; small and quiet because it runs on laptops and CI.
     `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`), mapping or dumping `archive`;
-    `interpreted`: its input is tiny (`INTERPRETED_CONF`)."""
+    `interpreted`: its input is tiny (`INTERPRETED_CONF`); `local_fs_jar`: Hadoop's local file system without a
+    process per file (`pipelines.local_filesystem`)."""
     data_dir = config.data_dir.expanduser().resolve()
     log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
     java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
@@ -156,6 +160,15 @@ def local_session_conf(
         conf["spark.sql.extensions"] = DELTA_EXTENSION
         conf["spark.sql.catalog.spark_catalog"] = DELTA_CATALOG
         conf["spark.databricks.delta.snapshotPartitions"] = str(config.spark.shuffle_partitions)
+        # Delta 4.4 lists a small table's files in each version's checksum file, which nothing in open-source Delta
+        # reads back (`Snapshot.allFiles` is always a state reconstruction): a table's first commit, its CREATE, ran
+        # a Spark job to list the files of the empty table before it. Fifteen CREATE TABLEs 4.0-4.5 -> 2.3-2.8 s
+        # warm, 10.8-11.3 -> 6.0-6.4 s in a new JVM (benchmarks/README.md, 2026-11-28).
+        conf[ALL_FILES_IN_CHECKSUM] = "false"
+    if local_fs_jar is not None:
+        # on the JVM's own classpath: spark-submit reads local files through Hadoop before it loads `spark.jars`
+        conf["spark.driver.extraClassPath"] = str(local_fs_jar)
+        conf.update(LOCAL_FILESYSTEM_CONF)
     if interpreted:
         conf.update(INTERPRETED_CONF)
     conf.update(config.spark.extra_conf)
@@ -306,6 +319,7 @@ def build_spark_session(
         return spark
     with phase("connector jars"):
         jars = spark_connector_jars(config)
+        local_fs_jar = local_filesystem_jar(default_cache_dir(config))
     existing = SparkSession.getActiveSession()
     if existing is not None:
         # a session that resolves the formats serves (e.g. a delta-only command inside a process whose session was
@@ -323,8 +337,11 @@ def build_spark_session(
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    archive = quick_start_archive(config, jars) if quick_start and archive_classes else None
-    session_conf = local_session_conf(config, jars, quick_start=quick_start, archive=archive, interpreted=interpreted)
+    classpath = [*jars, local_fs_jar] if local_fs_jar is not None else jars
+    archive = quick_start_archive(config, classpath) if quick_start and archive_classes else None
+    session_conf = local_session_conf(
+        config, jars, quick_start=quick_start, archive=archive, interpreted=interpreted, local_fs_jar=local_fs_jar
+    )
     with phase("jvm launch"):
         launched = launch_local_jvm(config, session_conf) is not None
     if launched and archive is not None and archive.pending is not None:

@@ -5,6 +5,7 @@ reproduces what a user saw and asserts a bounded, one-sentence, traceback-free o
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -189,6 +190,7 @@ def test_second_ctrl_c_quits_at_once(radar_run: RadarRun) -> None:
 def replayed_data_dir(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("sql") / "data"
     assert main(["replay", "--input", str(SAMPLE), "--data-dir", str(data_dir), "--conf", str(CONF)]) == 0
+    assert (data_dir / "tables" / "offset_commits" / "_delta_log").is_dir()  # --data-dir after the command
     return data_dir
 
 
@@ -267,6 +269,13 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     (stub / "python3").write_text("#!/bin/sh\necho 'not the python radar runs in' >&2\nexit 1\n")
     (stub / "python3").chmod(0o755)
     (stub / "python").symlink_to(stub / "python3")
+    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.local_filesystem`)
+    started = tmp_path / "started.log"
+    for command in ("chmod", "readlink", "stat", "ls"):
+        real = shutil.which(command)
+        assert real is not None, command
+        (stub / command).write_text(f'#!/bin/sh\necho "{command} $*" >> {started}\nexec {real} "$@"\n')
+        (stub / command).chmod(0o755)
     script = Path(sys.executable).parent / "radar"
     assert script.is_file(), f"the console script is not next to {sys.executable}"
     # a class-data archive of its own: this is a first replay, which saves one as it exits (the JVM's end once made
@@ -294,7 +303,12 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
     assert "class-data archive" in done.stderr  # the first-run path was taken
     # no spark-warehouse, derby.log, .radar
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data", "tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data", "started.log", "tmp"]
+    assert (tmp_path / "data" / "tables" / "offset_commits" / "_delta_log").is_dir()  # under --data-dir
+    # the JVM copies its connector jars (Spark's `chmod a+x` of each); nothing under the data dir started a command
+    started_commands = started.read_text().splitlines()
+    assert any(line.startswith("chmod a+x ") for line in started_commands)  # the counter counts
+    assert [line for line in started_commands if str(tmp_path / "data") in line] == []
     # the Unix sockets of its Python workers and accumulator server went with it (Spark leaves them without stop())
     assert list(temp.iterdir()) == []
 

@@ -474,3 +474,20 @@ def test_a_new_table_writes_no_checkpoint_every_ten_commits(spark, radar_config:
     log = TableCatalog(config).location(QUARANTINE) / "_delta_log"
     assert (log / f"{11:020d}.json").is_file()  # the create and eleven appends
     assert not [p.name for p in log.iterdir() if ".checkpoint." in p.name]
+
+
+@pytest.mark.spark
+def test_creating_tables_runs_no_spark_job(spark, radar_config: RadarConfig, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A table's CREATE is one Delta commit and nothing more: Delta 4.4's file list in the checksum made each
+    CREATE list the files of the empty table before it with a Spark job (fifteen tables: ~1.5-5 s)."""
+    tracker = spark.sparkContext.statusTracker()
+    before = max(tracker.getJobIdsForGroup(None), default=-1)  # the DDL threads set no job group
+    config = radar_config.with_data_dir(tmp_path / "new")
+    ensure_tables(spark, config)
+    assert [j for j in tracker.getJobIdsForGroup(None) if j > before] == []
+    for table in TABLES.values():
+        location = TableCatalog(config).location(table)
+        assert location is not None and (location / "_delta_log" / f"{0:020d}.json").is_file(), table.name
+    # and the tables work: an append after it is read back
+    append_idempotent(_quarantine_rows(spark, config, 2), config, QUARANTINE, "test:new", 0)
+    assert spark.read.format("delta").load(str(TableCatalog(config).location(QUARANTINE))).count() == 2
