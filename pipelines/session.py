@@ -172,6 +172,9 @@ def local_session_conf(
     if interpreted:
         conf.update(INTERPRETED_CONF)
     conf.update(config.spark.extra_conf)
+    if local_fs_jar is not None and conf["spark.driver.extraClassPath"] != str(local_fs_jar):
+        # a configured class path keeps the classes `fs.file.impl` names, or the JVM would not start
+        conf["spark.driver.extraClassPath"] = os.pathsep.join([str(local_fs_jar), conf["spark.driver.extraClassPath"]])
     return conf
 
 

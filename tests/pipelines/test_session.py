@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF
 from pipelines.monitor import QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
 from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
 from pipelines.session import (
@@ -95,6 +97,22 @@ def test_a_tiny_commands_session_evaluates_interpreted_unless_the_config_says_ot
     spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.sql.codegen.wholeStage": "true"}})
     chosen = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], interpreted=True)
     assert chosen["spark.sql.codegen.wholeStage"] == "true"  # spark.extra_conf has the last word
+
+
+def test_the_local_file_system_classes_stay_on_a_configured_class_path(
+    radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`fs.file.impl` names classes from the compiled jar: a class path the user configures keeps the jar on it, or
+    the JVM would not start (spark-submit reads files through Hadoop before anything else)."""
+    config = radar_config.with_data_dir(tmp_path)
+    jar = tmp_path / "radar-local-fs-0.jar"
+    assert "spark.driver.extraClassPath" not in local_session_conf(config, [])
+    alone = local_session_conf(config, [], local_fs_jar=jar)
+    assert alone["spark.driver.extraClassPath"] == str(jar)
+    assert {key: alone[key] for key in LOCAL_FILESYSTEM_CONF} == LOCAL_FILESYSTEM_CONF
+    spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.driver.extraClassPath": "/opt/theirs.jar"}})
+    theirs = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], local_fs_jar=jar)
+    assert theirs["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/theirs.jar"
 
 
 def test_a_replay_is_interpreted_only_while_its_input_is_tiny(tmp_path: Path) -> None:

@@ -38,7 +38,11 @@ public class ShellFreeRawLocalFileSystem extends RawLocalFileSystem {
                 wanted.add(BITS[bit]);
             }
         }
-        Files.setPosixFilePermissions(pathToFile(p).toPath(), wanted);
+        try {
+            Files.setPosixFilePermissions(pathToFile(p).toPath(), wanted);
+        } catch (UnsupportedOperationException notPosix) {
+            super.setPermission(p, permission); // a file system without POSIX permissions: Hadoop's own way
+        }
     }
 
     @Override
