@@ -81,7 +81,8 @@ def local_filesystem_jar(cache_dir: Path) -> Path | None:
                 text=True,
             )
             if done.returncode != 0:
-                error = f"javac failed: {(done.stderr or done.stdout).strip().splitlines()[:1]}"
+                first_line = next(iter((done.stderr or done.stdout).strip().splitlines()), "no output")
+                error = f"javac failed ({first_line})"
             else:
                 partial = Path(work) / jar.name
                 with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:

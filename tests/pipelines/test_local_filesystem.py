@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF, jar_key, java_sources
+from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF, jar_key, java_sources, local_filesystem_jar
 
 pytestmark = pytest.mark.spark
 
@@ -94,3 +94,16 @@ def test_the_jar_is_named_after_its_sources(tmp_path: Path) -> None:
     assert jar_key(sources, hadoop) == jar_key(sources, hadoop)
     assert jar_key([*sources[:-1], changed], hadoop) != jar_key(sources, hadoop)
     assert jar_key(sources, tmp_path / "hadoop-client-api-3.4.3.jar") != jar_key(sources, hadoop)
+
+
+def test_without_javac_hadoops_own_serves_and_the_first_command_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-jdk"))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    assert local_filesystem_jar(tmp_path / "cache") is None
+    first = capsys.readouterr().err
+    assert "no javac" in first and "Install a JDK" in first and len(first.strip().splitlines()) == 1
+    assert local_filesystem_jar(tmp_path / "cache") is None
+    assert capsys.readouterr().err == ""  # said once
+    assert not list((tmp_path / "cache").glob("*.jar"))
