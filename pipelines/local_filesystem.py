@@ -84,7 +84,7 @@ def local_filesystem_jar(cache_dir: Path) -> Path | None:
                 first_line = next(iter((done.stderr or done.stdout).strip().splitlines()), "no output")
                 error = f"javac failed ({first_line})"
             else:
-                partial = Path(work) / jar.name
+                partial = jar.with_name(f"{jar.name}.{os.getpid()}.partial")  # same folder: a rename, not a copy
                 with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
                     for path in sorted(classes.rglob("*.class")):
                         archive.write(path, path.relative_to(classes).as_posix())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,14 @@ def test_without_javac_hadoops_own_serves_and_the_first_command_says_so(
     assert local_filesystem_jar(tmp_path / "cache") is None
     assert capsys.readouterr().err == ""  # said once
     assert not list((tmp_path / "cache").glob("*.jar"))
+
+
+def test_the_jar_is_built_once_into_the_cache_folder(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    jar = local_filesystem_jar(cache)
+    assert jar is not None and jar.parent == cache
+    with zipfile.ZipFile(jar) as built:
+        assert "radar/hadoop/ShellFreeLocalFileSystem.class" in built.namelist()
+    built_at = jar.stat().st_mtime_ns
+    assert local_filesystem_jar(cache) == jar and jar.stat().st_mtime_ns == built_at
+    assert [p.name for p in cache.iterdir()] == [jar.name]  # nothing partial left beside it
