@@ -322,7 +322,6 @@ def build_spark_session(
         return spark
     with phase("connector jars"):
         jars = spark_connector_jars(config)
-        local_fs_jar = local_filesystem_jar(default_cache_dir(config))
     existing = SparkSession.getActiveSession()
     if existing is not None:
         # a session that resolves the formats serves (e.g. a delta-only command inside a process whose session was
@@ -340,6 +339,8 @@ def build_spark_session(
         return existing
     # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    with phase("local file system jar"):  # only a new JVM takes it
+        local_fs_jar = local_filesystem_jar(default_cache_dir(config))
     classpath = [*jars, local_fs_jar] if local_fs_jar is not None else jars
     archive = quick_start_archive(config, classpath) if quick_start and archive_classes else None
     session_conf = local_session_conf(
