@@ -31,6 +31,7 @@ from pipelines.detect import DetectStage, KafkaDetectorSources
 from pipelines.local.scenarios import MemberProcess
 from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, start_member
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.java_member import JAVA_CLIENT_PREFIX, start_java_member
@@ -52,6 +53,7 @@ class Recording:
     moments: dict[str, int] = field(default_factory=dict)  # name -> epoch ms
     detections: list[dict[str, Any]] = field(default_factory=list)
     rebalances: list[dict[str, Any]] = field(default_factory=list)
+    stop_members: Callable[[], object] = lambda: None  # the members left up for detection
 
     def of(self, scenario: str) -> list[dict[str, Any]]:
         group = self.groups[scenario]
@@ -374,17 +376,18 @@ class Scenarios:
             time.sleep(2.0)
 
 
-@pytest.fixture(scope="module")
-def recording(
-    kafka_broker: Any, spark: Any, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
-) -> Recording:
-    bootstrap = kafka_broker.bootstrap_servers
+@concurrent_recording("detect-live")
+def record_scenarios(context: RecordingContext) -> Recording:
+    """Every scenario on the run's broker, the broker log shipped and a clock ticking on the telemetry topic; the
+    static members of the healthy fleet are left up (a static member's close sends no LeaveGroup: the broker would
+    expire them later) until the module's detection has read the broker."""
+    bootstrap = context.bootstrap
     telemetry = f"telemetry-detect-{time.time_ns()}"
     create_topics(bootstrap, {telemetry: 1})
     result = Recording(telemetry)
-    out_dir = tmp_path_factory.mktemp("detect-live")
+    out_dir = context.tmp_path_factory.mktemp("detect-live")
     scenarios = Scenarios(bootstrap, telemetry, out_dir, result)
-    shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
+    shipper = start_shipper(context.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
     clock.start()
     # Every scenario has its own group and topic, so the healthy fleet and the Java client's incidents run beside
@@ -392,38 +395,53 @@ def recording(
     # their sum); each lane stops only its own members.
     healthy = Scenarios(bootstrap, telemetry, out_dir, result)
     java = Scenarios(bootstrap, telemetry, out_dir, result)
+    context.at_teardown(healthy.stop_all)  # once the lanes' threads have ended (the pool waits for them)
+    context.at_teardown(java.stop_all)
+    result.stop_members = lambda: (java.stop_all(), healthy.stop_all())
     try:
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lane") as pool:
-            fleet = pool.submit(healthy_fleet, healthy, radar_config)
-            java_incidents = pool.submit(java_client_incidents, java, radar_config)
-            try:
-                scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
-                scenarios.stop_all()
-                scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-                scenarios.stop_all()
-                scenarios.poll_overruns("poll-overrun")
-                scenarios.stop_all()
-                unsynced = scenarios.joins_without_sync("never-syncs")
-                scenarios.crash_loop("crash-loop")
-                scenarios.second_consumer_zombie("second-consumer")
-                unsynced.join(120)
-                result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
-                scenarios.stop_all()
-                java_incidents.result(timeout=300)
-                fleet.result(timeout=300)
-                time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
-                result.moments["recording_end"] = now_ms()
-                clock.stop()
-                shipper.stop()
-                detect_recording(spark, radar_config, tmp_path_factory.mktemp("detect-live-data"), bootstrap, result)
-            finally:
-                clock.stop()
-                shipper.stop()
-                scenarios.stop_all()
+            fleet = pool.submit(healthy_fleet, healthy, context.config)
+            java_incidents = pool.submit(java_client_incidents, java, context.config)
+            scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+            scenarios.stop_all()
+            scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+            scenarios.stop_all()
+            scenarios.poll_overruns("poll-overrun")
+            scenarios.stop_all()
+            unsynced = scenarios.joins_without_sync("never-syncs")
+            scenarios.crash_loop("crash-loop")
+            scenarios.second_consumer_zombie("second-consumer")
+            unsynced.join(120)
+            result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
+            scenarios.stop_all()
+            java_incidents.result(timeout=300)
+            fleet.result(timeout=300)
+        time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
+        result.moments["recording_end"] = now_ms()
+    except BaseException:
+        result.stop_members()
+        raise
     finally:
-        # once the lanes' threads have ended (the pool waits for them): none of their members is left
-        java.stop_all()
-        healthy.stop_all()
+        clock.stop()
+        shipper.stop()
+        scenarios.stop_all()
+    return result
+
+
+@pytest.fixture(scope="module")
+def recording(
+    concurrent_recordings: ConcurrentRecordings,
+    kafka_broker: Any,
+    spark: Any,
+    radar_config: RadarConfig,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Recording:
+    result: Recording = concurrent_recordings.result("detect-live")
+    try:
+        data_dir = tmp_path_factory.mktemp("detect-live-data")
+        detect_recording(spark, radar_config, data_dir, kafka_broker.bootstrap_servers, result)
+    finally:
+        result.stop_members()
     return result
 
 

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from emitters.agent import RadarConsumer, instrument
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, read_records, start_member
 from transforms.telemetry.json_events import RadarEventV1
 
@@ -154,15 +155,15 @@ class OverrunRun:
     topic: str
 
 
-@pytest.fixture(scope="module")
-def overruns(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> OverrunRun:
+@concurrent_recording("agent-overruns")
+def record_overruns(context: RecordingContext) -> OverrunRun:
     """Classic group: B polls steadily (the group never empties, so a zombie commit is refused); C (agent) stalls
     past max.poll.interval.ms after each of its assignments, three times, and commits the partitions it held."""
-    bootstrap = kafka_broker.bootstrap_servers
+    bootstrap = context.bootstrap
     tag = f"overrun-{time.time_ns()}"
     topic, group, telemetry = f"work-{tag}", f"group-{tag}", f"telemetry-{tag}"
     create_topics(bootstrap, {topic: 4, telemetry: 1})
-    out_dir = tmp_path_factory.mktemp("overruns")
+    out_dir = context.tmp_path_factory.mktemp("overruns")
     b = start_member(out_dir, "B", bootstrap, topic, group)
     members = [b]
     try:
@@ -196,6 +197,11 @@ def overruns(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Ove
             member.stop()
     events = [json.loads(value) for value, _ in read_records(bootstrap, telemetry)]
     return OverrunRun(events, c.lines(), topic)
+
+
+@pytest.fixture(scope="module")
+def overruns(concurrent_recordings: ConcurrentRecordings) -> OverrunRun:
+    return concurrent_recordings.result("agent-overruns")  # type: ignore[no-any-return]
 
 
 def _last_assignment(events: list[dict[str, Any]], before: int) -> dict[str, Any]:

@@ -3,32 +3,31 @@ the same events from the shipped broker log and the agent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import ScenarioResult, run_group_scenario
 
 
-@pytest.fixture(scope="module")
-def broker_3x(radar_config: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+@concurrent_recording("broker-3x")
+def record_classic_3x(context: RecordingContext) -> ScenarioResult:
+    """The classic scenario on a Kafka 3.9 broker of its own, stopped once it is recorded."""
     from pipelines.local.broker import EmbeddedKafka
 
-    config = radar_config.broker.model_copy(update={"version": "3.9.2"})
-    with EmbeddedKafka(config, tmp_path_factory.mktemp("kafka-3x"), spark=radar_config.spark) as broker:
-        yield broker
+    config = context.config.broker.model_copy(update={"version": "3.9.2"})
+    with EmbeddedKafka(config, context.tmp_path_factory.mktemp("kafka-3x"), spark=context.config.spark) as broker:
+        return run_group_scenario(
+            broker.bootstrap_servers,
+            broker.log_file,
+            context.tmp_path_factory.mktemp("classic-3x"),
+            stall_s=6.0,
+            with_poll_stall=False,
+        )
 
 
 @pytest.fixture(scope="module")
-def classic_3x(broker_3x: Any, tmp_path_factory: pytest.TempPathFactory) -> ScenarioResult:
-    return run_group_scenario(
-        broker_3x.bootstrap_servers,
-        broker_3x.log_file,
-        tmp_path_factory.mktemp("classic-3x"),
-        stall_s=6.0,
-        with_poll_stall=False,
-    )
+def classic_3x(concurrent_recordings: ConcurrentRecordings) -> ScenarioResult:
+    return concurrent_recordings.result("broker-3x")  # type: ignore[no-any-return]
 
 
 def test_scala_coordinator_wording_gives_expiry_rebalance_stable_and_leave(classic_3x: ScenarioResult) -> None:

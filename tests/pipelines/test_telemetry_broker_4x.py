@@ -9,23 +9,27 @@ from typing import Any
 
 import pytest
 
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import ScenarioResult, run_group_scenario
 
 ZOMBIE_ERRORS = {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH"}
 
 
-@pytest.fixture(scope="module")
-def scenarios(kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, ScenarioResult]:
+@concurrent_recording("broker-4x")
+def record_scenarios(context: RecordingContext) -> dict[str, ScenarioResult]:
     """The classic and the KIP-848 scenario at once, as two groups of one cluster (each its own group, topic and
     telemetry topic; events are kept by group): the module waits for the longer, not their sum."""
-    bootstrap, log_file = kafka_broker.bootstrap_servers, kafka_broker.log_file
+    bootstrap, log_file, made = context.bootstrap, context.log_file, context.tmp_path_factory.mktemp
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="scenario") as pool:
-        classic = pool.submit(run_group_scenario, bootstrap, log_file, tmp_path_factory.mktemp("classic"), stall_s=6.0)
+        classic = pool.submit(run_group_scenario, bootstrap, log_file, made("classic"), stall_s=6.0)
         # The broker's group.consumer.session.timeout.ms (conf/local.yml: 6 s) decides; stall past it.
-        kip848 = pool.submit(
-            run_group_scenario, bootstrap, log_file, tmp_path_factory.mktemp("kip848"), protocol="consumer", stall_s=9.0
-        )
+        kip848 = pool.submit(run_group_scenario, bootstrap, log_file, made("kip848"), protocol="consumer", stall_s=9.0)
         return {"classic": classic.result(), "kip848": kip848.result()}
+
+
+@pytest.fixture(scope="module")
+def scenarios(concurrent_recordings: ConcurrentRecordings) -> dict[str, ScenarioResult]:
+    return concurrent_recordings.result("broker-4x")  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
