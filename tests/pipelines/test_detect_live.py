@@ -386,45 +386,35 @@ def record_scenarios(context: RecordingContext) -> Recording:
     create_topics(bootstrap, {telemetry: 1})
     result = Recording(telemetry)
     out_dir = context.tmp_path_factory.mktemp("detect-live")
-    scenarios = Scenarios(bootstrap, telemetry, out_dir, result)
     shipper = start_shipper(context.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
     clock.start()
-    # Every scenario has its own group and topic, so the healthy fleet and the Java client's incidents run beside
-    # the librdkafka incidents, as a real cluster's groups do (and the suite waits for the longest of the three, not
-    # their sum); each lane stops only its own members.
-    healthy = Scenarios(bootstrap, telemetry, out_dir, result)
-    java = Scenarios(bootstrap, telemetry, out_dir, result)
-    context.at_teardown(healthy.stop_all)  # once the lanes' threads have ended (the pool waits for them)
-    context.at_teardown(java.stop_all)
-    result.stop_members = lambda: (java.stop_all(), healthy.stop_all())
+    # Every scenario has its own group and topic, so the lanes run beside each other, as a real cluster's groups do
+    # (and the suite waits for the longest lane, not their sum); each lane stops only its own members. The healthy
+    # fleet's static members stay up after their lane.
+    static = Scenarios(bootstrap, telemetry, out_dir, result)
+    context.at_teardown(static.stop_all)  # runs once the lanes' threads have ended (the pool waits for them)
+    result.stop_members = static.stop_all
+    incidents = {
+        lane: Scenarios(bootstrap, telemetry, out_dir, result)
+        for lane in (zombie_incidents, membership_incidents, java_client_zombies, healthy_scale_outs)
+    }
     try:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="lane") as pool:
-            fleet = pool.submit(healthy_fleet, healthy, context.config)
-            java_incidents = pool.submit(java_client_incidents, java, context.config)
-            scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
-            scenarios.stop_all()
-            scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
-            scenarios.stop_all()
-            scenarios.poll_overruns("poll-overrun")
-            scenarios.stop_all()
-            unsynced = scenarios.joins_without_sync("never-syncs")
-            scenarios.crash_loop("crash-loop")
-            scenarios.second_consumer_zombie("second-consumer")
-            unsynced.join(120)
-            result.members["never-syncs/U"] = [{"member": member, "generation": g} for g, member in unsynced.joined]
-            scenarios.stop_all()
-            java_incidents.result(timeout=300)
-            fleet.result(timeout=300)
+        with ThreadPoolExecutor(max_workers=len(incidents) + 1, thread_name_prefix="lane") as pool:
+            running = [pool.submit(lane, scenarios, context.config) for lane, scenarios in incidents.items()]
+            running.append(pool.submit(healthy_static_restarts, static, context.config))
+            for lane in running:
+                lane.result(timeout=300)
         time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
         result.moments["recording_end"] = now_ms()
     except BaseException:
-        result.stop_members()
+        static.stop_all()
         raise
     finally:
         clock.stop()
         shipper.stop()
-        scenarios.stop_all()
+        for scenarios in incidents.values():
+            scenarios.stop_all()
     return result
 
 
@@ -445,23 +435,58 @@ def recording(
     return result
 
 
-def java_client_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
-    """Apache Kafka's Java client: a stalled zombie on each protocol, then repeated poll overruns."""
-    scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, config)
-    scenarios.stop_all()
-    kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
-    scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, config)
-    scenarios.stop_all()
-    scenarios.java_poll_overruns("java-poll-overrun", config)
-    scenarios.stop_all()
+def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
+    """A stalled zombie on each protocol (librdkafka), a second consumer's stale commit, then repeated poll
+    overruns on Apache Kafka's Java client."""
+    try:
+        scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+        scenarios.stop_all()
+        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+        scenarios.stop_all()
+        scenarios.second_consumer_zombie("second-consumer")
+        scenarios.stop_all()
+        scenarios.java_poll_overruns("java-poll-overrun", config)
+    finally:
+        scenarios.stop_all()
 
 
-def healthy_fleet(scenarios: Scenarios, config: RadarConfig) -> None:
-    """Scale-outs and clean shutdowns (classic, KIP-848), then static rolling restarts (librdkafka, then the Java
-    client) whose members stay up until detection has read everything (a static member's close sends no
-    LeaveGroup)."""
-    scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
-    scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
+def membership_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
+    """librdkafka members: repeated poll overruns, then a member that never syncs beside a crash loop."""
+    try:
+        scenarios.poll_overruns("poll-overrun")
+        scenarios.stop_all()
+        unsynced = scenarios.joins_without_sync("never-syncs")
+        scenarios.crash_loop("crash-loop")
+        unsynced.join(120)
+        joined = [{"member": member, "generation": g} for g, member in unsynced.joined]
+        scenarios.recording.members["never-syncs/U"] = joined
+    finally:
+        scenarios.stop_all()
+
+
+def java_client_zombies(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Apache Kafka's Java client: a stalled zombie on each protocol."""
+    try:
+        scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, config)
+        scenarios.stop_all()
+        kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
+        scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, config)
+    finally:
+        scenarios.stop_all()
+
+
+def healthy_scale_outs(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Healthy: scale-outs and clean shutdowns, classic and KIP-848."""
+    try:
+        scenarios.scale_out_and_clean_shutdown("healthy-classic", "classic")
+        scenarios.scale_out_and_clean_shutdown("healthy-kip848", "consumer")
+    finally:
+        scenarios.stop_all()
+
+
+def healthy_static_restarts(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Healthy: static rolling restarts (librdkafka, then the Java client) whose members stay up until detection
+    has read everything (a static member's close sends no LeaveGroup)."""
     scenarios.static_rolling_restart("healthy-static")
     scenarios.java_static_rolling_restart("healthy-java-static", config)
 
