@@ -305,6 +305,19 @@ def _quiet_accumulator_server() -> None:
         server.shutdown()
 
 
+def running_session() -> SparkSession | None:
+    """This process's running session: the thread's active one, else the one the builder made. A thread Spark has
+    not run in (or whose py4j connection was renewed) has no active session while the session runs, and the
+    builder would then apply its options to the running session's conf (a tiny command's interpreted mode to
+    everything that runs after it)."""
+    from pyspark import SparkContext
+
+    active = SparkSession.getActiveSession()
+    if active is not None or SparkContext._active_spark_context is None:
+        return active
+    return SparkSession._instantiatedSession  # what `SparkSession.active()` falls back to; None once stopped
+
+
 def build_spark_session(
     config: RadarConfig, *, quick_start: bool = False, archive_classes: bool = False, interpreted: bool = False
 ) -> SparkSession:
@@ -322,7 +335,7 @@ def build_spark_session(
         return spark
     with phase("connector jars"):
         jars = spark_connector_jars(config)
-    existing = SparkSession.getActiveSession()
+    existing = running_session()
     if existing is not None:
         # a session that resolves the formats serves (e.g. a delta-only command inside a process whose session was
         # started with every connector, from another cache folder); one without our jars is told so

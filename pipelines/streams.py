@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
@@ -426,9 +426,9 @@ def run_until_stopped(
         status.update()
         status.close()
         if not verbose:  # an abandoned micro-batch logs its interruption; it is expected and redone on restart
-            from pipelines.session import silence_local_jvm_stderr
+            from pipelines.session import running_session, silence_local_jvm_stderr
 
-            spark = SparkSession.getActiveSession()
+            spark = running_session()
             if spark is not None:
                 spark.sparkContext.setLogLevel("OFF")
             silence_local_jvm_stderr()  # and its Python workers print tracebacks past log4j

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from emitters.agent import parse_group_metadata
 from emitters.protocol_tap import FrameScanner, advertise_through
 from pipelines.local.broker import EmbeddedKafka, free_loopback_port
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics
 from transforms.telemetry.record_parser import parse_telemetry_record
 
@@ -116,18 +118,18 @@ def read_mirrored(bootstrap: str, topic: str, expected: int, timeout_s: float = 
     return records
 
 
-@pytest.fixture(scope="module")
-def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tapped]:
+@contextmanager
+def tapped_broker(context: RecordingContext) -> Iterator[Tapped]:
     """A second embedded broker advertising a tap port, the tap (`radar tap`, a subprocess), telemetry on the
     session broker."""
-    host = radar_config.broker.host
+    host = context.config.broker.host
     tap_port = free_loopback_port(host)
     telemetry_topic = f"tap-telemetry-{time.time_ns()}"
-    create_topics(kafka_broker.bootstrap_servers, {telemetry_topic: 1})
+    create_topics(context.bootstrap, {telemetry_topic: 1})
     broker = EmbeddedKafka(
-        advertise_through(radar_config.broker, host, tap_port),
-        tmp_path_factory.mktemp("tapped"),
-        spark=radar_config.spark,
+        advertise_through(context.config.broker, host, tap_port),
+        context.tmp_path_factory.mktemp("tapped"),
+        spark=context.config.spark,
     )
     tap: subprocess.Popen[str] | None = None
     try:
@@ -143,7 +145,7 @@ def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPa
                 "--broker",
                 broker.bootstrap_servers,
                 "--bootstrap",
-                kafka_broker.bootstrap_servers,
+                context.bootstrap,
                 "--topic",
                 telemetry_topic,
             ],
@@ -154,7 +156,7 @@ def tapped(radar_config: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPa
         assert tap.stdout is not None
         first = tap.stdout.readline()
         assert "listening" in first, f"tap did not start: {first}{tap.stdout.read() if tap.poll() else ''}"
-        yield Tapped(broker, tap, f"{host}:{tap_port}", kafka_broker.bootstrap_servers, telemetry_topic)
+        yield Tapped(broker, tap, f"{host}:{tap_port}", context.bootstrap, telemetry_topic)
     finally:
         if tap is not None and tap.poll() is None:
             tap.kill()
@@ -186,8 +188,20 @@ class TapRun:
         ]
 
 
+@concurrent_recording("protocol-tap")
+def record_tap_run(context: RecordingContext) -> TapRun:
+    """Members bootstrapping through the tap in front of a second broker: classic join, sync, commits and leave,
+    then a KIP-848 member; the tap's exit stats and what it mirrored to the session broker's telemetry topic."""
+    with tapped_broker(context) as tapped:
+        return tapped_run(tapped)
+
+
 @pytest.fixture(scope="module")
-def run(tapped: Tapped) -> TapRun:
+def run(concurrent_recordings: ConcurrentRecordings) -> TapRun:
+    return concurrent_recordings.result("protocol-tap")  # type: ignore[no-any-return]
+
+
+def tapped_run(tapped: Tapped) -> TapRun:
     tag = f"tap-{time.time_ns()}"
     topic, classic_group, kip848_group = f"work-{tag}", f"classic-{tag}", f"kip848-{tag}"
     bootstrap = tapped.tap_address  # every client bootstraps through the tap and is sent back to it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from pipelines.session import (
     INTERPRETED_CONF,
     INTERPRETED_MAX_INPUT_BYTES,
     LOCAL_CHECKPOINT_FILE_MANAGER,
+    build_spark_session,
     codegen_compilations,
     local_session_conf,
     python_socket_dir,
@@ -97,6 +99,31 @@ def test_a_tiny_commands_session_evaluates_interpreted_unless_the_config_says_ot
     spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.sql.codegen.wholeStage": "true"}})
     chosen = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], interpreted=True)
     assert chosen["spark.sql.codegen.wholeStage"] == "true"  # spark.extra_conf has the last word
+
+
+def test_a_thread_without_an_active_session_is_given_the_running_one_unchanged(
+    spark: SparkSession, radar_config: RadarConfig
+) -> None:
+    """Spark keeps the active session per thread: in a thread Spark has not run in there is none, and building the
+    session there once applied a tiny command's options (interpreted evaluation) to the running session, for
+    everything that ran after it in the process."""
+    seen: dict[str, object] = {}
+
+    def in_another_thread() -> None:
+        seen["active"] = SparkSession.getActiveSession()
+        seen["built"] = build_spark_session(radar_config, quick_start=True, interpreted=True)
+
+    before = {key: spark.conf.get(key) for key in INTERPRETED_CONF}
+    assert before == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    worker = threading.Thread(target=in_another_thread)
+    worker.start()
+    worker.join(120)
+    after = {key: spark.conf.get(key) for key in INTERPRETED_CONF}
+    for key, value in before.items():  # a failure here leaves the suite's session as it was
+        spark.conf.set(key, value)
+    assert seen["active"] is None  # what the test is about: Spark has no active session in that thread
+    assert seen["built"] is spark
+    assert after == before
 
 
 def test_the_local_file_system_classes_stay_on_a_configured_class_path(
