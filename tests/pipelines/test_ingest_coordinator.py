@@ -8,7 +8,7 @@ import json
 import struct
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
 from pipelines.local.broker import EmbeddedKafka
-from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.ingest_support import create_topic, isolated_config, run_kafka_ingest_now, table
 from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS
 
@@ -179,33 +178,14 @@ def consumer_scenario(
     return members
 
 
-@dataclass
-class CoordinatorRun:
-    """The two groups' scenarios: their names, topic, every commit the clients made, and their members."""
-
-    topic: str
-    classic_group: str
-    consumer_group: str
-    commits: list[Commit]
-    classic: list[Member]
-    kip848: list[Member]
-
-
-@concurrent_recording("ingest-coordinator")
-def record_coordinator_run(context: RecordingContext) -> CoordinatorRun:
-    """A classic group, then a KIP-848 group, on the run's broker; consumers a failure left open are closed, so
-    none keeps polling."""
-    suffix = uuid.uuid4().hex[:8]
-    run = CoordinatorRun(f"orders-{suffix}", f"classic-{suffix}", f"kip848-{suffix}", [], [], [])
-    create_topic(context.bootstrap, run.topic, PARTITIONS)
-    try:
-        classic_scenario(context.bootstrap, run.classic_group, run.topic, run.commits, run.classic)
-        consumer_scenario(context.bootstrap, run.consumer_group, run.topic, run.commits, run.kip848)
-    finally:
-        for member in (*run.classic, *run.kip848):
-            if member.open:
-                leave(member)
-    return run
+@pytest.fixture
+def consumer_groups() -> Iterator[tuple[list[Member], list[Member]]]:
+    """Two lists the scenarios fill; consumers a failure left open are closed, so none keeps polling."""
+    groups: tuple[list[Member], list[Member]] = ([], [])
+    yield groups
+    for member in (*groups[0], *groups[1]):
+        if member.open:
+            leave(member)
 
 
 def test_silver_holds_what_the_coordinator_did(
@@ -213,14 +193,18 @@ def test_silver_holds_what_the_coordinator_did(
     radar_config: RadarConfig,
     kafka_broker: EmbeddedKafka,
     tmp_path: Path,
-    concurrent_recordings: ConcurrentRecordings,
+    consumer_groups: tuple[list[Member], list[Member]],
 ) -> None:
-    run: CoordinatorRun = concurrent_recordings.result("ingest-coordinator")
-    topic, classic_group, consumer_group, commits = run.topic, run.classic_group, run.consumer_group, run.commits
-    classic, kip848 = run.classic, run.kip848
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = uuid.uuid4().hex[:8]
+    topic, classic_group, consumer_group = f"orders-{suffix}", f"classic-{suffix}", f"kip848-{suffix}"
+    create_topic(bootstrap, topic, PARTITIONS)
+    commits: list[Commit] = []
+    classic = classic_scenario(bootstrap, classic_group, topic, commits, consumer_groups[0])
+    kip848 = consumer_scenario(bootstrap, consumer_group, topic, commits, consumer_groups[1])
 
     config = isolated_config(radar_config, tmp_path / "data")
-    run_kafka_ingest_now(spark, config, kafka_broker.bootstrap_servers)
+    run_kafka_ingest_now(spark, config, bootstrap)
 
     groups = [classic_group, consumer_group]
     # offset_commits: exactly the commits the clients made, every one, in order per partition
