@@ -545,10 +545,16 @@ def test_stalled_member_expires_then_commits_as_a_zombie(recording: Recording, s
     risks = [d for d in found if d["kind"] == str(DetectionKind.HEARTBEAT_AT_RISK)]
     assert [d["member_id"] for d in risks] == [a_first], found
     assert ms(risks[0]["detected_at"]) < ms(expiries[0]["detected_at"])
+    # A's own departures may count as flapping: expired, back under a new id, reset again by its refused commit,
+    # and its abandoned id expired a session later is A departing twice within seconds (as the Java client's A);
+    # seen in CI (2026-11-28, classic). Only A's client may be the one flapping.
+    flapping = [d for d in found if d["kind"] == str(DetectionKind.MEMBERSHIP_FLAPPING)]
+    assert all(f"{scenario}-A-" in d["summary"] for d in flapping), flapping
     assert recording.kinds(scenario) <= {
         str(DetectionKind.HEARTBEAT_AT_RISK),
         str(DetectionKind.HEARTBEAT_EXPIRATION),
         str(DetectionKind.ZOMBIE_COMMIT),
+        str(DetectionKind.MEMBERSHIP_FLAPPING),
     }, [(d["kind"], d["member_id"], d["summary"]) for d in found]
 
 
