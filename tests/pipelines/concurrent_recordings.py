@@ -44,19 +44,13 @@ class RecordingContext:
 
 Recorder = Callable[[RecordingContext], Any]
 
-RECORDERS: dict[str, Recorder] = {}
+RECORDERS: list[Recorder] = []
 
 
-def concurrent_recording(name: str) -> Callable[[Recorder], Recorder]:
-    """Registers a module's recording under `name`; its module reads it with `ConcurrentRecordings.result`."""
-
-    def register(recorder: Recorder) -> Recorder:
-        if name in RECORDERS and RECORDERS[name] is not recorder:
-            raise ValueError(f"two recordings are named {name!r}")
-        RECORDERS[name] = recorder
-        return recorder
-
-    return register
+def concurrent_recording(recorder: Recorder) -> Recorder:
+    """Registers a module's recording; its module reads it with `ConcurrentRecordings.result(recorder)`."""
+    RECORDERS.append(recorder)
+    return recorder
 
 
 class ConcurrentRecordings:
@@ -64,20 +58,20 @@ class ConcurrentRecordings:
 
     def __init__(self, context: RecordingContext, selected_modules: set[str]) -> None:
         self.context = context
-        chosen = {name: recorder for name, recorder in RECORDERS.items() if recorder.__module__ in selected_modules}
+        chosen = [recorder for recorder in RECORDERS if recorder.__module__ in selected_modules]
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(chosen)), thread_name_prefix="recording")
-        self._futures: dict[str, Future[Any]] = {
-            name: self._pool.submit(recorder, context) for name, recorder in chosen.items()
+        self._futures: dict[Recorder, Future[Any]] = {
+            recorder: self._pool.submit(recorder, context) for recorder in chosen
         }
 
-    def result(self, name: str, timeout_s: float = 600.0) -> Any:
+    def result(self, recorder: Recorder, timeout_s: float = 600.0) -> Any:
         """The recording's result (its exception, raised here, fails the module's tests)."""
-        if name not in self._futures:
-            raise KeyError(f"no recording {name!r} was started: is its module among the selected tests?")
-        return self._futures[name].result(timeout=timeout_s)
+        if recorder not in self._futures:
+            raise KeyError(f"{recorder.__qualname__} was not started: is its module among the selected tests?")
+        return self._futures[recorder].result(timeout=timeout_s)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(wait=True)
         self.context.teardown()
 
 

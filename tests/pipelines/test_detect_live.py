@@ -376,7 +376,7 @@ class Scenarios:
             time.sleep(2.0)
 
 
-@concurrent_recording("detect-live")
+@concurrent_recording
 def record_scenarios(context: RecordingContext) -> Recording:
     """Every scenario on the run's broker, the broker log shipped and a clock ticking on the telemetry topic; the
     static members of the healthy fleet are left up (a static member's close sends no LeaveGroup: the broker would
@@ -426,7 +426,7 @@ def recording(
     radar_config: RadarConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Recording:
-    result: Recording = concurrent_recordings.result("detect-live")
+    result: Recording = concurrent_recordings.result(record_scenarios)
     try:
         data_dir = tmp_path_factory.mktemp("detect-live-data")
         detect_recording(spark, radar_config, data_dir, kafka_broker.bootstrap_servers, result)

@@ -188,7 +188,7 @@ class TapRun:
         ]
 
 
-@concurrent_recording("protocol-tap")
+@concurrent_recording
 def record_tap_run(context: RecordingContext) -> TapRun:
     """Members bootstrapping through the tap in front of a second broker: classic join, sync, commits and leave,
     then a KIP-848 member; the tap's exit stats and what it mirrored to the session broker's telemetry topic."""
@@ -198,7 +198,7 @@ def record_tap_run(context: RecordingContext) -> TapRun:
 
 @pytest.fixture(scope="module")
 def run(concurrent_recordings: ConcurrentRecordings) -> TapRun:
-    return concurrent_recordings.result("protocol-tap")  # type: ignore[no-any-return]
+    return concurrent_recordings.result(record_tap_run)  # type: ignore[no-any-return]
 
 
 def tapped_run(tapped: Tapped) -> TapRun:

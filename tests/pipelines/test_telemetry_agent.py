@@ -155,7 +155,7 @@ class OverrunRun:
     topic: str
 
 
-@concurrent_recording("agent-overruns")
+@concurrent_recording
 def record_overruns(context: RecordingContext) -> OverrunRun:
     """Classic group: B polls steadily (the group never empties, so a zombie commit is refused); C (agent) stalls
     past max.poll.interval.ms after each of its assignments, three times, and commits the partitions it held."""
@@ -201,7 +201,7 @@ def record_overruns(context: RecordingContext) -> OverrunRun:
 
 @pytest.fixture(scope="module")
 def overruns(concurrent_recordings: ConcurrentRecordings) -> OverrunRun:
-    return concurrent_recordings.result("agent-overruns")  # type: ignore[no-any-return]
+    return concurrent_recordings.result(record_overruns)  # type: ignore[no-any-return]
 
 
 def _last_assignment(events: list[dict[str, Any]], before: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from tests.pipelines.concurrent_recordings import ConcurrentRecordings, Recordin
 from tests.pipelines.group_member import ScenarioResult, run_group_scenario
 
 
-@concurrent_recording("broker-3x")
+@concurrent_recording
 def record_classic_3x(context: RecordingContext) -> ScenarioResult:
     """The classic scenario on a Kafka 3.9 broker of its own, stopped once it is recorded."""
     from pipelines.local.broker import EmbeddedKafka
@@ -27,7 +27,7 @@ def record_classic_3x(context: RecordingContext) -> ScenarioResult:
 
 @pytest.fixture(scope="module")
 def classic_3x(concurrent_recordings: ConcurrentRecordings) -> ScenarioResult:
-    return concurrent_recordings.result("broker-3x")  # type: ignore[no-any-return]
+    return concurrent_recordings.result(record_classic_3x)  # type: ignore[no-any-return]
 
 
 def test_scala_coordinator_wording_gives_expiry_rebalance_stable_and_leave(classic_3x: ScenarioResult) -> None:

@@ -15,7 +15,7 @@ from tests.pipelines.group_member import ScenarioResult, run_group_scenario
 ZOMBIE_ERRORS = {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH"}
 
 
-@concurrent_recording("broker-4x")
+@concurrent_recording
 def record_scenarios(context: RecordingContext) -> dict[str, ScenarioResult]:
     """The classic and the KIP-848 scenario at once, as two groups of one cluster (each its own group, topic and
     telemetry topic; events are kept by group): the module waits for the longer, not their sum."""
@@ -29,7 +29,7 @@ def record_scenarios(context: RecordingContext) -> dict[str, ScenarioResult]:
 
 @pytest.fixture(scope="module")
 def scenarios(concurrent_recordings: ConcurrentRecordings) -> dict[str, ScenarioResult]:
-    return concurrent_recordings.result("broker-4x")  # type: ignore[no-any-return]
+    return concurrent_recordings.result(record_scenarios)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
