@@ -33,13 +33,12 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
-from pipelines.ingest import OFFSETS_QUERY, IngestStage
+from pipelines.ingest import OFFSETS_QUERY, IngestStage, offsets_rows
 from pipelines.local.sample_dump import consumer_members, example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog, ensure_tables
@@ -124,7 +123,7 @@ def delta_rows(spark: SparkSession, path: Path) -> int:
 
 def timed_passthrough(spark: SparkSession, source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
     """Same source filter as the offsets query, written raw; timed from start to termination."""
-    rows = source.where((F.col("topic") == config.kafka.offsets_topic) | F.col("source_error").isNotNull())
+    rows = offsets_rows(source, config)
     path = config.data_dir / "passthrough" / name
     started = time.perf_counter()
     query = (
@@ -140,7 +139,7 @@ def timed_passthrough(spark: SparkSession, source: DataFrame, config: RadarConfi
 def timed_noop(source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
     """The issue's own pass-through: the same rows read and dropped by Spark's `noop` sink (no write at all), so
     the ratio to it says what reading costs against everything ingest does; timed from start to termination."""
-    rows = source.where((F.col("topic") == config.kafka.offsets_topic) | F.col("source_error").isNotNull())
+    rows = offsets_rows(source, config)
     started = time.perf_counter()
     query = (
         rows.writeStream.format("noop")

@@ -60,6 +60,12 @@ KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")  #
 _ROUTED_SOURCE_NAMES = tuple(c.name for c in ROUTED_SOURCE_COLUMNS)
 
 
+def offsets_rows(source: DataFrame, config: RadarConfig) -> DataFrame:
+    """The rows the offsets query reads from a source: the offsets topic's records, and unreadable dump lines (which
+    it quarantines)."""
+    return source.where((F.col("topic") == config.kafka.offsets_topic) | F.col("source_error").isNotNull())
+
+
 def source_columns(config: RadarConfig) -> list[Column]:
     """The cluster and the Kafka coordinates of a routed batch, as every row keeps them (`SOURCE_COLUMNS`)."""
     return [F.lit(config.cluster).alias("cluster"), *(F.col(name) for name in _ROUTED_SOURCE_NAMES)]
@@ -352,9 +358,8 @@ class IngestStage(Stage):
     def start_queries(self) -> RunningQueries:
         tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes, and below
         offsets_topic = self.config.kafka.offsets_topic
-        offsets_rows = self.source.where((F.col("topic") == offsets_topic) | F.col("source_error").isNotNull())
         writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
-        started = [self._start(offsets_rows, OFFSETS_QUERY, writer)]
+        started = [self._start(offsets_rows(self.source, self.config), OFFSETS_QUERY, writer)]
         if self.telemetry_topics or self.telemetry_from_every_other_topic:
             rows = self.source if self.telemetry_source is None else self.telemetry_source
             wanted = (
