@@ -39,11 +39,12 @@ from pyspark.sql.types import StructType
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
 from pipelines.ingest import OFFSETS_QUERY, IngestStage, offsets_rows
-from pipelines.local.sample_dump import consumer_members, example_value
+from pipelines.local.sample_dump import example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
 from transforms.schemas import OFFSETS_RAW
+from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
 
 BASE_TS = 1_763_780_000_000
@@ -52,21 +53,56 @@ KIP848_TYPES = (3, 4, 5, 6, 7, 8)
 Record = tuple[bytes, bytes | None]
 
 
+GROUP_STATES = 4096  # distinct GroupMetadata records: 41k member payloads, past the decoder's 16k-entry cache
+
+
+def generation_members(generation: int, count: int, version: int) -> list[dict[str, Any]]:
+    """A consumer group's members as one generation of it persists them: each subscription carries the generation and
+    the partitions owned in it (Java clients since 2.4/2.8 send both), so no two generations share a payload."""
+    members = []
+    for i in range(count):
+        owned = [{"topic": "orders", "partitions": [i, count + generation]}]
+        subscription = encode_subscription(
+            3 if version >= 4 else 1,
+            {"topics": ["orders"], "userData": None, "ownedPartitions": owned}
+            | ({"generationId": generation, "rackId": f"eu-west-1{'abc'[i % 3]}"} if version >= 4 else {}),
+        )
+        assigned = [{"topic": "orders", "partitions": [i, count + generation + 1]}]
+        assignment = encode_assignment(0, {"assignedPartitions": assigned, "userData": None})
+        members.append(
+            {
+                "memberId": f"consumer-payments-{i}-{generation:08x}",
+                "groupInstanceId": None,
+                "clientId": f"consumer-payments-{i}",
+                "clientHost": f"/10.0.4.{17 + i}",
+                "rebalanceTimeout": 300_000,
+                "sessionTimeout": 45_000,
+                "subscription": subscription,
+                "assignment": assignment,
+            }
+        )
+    return members
+
+
 def realistic_mix(count: int, seed: int = 1) -> tuple[list[Record], Counter[str]]:
-    """~90% OffsetCommit v3/v4, ~10% GroupMetadata v3/v4 with 10 consumer members, ~0.5% KIP-848 records."""
+    """~90% OffsetCommit v3/v4, ~10% GroupMetadata v3/v4 with 10 consumer members, ~0.5% KIP-848 records.
+
+    Every GroupMetadata record of a real cluster is a new generation whose members' payloads it has not written
+    before; `GROUP_STATES` distinct ones, cycled, keep the decoder from answering from its cache (as it could with a
+    few dozen reused records, as this mix did until 2026-11-28)."""
     rng = random.Random(seed)
     group_metadata = []
-    for index in range(64):  # distinct group states, reused: the decoder's cost does not depend on repetition
+    for index in range(GROUP_STATES):
         version = 3 + index % 2
         value = {
             "protocolType": "consumer",
             "generation": 1 + index,
             "protocol": "range",
-            "leader": "consumer-payments-0-5f0c9a9e",
+            "leader": f"consumer-payments-0-{1 + index:08x}",
             "currentStateTimestamp": BASE_TS,
-            "members": consumer_members(10, version),
+            "members": generation_members(1 + index, 10, version),
         }
-        group_metadata.append(encode_coordinator_record(2, {"group": f"bench-group-{index}"}, version, value))
+        group_metadata.append(encode_coordinator_record(2, {"group": f"bench-group-{index % 64}"}, version, value))
     kip848 = []
     for record_type in KIP848_TYPES:
         spec = RECORD_TYPES[record_type]
