@@ -36,7 +36,8 @@ Wording by version (Apache Kafka source):
 - Client reasons read case-insensitively (a Streams "Shutdown requested" / "Active tasks corrupted", a consumer's
   "rebalance enforced by user" or cooperative "need to revoke partitions and re-join" are enforced rebalances).
 - KIP-848 consumer groups (3.7+ preview, 4.0 GA), lines prefixed `[GroupId G] `: "Member M joins the consumer
-  group using the consumer protocol.", "Bumped group epoch to E." (4.1+: "... with metadata hash H."),
+  group using the consumer protocol." (3.7-3.8: "Member M joins the consumer group.", the static forms likewise),
+  "Bumped group epoch to E." (4.1+: "... with metadata hash H."),
   "Computed a new target assignment for epoch E with 'uniform' assignor in Tms...", "Member M new assignment
   state: epoch=E, previousEpoch=P, state=S, ...", "Member M fenced from the group because its session
   expired.", "Member M left the consumer group.", static: "Static member M with instance id I joins the consumer
@@ -361,9 +362,14 @@ def _pending_member_joins(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     return line.event(Kind.JOIN, SOURCE, group_id=m.group(2), member_id=m.group(1), details=details)
 
 
+# 3.7-3.8 consumer groups took only `group.protocol=consumer` members; classic members joined them from 3.9 on, when
+# the join line started naming the protocol.
+_KIP848_ONLY_PROTOCOL = "consumer"
+
+
 def _joins_consumer_group(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
-    details["protocol"] = m.group(2)
+    details["protocol"] = m.group(2) or _KIP848_ONLY_PROTOCOL
     return line.event(Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), details=details)
 
 
@@ -429,7 +435,7 @@ def _static_rejoin_without_rebalance(m: re.Match[str], line: LogLine) -> Heartbe
 
 def _static_consumer_group_join(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     """KIP-848 static member joining (new) or re-joining under its instance id (replacing the existing member)."""
-    details = {**_coordinator_details(line), "protocol": m.group("protocol"), "static": "true"}
+    details = {**_coordinator_details(line), "protocol": m.group("protocol") or _KIP848_ONLY_PROTOCOL, "static": "true"}
     if m.group("old") is not None:
         details["replaced_member_id"] = m.group("old")
     return line.event(
@@ -721,18 +727,19 @@ RULES = RuleTable.of(
             re.compile(r"Static member which joins during Stable stage .*will not trigger (?:a )?rebalance"),
             _static_rejoin_without_rebalance,
         ),
-        MessageRule(
-            "the consumer group using the",
+        MessageRule(  # 3.9+ "... using the P protocol"; 3.7-3.8 end at "the consumer group." (3.8: "Static member
+            # with unknown member id and instance id I re-joins ... Created a new member M2 to replace ...")
+            "joins the consumer group",
             re.compile(
-                r"Static member (?:(?P<member>\S+) )?with instance id (?P<instance>\S+) (?:re-)?joins the consumer "
-                r"group using the (?P<protocol>\w+) protocol(?:\. Created a new member (?P<new>\S+) to replace the "
-                r"existing member (?P<old>[^\s.]+))?"
+                r"Static member (?:(?P<member>\S+) )?with (?:unknown member id and )?instance id (?P<instance>\S+) "
+                r"(?:re-)?joins the consumer group(?: using the (?P<protocol>\w+) protocol)?(?:\. Created a new member "
+                r"(?P<new>\S+) to replace the existing member (?P<old>[^\s.]+))?"
             ),
             _static_consumer_group_join,
         ),
         MessageRule(
             "joins the consumer group",
-            re.compile(r"Member (\S+) joins the consumer group using the (\w+) protocol"),
+            re.compile(r"Member (\S+) joins the consumer group(?: using the (\w+) protocol)?"),
             _joins_consumer_group,
         ),
         MessageRule(
@@ -745,7 +752,7 @@ RULES = RuleTable.of(
         ),
         MessageRule(
             "Computed a new target assignment",
-            re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor in (\d+)ms"),
+            re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']*)' assignor(?: in (\d+)ms)?"),
             _target_assignment,
         ),
         MessageRule(  # consumer groups "Member M new ...", streams groups "[MemberId M] Member's new ..."

@@ -13,6 +13,11 @@ A classic consumer cut off from its coordinator for longer than its rebalance ti
 4.x, WARN): "Consumer has been disconnected from the group coordinator for Nms" (a session timeout: the coordinator
 has expired the member; the KIP-848 consumer logs the same text at DEBUG only).
 
+Any other cause of "Group coordinator H is unavailable or invalid due to cause: C" (a NOT_COORDINATOR response, a
+disconnect) is a heartbeat_failed with cause coordinator_unavailable: the member sends no heartbeat until it finds
+its coordinator again. The KIP-848 consumer's "Member M is triggering callbacks to release assignment P and leave
+group" is its leave, "Member M with epoch E transitioned to fatal state" (3.7-3.9: "FATAL") its end.
+
 Commit failures that name no partition error (`{...}` is a Java map `t-p=OffsetAndMetadata{offset=O, ...}`, read
 into `details.partitions`; the exception, when the record carries it, gives the error):
 - ConsumerCoordinator 2.x-4.x (ERROR), `commitAsync()`'s default callback: "Offset commit with offsets {...} failed"
@@ -210,6 +215,47 @@ def _session_timed_out(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         SOURCE,
         reason="session timed out without receiving a heartbeat response",
         details=_protocol_details(line, coordinator=coordinator.group(1) if coordinator else None),
+    )
+
+
+def _coordinator_unavailable(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """Classic consumer (AbstractCoordinator 2.x-4.x, INFO), any cause but a session timeout (read above): the member
+    lost its coordinator (an error response NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, a disconnect) and sends no
+    heartbeat until it finds it again; in a broker roll, every member of every group the broker led logs it."""
+    cause = m.group("cause").strip()
+    return line.event(
+        Kind.HEARTBEAT_FAILED,
+        SOURCE,
+        error=error_name_in_text(cause),
+        reason=f"group coordinator unavailable: {cause}",
+        details=_protocol_details(
+            line, coordinator=m.group("coordinator"), cause="coordinator_unavailable", disconnected=m.group("disc")
+        ),
+    )
+
+
+def _release_assignment_to_leave(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848 consumer (ConsumerMembershipManager 3.7+/4.x, INFO): leaving the group on close or unsubscribe, the
+    counterpart of the classic "Member M sending LeaveGroup request"."""
+    return line.event(
+        Kind.LEAVE,
+        SOURCE,
+        member_id=m.group(1),
+        reason="release assignment and leave group",
+        details=_protocol_details(line, protocol="consumer", partitions=m.group(2)),
+    )
+
+
+def _member_fatal(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848 consumer (MembershipManagerImpl 3.7-3.9 "... transitioned to FATAL state", AbstractMembershipManager
+    4.x "... transitioned to fatal state", ERROR): a non-retriable heartbeat error; the member is out for good."""
+    return line.event(
+        Kind.MEMBER_REMOVED,
+        SOURCE,
+        member_id=m.group(1),
+        member_epoch=int(m.group(2)),
+        reason="member transitioned to fatal state",
+        details=_protocol_details(line, protocol="consumer", change="lost", cause="fatal"),
     )
 
 
@@ -614,6 +660,24 @@ RULES = RuleTable.of(
             "session timed out without receiving a heartbeat response",
             re.compile(r"session timed out without receiving a heartbeat response"),
             _session_timed_out,
+        ),
+        MessageRule(  # after the session-timeout cause above: any other cause
+            "is unavailable or invalid due to cause",
+            re.compile(
+                r"Group coordinator (?P<coordinator>.+?) is unavailable or invalid due to cause: (?P<cause>.*?)\.? "
+                r"isDisconnected: (?P<disc>\w+)"
+            ),
+            _coordinator_unavailable,
+        ),
+        MessageRule(
+            "triggering callbacks to release assignment",
+            re.compile(r"Member (\S+) is triggering callbacks to release assignment (.*?) and leave group"),
+            _release_assignment_to_leave,
+        ),
+        MessageRule(
+            "transitioned to",
+            re.compile(r"Member (\S+) with epoch (-?\d+) transitioned to (?:fatal|FATAL) state"),
+            _member_fatal,
         ),
         MessageRule(
             "disconnected from the group coordinator for",

@@ -37,6 +37,8 @@ ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "This server does not host this topic-partition": E.UNKNOWN_TOPIC_OR_PARTITION.name,
     "The metadata field of the offset request was too large": E.OFFSET_METADATA_TOO_LARGE.name,
     "The request timed out": E.REQUEST_TIMED_OUT.name,
+    # AbstractCoordinator's own wording for COORDINATOR_LOAD_IN_PROGRESS in JoinGroup failures (2.x-4.x).
+    "is loading the group": E.COORDINATOR_LOAD_IN_PROGRESS.name,
     # AbstractCoordinator's own wording for FENCED_INSTANCE_ID in JoinGroup/SyncGroup failures.
     "has been fenced by another instance": E.FENCED_INSTANCE_ID.name,
     # librdkafka's `rd_kafka_err2str` texts (rdkafka.c) where they differ from Kafka's own messages.

@@ -602,3 +602,53 @@ def test_static_and_sync_store_rebalance_reasons(prefix: str, reason: str, cause
 def test_client_reasons_of_a_rejoining_member(client_reason: str, cause: str) -> None:
     reason = f"Updating metadata for member c-1-9f0d during Stable; client reason: {client_reason}"
     assert cause_of_reason(reason)[:3] == (cause, "c-1-9f0d", client_reason)
+
+
+# GroupMetadataManager.java 3.7.0-3.8.x: KIP-848 joins before the line named the protocol (only `consumer` members
+# then), 3.8's static replacement by a member with an unknown id, 3.7.0's target assignment without its duration.
+@pytest.mark.parametrize(
+    ("text", "fields", "details"),
+    [
+        (
+            f"{J} [GroupId orders] Member u2N8 joins the consumer group. {JAVA}",
+            {"member_id": "u2N8", "group_instance_id": None},
+            {"protocol": "consumer"},
+        ),
+        (
+            f"{J} [GroupId orders] Static member u2N8 with instance id orders-0 joins the consumer group. {JAVA}",
+            {"member_id": "u2N8", "group_instance_id": "orders-0"},
+            {"protocol": "consumer", "static": "true"},
+        ),
+        (
+            f"{J} [GroupId orders] Static member u2N8 with instance id orders-0 re-joins the consumer group. {JAVA}",
+            {"member_id": "u2N8", "group_instance_id": "orders-0"},
+            {"protocol": "consumer", "static": "true"},
+        ),
+        (
+            f"{J} [GroupId orders] Static member with unknown member id and instance id orders-0 re-joins the consumer "
+            f"group. Created a new member Zq9 to replace the existing member u2N8. {JAVA}",
+            {"member_id": "Zq9", "group_instance_id": "orders-0"},
+            {"protocol": "consumer", "replaced_member_id": "u2N8"},
+        ),
+    ],
+)
+def test_kip848_joins_in_the_3_7_and_3_8_wording(text: str, fields: dict[str, object], details: dict[str, str]) -> None:
+    event = only_event(text)
+    assert (event.event, event.group_id) == (K.JOIN, "orders")
+    for name, value in fields.items():
+        assert getattr(event, name) == value, name
+    for key, value in details.items():
+        assert event.details.get(key) == value, key
+
+
+def test_target_assignment_without_its_duration_in_3_7_0() -> None:
+    event = only_event(
+        f"{J} [GroupId orders] Computed a new target assignment for epoch 7 with 'uniform' assignor: "
+        f"{{u2N8=MemberAssignment(...)}}. {JAVA}"
+    )
+    assert (event.event, event.details["target_assignment_epoch"], event.details["assignor"]) == (
+        K.ASSIGNMENT,
+        "7",
+        "uniform",
+    )
+    assert event.details.get("duration_ms") is None

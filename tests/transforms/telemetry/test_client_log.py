@@ -529,3 +529,68 @@ def test_fatal_kip848_heartbeat_errors_are_named(text: str, error: str) -> None:
     )
     assert (event.event, event.error, event.group_id) == (K.HEARTBEAT_FAILED, error, "CG")
     assert event.details["protocol"] == "consumer"
+
+
+# Audited against AbstractCoordinator 3.9/trunk and the KIP-848 membership managers (3.9 MembershipManagerImpl,
+# trunk AbstractMembershipManager / ConsumerMembershipManager) on 2026-11-28.
+CLASSIC_LOGGER = "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)"
+ASYNC_LOGGER = "(org.apache.kafka.clients.consumer.internals.ConsumerMembershipManager)"
+COORDINATOR = "broker-2:9092 (id: 2147483645 rack: null)"
+
+
+@pytest.mark.parametrize(
+    ("cause", "error", "disconnected"),
+    [
+        ("error response NOT_COORDINATOR", "NOT_COORDINATOR", "false"),
+        ("error response COORDINATOR_NOT_AVAILABLE", "COORDINATOR_NOT_AVAILABLE", "false"),
+        ("coordinator unavailable", None, "true"),
+        ("Disconnected from node 2", None, "true"),
+    ],
+)
+def test_a_lost_coordinator_is_a_failed_heartbeat_with_its_cause(
+    cause: str, error: str | None, disconnected: str
+) -> None:
+    event = only_event(
+        f"2024-11-28 10:00:00,123 INFO {PREFIX} Group coordinator {COORDINATOR} is unavailable or invalid due to "
+        f"cause: {cause}. isDisconnected: {disconnected}. Rediscovery will be attempted. {CLASSIC_LOGGER}"
+    )
+    assert (event.event, event.group_id, event.error) == (K.HEARTBEAT_FAILED, "CG", error)
+    assert event.details["cause"] == "coordinator_unavailable"
+    assert (event.details["coordinator"], event.details["disconnected"]) == (COORDINATOR, disconnected)
+
+
+def test_a_coordinator_lost_to_a_session_timeout_stays_a_session_timeout() -> None:
+    event = only_event(
+        f"2024-11-28 10:00:00,123 INFO {PREFIX} Group coordinator {COORDINATOR} is unavailable or invalid due to "
+        "cause: session timed out without receiving a heartbeat response. isDisconnected: false. Rediscovery will be "
+        f"attempted. {CLASSIC_LOGGER}"
+    )
+    assert event.event is K.SESSION_TIMEOUT
+
+
+def test_join_refused_while_the_coordinator_loads_the_group() -> None:
+    event = only_event(
+        f"2024-11-28 10:00:00,123 INFO {PREFIX} JoinGroup failed: Coordinator {COORDINATOR} is loading the group. "
+        f"{CLASSIC_LOGGER}"
+    )
+    assert (event.event, event.error) == (K.JOIN_FAILED, "COORDINATOR_LOAD_IN_PROGRESS")
+
+
+def test_kip848_leave_and_fatal_state() -> None:
+    leave = only_event(
+        f"2024-11-28 10:00:00,123 INFO {PREFIX} Member Xy7Q is triggering callbacks to release assignment [t-0, t-1] "
+        f"and leave group {ASYNC_LOGGER}"
+    )
+    assert (leave.event, leave.member_id, leave.details["protocol"]) == (K.LEAVE, "Xy7Q", "consumer")
+    for state in ("fatal", "FATAL"):  # trunk AbstractMembershipManager / 3.7-3.9 MembershipManagerImpl
+        fatal = only_event(
+            f"2024-11-28 10:00:00,123 ERROR {PREFIX} Member Xy7Q with epoch 12 transitioned to {state} state"
+        )
+        assert (fatal.event, fatal.member_id, fatal.member_epoch) == (K.MEMBER_REMOVED, "Xy7Q", 12)
+        assert (fatal.details["change"], fatal.details["cause"]) == ("lost", "fatal")
+    other = parse_client_log_line(
+        f"2024-11-28 10:00:00,123 DEBUG {PREFIX} Member Xy7Q with epoch 12 transitioned to FENCED state. It will "
+        "release its assignment and rejoin the group.",
+        TS,
+    )
+    assert not other.recognised
