@@ -62,13 +62,14 @@ class BinaryColumn:
         return windows[np.clip(pos, 0, len(self.data) - 16)]
 
 
-def string_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """`data[start:start+length]` per row as an Arrow string array, and per row whether it is strict UTF-8.
+MAX_LISTED = 4096  # elements of one list a vectorised decoder reads (a longer list is left to the reader)
+_MAX_STRING_LENGTH = 32767  # Kafka's limit for a string, as the reader enforces it
 
-    Built as Arrow string views over `data` (16 bytes per row: the length, then up to 12 bytes inline, or a
-    4-byte prefix and the position), then cast to a plain string array by Arrow, so no per-byte index is built in
-    numpy. The result's bytes are checked for non-ASCII at once; the rare rows with such bytes are checked by
-    Python's decoder (the reader's), so a slice the reader would repair with U+FFFD is declined, not guessed."""
+
+def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, view_type: pa.DataType) -> pa.Array:
+    """Arrow string/binary views over `data` (16 bytes per row: the length, then up to 12 bytes inline, or a 4-byte
+    prefix and the position): Arrow's cast to a plain array then copies the bytes, so no per-byte index is built in
+    numpy."""
     n = len(starts)
     views = np.zeros((n, 16), np.uint8)
     words = views.view("<i4")
@@ -79,8 +80,21 @@ def string_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     long = lengths > 12
     words[long, 2] = 0
     words[long, 3] = starts[long]
-    as_views = pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)])
-    array = as_views.cast(pa.string())
+    return pa.Array.from_buffers(view_type, n, [None, pa.py_buffer(views), pa.py_buffer(data)])
+
+
+def byte_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """`data[start:start+length]` per row as an Arrow binary array."""
+    return _views(data, starts, lengths, pa.binary_view()).cast(pa.binary())
+
+
+def string_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """`data[start:start+length]` per row as an Arrow string array, and per row whether it is strict UTF-8.
+
+    The result's bytes are checked for non-ASCII at once; the rare rows with such bytes are checked by Python's
+    decoder (the reader's), so a slice the reader would repair with U+FFFD is declined, not guessed."""
+    n = len(starts)
+    array = _views(data, starts, lengths, pa.string_view()).cast(pa.string())
     valid = np.ones(n, bool)
     chars = (
         np.frombuffer(array.buffers()[2], np.uint8) if n and array.buffers()[2] is not None else np.empty(0, np.uint8)
@@ -96,3 +110,91 @@ def string_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
             except UnicodeDecodeError:
                 valid[row] = False
     return array, valid
+
+
+@dataclass(frozen=True)
+class Slices:
+    """Byte runs (strings, bytes) read across payloads: for each, its row, start and length, in the order read."""
+
+    rows: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    @staticmethod
+    def joined(parts: list[Slices]) -> Slices:
+        if not parts:
+            empty = np.empty(0, np.int64)
+            return Slices(empty, empty, empty)
+        return Slices(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("rows", "starts", "lengths")))
+
+
+class FieldCursor:
+    """Reads a message field by field for chosen rows of a `BinaryColumn`: a read position and a verdict per row.
+    A row that fails a check is declined for good; reads for it still happen (clipped inside the buffer) but no
+    longer count. What the cursor accepts, the reader decodes the same way (tests prove it per decoder)."""
+
+    def __init__(self, column: BinaryColumn, ok: np.ndarray, pos: np.ndarray) -> None:
+        self.column = column
+        self.ends = column.ends
+        self.ok = ok
+        self.pos = pos
+
+    def advance(self, rows: np.ndarray, width: np.ndarray | int) -> None:
+        self.pos[rows] += width
+        self.ok[rows] &= self.pos[rows] <= self.ends[rows]
+
+    def int32(self, rows: np.ndarray) -> np.ndarray:
+        value = self.column.int32(self.pos[rows])
+        self.advance(rows, 4)
+        return value
+
+    def int64(self, rows: np.ndarray) -> np.ndarray:
+        value = self.column.int64(self.pos[rows])
+        self.advance(rows, 8)
+        return value
+
+    def uvarint(self, rows: np.ndarray) -> np.ndarray:
+        """An unsigned varint of one to three bytes (up to 2^21 - 1); a longer one declines the row."""
+        at = self.pos[rows]
+        b0, b1, b2 = (self.column.uint8(at + i) for i in range(3))
+        one, two = b0 < 0x80, (b0 >= 0x80) & (b1 < 0x80)
+        three = (b0 >= 0x80) & (b1 >= 0x80) & (b2 < 0x80)
+        self.ok[rows] &= one | two | three
+        value = np.where(one, b0, np.where(two, (b0 & 0x7F) | (b1 << 7), (b0 & 0x7F) | ((b1 & 0x7F) << 7) | (b2 << 14)))
+        self.advance(rows, np.where(one, 1, np.where(two, 2, 3)))
+        return value
+
+    def _length(self, rows: np.ndarray, *, wide: bool, compact: bool) -> np.ndarray:
+        """A length prefix: compact = uvarint - 1, else int16 (strings) or int32 (bytes, arrays); negative is null."""
+        if compact:
+            return self.uvarint(rows) - 1
+        value = self.column.int32(self.pos[rows]) if wide else self.column.int16(self.pos[rows])
+        self.advance(rows, 4 if wide else 2)
+        return value
+
+    def count(self, rows: np.ndarray, min_element_size: int, *, compact: bool = False) -> np.ndarray:
+        """A non-nullable array's element count (0 for a declined row): null, longer than `MAX_LISTED` or more than
+        the bytes left can hold is declined."""
+        n = self._length(rows, wide=True, compact=compact)
+        self.ok[rows] &= (n >= 0) & (n <= MAX_LISTED) & (n * min_element_size <= self.ends[rows] - self.pos[rows])
+        return np.where(self.ok[rows], n, 0)
+
+    def length_prefixed(
+        self, rows: np.ndarray, *, wide: bool, nullable: bool, compact: bool = False
+    ) -> tuple[Slices, np.ndarray]:
+        """A string (`wide` False) or bytes per row, and where it is null (any negative length, as the reader)."""
+        n = self._length(rows, wide=wide, compact=compact)
+        null = n < 0
+        if not nullable:
+            self.ok[rows] &= ~null
+        if not wide:
+            self.ok[rows] &= n <= _MAX_STRING_LENGTH
+        starts = self.pos[rows].copy()
+        lengths = np.maximum(n, 0)
+        self.advance(rows, lengths)
+        return Slices(rows, starts, lengths), null
+
+    def no_tagged_fields(self, rows: np.ndarray) -> None:
+        """A flexible struct's tagged-field section that holds none (one 0 byte); any tag declines the row."""
+        self.ok[rows] &= self.column.uint8(self.pos[rows]) == 0
+        self.advance(rows, 1)

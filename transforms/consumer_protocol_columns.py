@@ -8,9 +8,10 @@ they were ~60 % of the cost of a GroupMetadata record (10 members: ~3k records/s
 OffsetCommit records/s on the vectorised path). Here each field is read for every payload at once (gathers at
 per-row byte positions); a list is read element by element across the payloads that still have one, so a batch
 takes as many steps as its longest list. Like `offset_commit_columns`, the path *accepts* only what it decodes
-exactly as the reader would (both payloads well formed, strings strict UTF-8, lists of at most `MAX_LISTED`
-entries) and declines the rest to `transforms.member_columns.consumer_protocol_columns`, the reference:
-tests/transforms/test_consumer_protocol_columns.py proves the two give the same rows.
+exactly as the reader would (both payloads well formed, strings strict UTF-8, lists of at most
+`binary_column.MAX_LISTED` entries) and declines the rest to the reference,
+`transforms.member_columns.consumer_protocol_columns`: tests/transforms/test_consumer_protocol_columns.py proves
+the two give the same rows.
 """
 
 from __future__ import annotations
@@ -21,26 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms.binary_column import BinaryColumn, string_slices
+from transforms.binary_column import BinaryColumn, FieldCursor, Slices, string_slices
 
-MAX_LISTED = 4096  # topics per member, or partitions per topic: a longer list is read by the reader
 _NEWEST_VERSION = 3  # ConsumerProtocolSubscription/Assignment: v0-v3 known, newer read as v3 (fields only append)
-
-
-@dataclass(frozen=True)
-class _Slices:
-    """Strings or other byte runs read across payloads, one entry per element in the order read."""
-
-    rows: np.ndarray
-    starts: np.ndarray
-    lengths: np.ndarray
-
-    @staticmethod
-    def joined(parts: list[_Slices]) -> _Slices:
-        if not parts:
-            empty = np.empty(0, np.int64)
-            return _Slices(empty, empty, empty)
-        return _Slices(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("rows", "starts", "lengths")))
 
 
 @dataclass(frozen=True)
@@ -50,7 +34,7 @@ class _TopicPartitionList:
 
     present: np.ndarray
     counts: np.ndarray
-    topics: _Slices
+    topics: Slices
     partition_starts: np.ndarray
     partition_counts: np.ndarray
 
@@ -61,53 +45,20 @@ class _StringList:
 
     present: np.ndarray
     counts: np.ndarray
-    strings: _Slices
+    strings: Slices
 
 
-class _Payloads:
-    """One binary column read field by field: a read position and a verdict per row. A row that fails a check is
-    declined and stays declined; reads for it still happen (clipped inside the buffer) but no longer count."""
+class _Payloads(FieldCursor):
+    """One ConsumerProtocol payload column: its version first, then its fields (`FieldCursor`)."""
 
     def __init__(self, column: BinaryColumn) -> None:
-        self.column = column
-        self.ends = column.ends
-        self.ok = column.valid & (column.ends - column.starts >= 2)
+        super().__init__(column, column.valid & (column.ends - column.starts >= 2), column.starts + 2)
         self.raw_version = np.where(self.ok, column.int16(column.starts), 0)
         self.ok &= self.raw_version >= 0
         self.version = np.minimum(self.raw_version, _NEWEST_VERSION)
-        self.pos = column.starts + 2
 
     def rows_at_least(self, version: int) -> np.ndarray:
         return np.flatnonzero(self.ok & (self.version >= version))
-
-    def _advance(self, rows: np.ndarray, width: np.ndarray | int) -> None:
-        self.pos[rows] += width
-        self.ok[rows] &= self.pos[rows] <= self.ends[rows]
-
-    def int32(self, rows: np.ndarray) -> np.ndarray:
-        value = self.column.int32(self.pos[rows])
-        self._advance(rows, 4)
-        return value
-
-    def count(self, rows: np.ndarray, min_element_size: int) -> np.ndarray:
-        """A non-nullable array's element count (0 for a declined row): negative, longer than `MAX_LISTED` or more
-        than the bytes left can hold is declined."""
-        n = self.int32(rows)
-        self.ok[rows] &= (n >= 0) & (n <= MAX_LISTED) & (n * min_element_size <= self.ends[rows] - self.pos[rows])
-        return np.where(self.ok[rows], n, 0)
-
-    def length_prefixed(self, rows: np.ndarray, *, wide: bool, nullable: bool) -> tuple[_Slices, np.ndarray]:
-        """A string (int16 length) or bytes (int32 length) per row, and where it is null (any negative length,
-        as the reader)."""
-        n = self.column.int32(self.pos[rows]) if wide else self.column.int16(self.pos[rows])
-        null = n < 0
-        if not nullable:
-            self.ok[rows] &= ~null
-        self._advance(rows, 4 if wide else 2)
-        starts = self.pos[rows].copy()
-        lengths = np.maximum(n, 0)
-        self._advance(rows, lengths)
-        return _Slices(rows, starts, lengths), null
 
     def string_list(self, rows: np.ndarray) -> _StringList:
         counts = np.zeros(len(self.ok), np.int64)
@@ -120,7 +71,7 @@ class _Payloads:
             if not len(active):
                 break
             parts.append(self.length_prefixed(active, wide=False, nullable=False)[0])
-        return _StringList(present, counts, _Slices.joined(parts))
+        return _StringList(present, counts, Slices.joined(parts))
 
     def topic_partition_list(self, rows: np.ndarray) -> _TopicPartitionList:
         counts = np.zeros(len(self.ok), np.int64)
@@ -136,12 +87,12 @@ class _Payloads:
             m = self.count(active, 4)
             starts.append(self.pos[active].copy())
             partition_counts.append(m)
-            self._advance(active, 4 * m)
+            self.advance(active, 4 * m)
         empty = np.empty(0, np.int64)
         return _TopicPartitionList(
             present,
             counts,
-            _Slices.joined(topics),
+            Slices.joined(topics),
             np.concatenate(starts) if starts else empty,
             np.concatenate(partition_counts) if partition_counts else empty,
         )
@@ -154,7 +105,7 @@ class _Subscriptions:
     owned: _TopicPartitionList
     generation: np.ndarray
     has_generation: np.ndarray
-    rack: _Slices
+    rack: Slices
     rack_null: np.ndarray
 
 
@@ -213,7 +164,7 @@ class _Output:
         return kept[np.argsort(element_rows[kept], kind="stable")]
 
 
-def _strings_checked(data: np.ndarray, slices: _Slices, accepted: np.ndarray) -> None:
+def _strings_checked(data: np.ndarray, slices: Slices, accepted: np.ndarray) -> None:
     """Decline the rows any of whose strings (among `slices`) is not strict UTF-8 (the reader would repair it)."""
     keep = np.flatnonzero(accepted[slices.rows])
     if len(keep):
@@ -221,7 +172,7 @@ def _strings_checked(data: np.ndarray, slices: _Slices, accepted: np.ndarray) ->
         accepted[slices.rows[keep[~valid]]] = False
 
 
-def _string_column(data: np.ndarray, slices: _Slices, order: np.ndarray) -> pa.Array:
+def _string_column(data: np.ndarray, slices: Slices, order: np.ndarray) -> pa.Array:
     return string_slices(data, slices.starts[order], slices.lengths[order])[0]
 
 

@@ -67,19 +67,19 @@ def member_row(member: dict[str, Any], protocol_type: str | None) -> dict[str, A
     return row
 
 
-def _consumer_protocol_array(
-    pairs: list[tuple[bytes | None, bytes | None]], decoded_type: pa.StructType
+def consumer_protocol_array(
+    subscriptions: pa.Array, assignments: pa.Array, decoded_type: pa.StructType
 ) -> pa.StructArray:
-    """The decoded columns of each distinct (subscription, assignment) pair: the vectorised path's rows, and the
-    reference's (`consumer_protocol_columns`) for the pairs it declined, in `pairs` order."""
-    fast = decode_consumer_protocols(
-        pa.array([s for s, _ in pairs], pa.binary()), pa.array([a for _, a in pairs], pa.binary()), decoded_type
-    )
+    """The decoded columns of each (subscription, assignment) pair of two binary arrays: the vectorised path's rows,
+    and the reference's (`consumer_protocol_columns`) for the pairs it declined, in input order."""
+    fast = decode_consumer_protocols(subscriptions, assignments, decoded_type)
     declined = np.flatnonzero(~fast.accepted)
     if not len(declined):
         return fast.rows
-    by_reader = pa.array([consumer_protocol_columns(*pairs[i]) for i in declined], type=decoded_type)
-    index = np.empty(len(pairs), np.int64)
+    which = pa.array(declined)
+    pairs = zip(subscriptions.take(which).to_pylist(), assignments.take(which).to_pylist(), strict=True)
+    by_reader = pa.array([consumer_protocol_columns(s, a) for s, a in pairs], type=decoded_type)
+    index = np.empty(len(subscriptions), np.int64)
     index[fast.accepted] = np.arange(len(fast.rows))
     index[declined] = len(fast.rows) + np.arange(len(declined))
     return pa.concat_arrays([fast.rows, by_reader]).take(pa.array(index))
@@ -111,7 +111,9 @@ def members_array(groups: Sequence[tuple[list[dict[str, Any]] | None, str | None
     copied_type = pa.struct([member_type.field(name).with_name(kafka_names[name]) for name in kafka_names])
     copied = pa.array(flat, type=copied_type)  # the reader's dicts as they are: missing fields are null
     decoded_type = pa.struct([f for f in member_type if f.name not in _COPIED])
-    decoded = _consumer_protocol_array(list(pairs), decoded_type)
+    decoded = consumer_protocol_array(
+        pa.array([s for s, _ in pairs], pa.binary()), pa.array([a for _, a in pairs], pa.binary()), decoded_type
+    )
     spread = decoded.take(pa.array(protocol_index, pa.int32())).flatten()  # null index: a non-consumer member
     by_name = dict(zip((f.name for f in decoded_type), spread, strict=True))
     by_name.update(zip(kafka_names, copied.flatten(), strict=True))

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.data_files import load_jsonl
-from transforms.consumer_protocol_columns import MAX_LISTED, decode_consumer_protocols
+from transforms.binary_column import MAX_LISTED
+from transforms.consumer_protocol_columns import decode_consumer_protocols
 from transforms.member_columns import consumer_protocol_columns, member_row, members_array
 from transforms.offsets_batch import GROUP_METADATA_COLUMN, decoded_batch_ddl
 from transforms.wire import primitives as prim
