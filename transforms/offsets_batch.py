@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from transforms.cyclic_gc import cyclic_gc_paused
+from transforms.group_metadata_columns import decode_group_metadata
 from transforms.member_columns import member_row, members_array
 from transforms.offset_commit_columns import decode_offset_commits
 from transforms.schemas import DECODED_OFFSETS_BATCH, GROUP_METADATA, OFFSET_COMMITS, QuarantineStage, quarantine_row
@@ -224,38 +224,56 @@ def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBa
 
 
 def _route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    fast = decode_offset_commits(batch.column("key"), batch.column("value"), schema.field(OFFSET_COMMIT_COLUMN).type)
-    slow = ~fast.accepted
-    if not slow.any():
-        arrays = [
-            batch.column(name).cast(schema.field(i).type)
-            for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
-        ]
-        arrays.append(pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[OFFSET_COMMIT_COLUMN], pa.string()), batch.num_rows))
-        arrays += [
-            fast.rows if column == OFFSET_COMMIT_COLUMN else pa.nulls(batch.num_rows, schema.field(column).type)
-            for column in PAYLOAD_COLUMNS
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-    by_rows = route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema, columnar_members=True)
-    if not fast.accepted.any():
-        return by_rows
-    # fast rows first, then the codec's rows; one `take` per column puts every row back in its input position
-    from_fast, from_rows = _positions(fast.accepted), _positions(slow, len(fast.rows))
-    index = pc.coalesce(from_fast, from_rows)
+    keys, values = batch.column("key"), batch.column("value")
+    commits = decode_offset_commits(keys, values, schema.field(OFFSET_COMMIT_COLUMN).type)
+    rest = ~commits.accepted
+    groups = decode_group_metadata(keys.filter(pa.array(rest)), values.filter(pa.array(rest)), _group_type(schema))
+    group_accepted = np.zeros(batch.num_rows, bool)
+    group_accepted[np.flatnonzero(rest)[groups.accepted]] = True
+    # each vectorised path fills its own payload column; the codec routes the rows neither accepted
+    fast = (
+        (OFFSET_COMMIT_COLUMN, commits.accepted, commits.rows),
+        (GROUP_METADATA_COLUMN, group_accepted, groups.rows),
+    )
+    slow = rest & ~group_accepted
     arrays = [
         batch.column(name).cast(schema.field(i).type)
         for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
     ]
-    fast_targets = pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[OFFSET_COMMIT_COLUMN], pa.string()), len(fast.rows))
-    targets = pa.concat_arrays([fast_targets, by_rows.column("target")])
-    arrays.append(targets.take(index))
+    by_rows = (
+        route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema, columnar_members=True) if slow.any() else None
+    )
+    # per payload column: the fast path's rows first, then the codec's; one `take` puts each row in its place
+    targets: list[pa.Array] = []
+    target_index = np.full(batch.num_rows, -1, np.int64)
+    taken = 0
+    for column, accepted, rows in fast:
+        targets.append(pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[column], pa.string()), len(rows)))
+        target_index[accepted] = taken + np.arange(len(rows))
+        taken += len(rows)
+    if by_rows is not None:
+        targets.append(by_rows.column("target"))
+        target_index[slow] = taken + np.arange(int(slow.sum()))
+    arrays.append(pa.concat_arrays(targets).take(pa.array(target_index)))
     for column in PAYLOAD_COLUMNS:
-        if column == OFFSET_COMMIT_COLUMN:
-            arrays.append(pa.concat_arrays([fast.rows, by_rows.column(column)]).take(index))
-        else:
-            arrays.append(by_rows.column(column).take(pc.subtract(from_rows, len(fast.rows))))
+        parts: list[pa.Array] = []
+        index = np.full(batch.num_rows, -1, np.int64)
+        for fast_column, accepted, rows in fast:
+            if fast_column == column:
+                parts.append(rows)
+                index[accepted] = np.arange(len(rows))
+        if by_rows is not None:
+            index[slow] = sum(len(p) for p in parts) + np.arange(int(slow.sum()))
+            parts.append(by_rows.column(column))
+        if not parts:
+            arrays.append(pa.nulls(batch.num_rows, schema.field(column).type))
+            continue
+        arrays.append(pa.concat_arrays(parts).take(pa.array(index, mask=index < 0)))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _group_type(schema: pa.Schema) -> pa.StructType:
+    return schema.field(GROUP_METADATA_COLUMN).type
 
 
 def route_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:

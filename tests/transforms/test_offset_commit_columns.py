@@ -11,8 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.data_files import load_jsonl
+from transforms.group_metadata_columns import decode_group_metadata
 from transforms.offset_commit_columns import decode_offset_commits
 from transforms.offsets_batch import (
+    GROUP_METADATA_COLUMN,
     OFFSET_COMMIT_COLUMN,
     decoded_batch_ddl,
     route_offsets_batch,
@@ -20,7 +22,7 @@ from transforms.offsets_batch import (
 )
 from transforms.wire import primitives as prim
 from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import encode_coordinator_record
+from transforms.wire.coordinator_records import decode_record, encode_coordinator_record
 
 Record = tuple[bytes | None, bytes | None]
 
@@ -260,3 +262,56 @@ def test_sliced_arrow_input_is_read_at_its_offset(arrow_schema: pa.Schema) -> No
     out = route_offsets_batch(batch, arrow_schema)
     assert [row["group_id"] for row in out.column("offset_commit").to_pylist()] == ["g3", "g4", "g5", "g6"]
     assert out.to_pylist() == route_offsets_batch_by_rows(batch, arrow_schema).to_pylist()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=st.lists(group_metadata_record(), min_size=1, max_size=12))
+def test_well_formed_group_metadata_takes_the_fast_path(arrow_schema: pa.Schema, records: list[Record]) -> None:
+    """GroupMetadata records of every value version (tombstones, other protocol types, odd member payloads) are
+    accepted by the vectorised path unless a timestamp is beyond what microseconds hold, and route the same."""
+    _assert_same_batch(records, arrow_schema)
+    batch = _kafka_batch(records)
+    groups = decode_group_metadata(batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type)
+    out_of_range = sum(1 for _, value in records if value is not None and _huge_group_timestamp(value))
+    assert int(groups.accepted.sum()) >= len(records) - out_of_range
+
+
+def _huge_group_timestamp(value: bytes) -> bool:
+    version = int.from_bytes(value[:2], "big", signed=True)
+    if version < 2:
+        return False
+    decoded = decode_record(prim.INT16.pack(2) + prim.INT16.pack(1) + b"g", value).value or {}
+    return decoded.get("currentStateTimestamp", -1) > (2**63 - 1) // 1000
+
+
+def test_group_metadata_and_commits_alone_need_no_row_by_row_pass(arrow_schema: pa.Schema) -> None:
+    """A batch of only well-formed commits and GroupMetadata records: both vectorised paths, nothing else."""
+    commit = encode_coordinator_record(1, {"group": "g", "topic": "t", "partition": 0}, 3, _COMMIT_VALUE)
+    group = encode_coordinator_record(2, {"group": "g"}, 3, _GROUP_VALUE)
+    tombstone = encode_coordinator_record(2, {"group": "g"}, None, None)
+    assert _assert_same_batch([commit, group, tombstone, commit, group], arrow_schema) == 2
+    batch = _kafka_batch([commit, group, tombstone])
+    groups = decode_group_metadata(batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type)
+    assert groups.accepted.tolist() == [False, True, True]
+
+
+_COMMIT_VALUE = {"offset": 7, "leaderEpoch": 1, "metadata": "", "commitTimestamp": 1_700_000_000_000}
+_GROUP_VALUE = {
+    "protocolType": "consumer",
+    "generation": 4,
+    "protocol": "range",
+    "leader": "m-1",
+    "currentStateTimestamp": 1_700_000_000_000,
+    "members": [
+        {
+            "memberId": "m-1",
+            "groupInstanceId": None,
+            "clientId": "c",
+            "clientHost": "/10.0.0.1",
+            "rebalanceTimeout": 300_000,
+            "sessionTimeout": 45_000,
+            "subscription": encode_subscription(3, {"topics": ["t"], "ownedPartitions": [], "rackId": None}),
+            "assignment": encode_assignment(0, {"assignedPartitions": [{"topic": "t", "partitions": [0]}]}),
+        }
+    ],
+}
