@@ -271,7 +271,9 @@ def test_well_formed_group_metadata_takes_the_fast_path(arrow_schema: pa.Schema,
     accepted by the vectorised path unless a timestamp is beyond what microseconds hold, and route the same."""
     _assert_same_batch(records, arrow_schema)
     batch = _kafka_batch(records)
-    groups = decode_group_metadata(batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type)
+    groups = decode_group_metadata(
+        batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type
+    )
     out_of_range = sum(1 for _, value in records if value is not None and _huge_group_timestamp(value))
     assert int(groups.accepted.sum()) >= len(records) - out_of_range
 
@@ -291,7 +293,9 @@ def test_group_metadata_and_commits_alone_need_no_row_by_row_pass(arrow_schema: 
     tombstone = encode_coordinator_record(2, {"group": "g"}, None, None)
     assert _assert_same_batch([commit, group, tombstone, commit, group], arrow_schema) == 2
     batch = _kafka_batch([commit, group, tombstone])
-    groups = decode_group_metadata(batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type)
+    groups = decode_group_metadata(
+        batch.column("key"), batch.column("value"), arrow_schema.field(GROUP_METADATA_COLUMN).type
+    )
     assert groups.accepted.tolist() == [False, True, True]
 
 
