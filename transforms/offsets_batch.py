@@ -76,10 +76,7 @@ class _BatchBuilder:
             values.append(row if column == payload_column else None)
 
     def build(self, source: pa.RecordBatch) -> pa.RecordBatch:
-        arrays: list[pa.Array] = [
-            source.column(name).cast(self.schema.field(i).type)
-            for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
-        ]
+        arrays = _coordinates(source, self.schema)
         arrays.append(pa.array(self.targets, pa.string()))
         for column in PAYLOAD_COLUMNS:
             rows, struct_type = self.payloads[column], self.schema.field(column).type
@@ -227,7 +224,16 @@ def _route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordB
     keys, values = batch.column("key"), batch.column("value")
     commits = decode_offset_commits(keys, values, schema.field(OFFSET_COMMIT_COLUMN).type)
     rest = ~commits.accepted
-    groups = decode_group_metadata(keys.filter(pa.array(rest)), values.filter(pa.array(rest)), _group_type(schema))
+    if not rest.any():  # a batch of offset commits only (the common case while catching up): no merge
+        arrays = _coordinates(batch, schema)
+        arrays.append(pa.repeat(pa.scalar(TARGET_OF_PAYLOAD[OFFSET_COMMIT_COLUMN], pa.string()), batch.num_rows))
+        arrays += [
+            commits.rows if column == OFFSET_COMMIT_COLUMN else pa.nulls(batch.num_rows, schema.field(column).type)
+            for column in PAYLOAD_COLUMNS
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    others = pa.array(rest)
+    groups = decode_group_metadata(keys.filter(others), values.filter(others), schema.field(GROUP_METADATA_COLUMN).type)
     group_accepted = np.zeros(batch.num_rows, bool)
     group_accepted[np.flatnonzero(rest)[groups.accepted]] = True
     # each vectorised path fills its own payload column; the codec routes the rows neither accepted
@@ -236,10 +242,7 @@ def _route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordB
         (GROUP_METADATA_COLUMN, group_accepted, groups.rows),
     )
     slow = rest & ~group_accepted
-    arrays = [
-        batch.column(name).cast(schema.field(i).type)
-        for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
-    ]
+    arrays = _coordinates(batch, schema)
     by_rows = (
         route_offsets_batch_by_rows(batch.filter(pa.array(slow)), schema, columnar_members=True) if slow.any() else None
     )
@@ -272,8 +275,12 @@ def _route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordB
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _group_type(schema: pa.Schema) -> pa.StructType:
-    return schema.field(GROUP_METADATA_COLUMN).type
+def _coordinates(batch: pa.RecordBatch, schema: pa.Schema) -> list[pa.Array]:
+    """The Kafka coordinates of every row (topic, partition, offset, timestamp) as the output schema types them."""
+    return [
+        batch.column(name).cast(schema.field(i).type)
+        for i, name in enumerate(("topic", "partition", "offset", "timestamp"))
+    ]
 
 
 def route_offsets_batches(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
