@@ -39,7 +39,7 @@ from pyspark.sql.types import StructType
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
 from pipelines.ingest import OFFSETS_QUERY, IngestStage, offsets_rows
-from pipelines.local.sample_dump import example_value
+from pipelines.local.sample_dump import consumer_members, example_value
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
@@ -57,10 +57,11 @@ GROUP_STATES = 4096  # distinct GroupMetadata records: 41k member payloads, past
 
 
 def generation_members(generation: int, count: int, version: int) -> list[dict[str, Any]]:
-    """A consumer group's members as one generation of it persists them: each subscription carries the generation and
-    the partitions owned in it (Java clients since 2.4/2.8 send both), so no two generations share a payload."""
-    members = []
-    for i in range(count):
+    """A consumer group's members as one generation of it persists them (the sample's members, `consumer_members`,
+    with that generation's payloads): each subscription carries the generation and the partitions owned in it (Java
+    clients since 2.4/2.8 send both), so no two generations share a payload."""
+    members = consumer_members(count, version)
+    for i, member in enumerate(members):
         owned = [{"topic": "orders", "partitions": [i, count + generation]}]
         subscription = encode_subscription(
             3 if version >= 4 else 1,
@@ -68,19 +69,9 @@ def generation_members(generation: int, count: int, version: int) -> list[dict[s
             | ({"generationId": generation, "rackId": f"eu-west-1{'abc'[i % 3]}"} if version >= 4 else {}),
         )
         assigned = [{"topic": "orders", "partitions": [i, count + generation + 1]}]
-        assignment = encode_assignment(0, {"assignedPartitions": assigned, "userData": None})
-        members.append(
-            {
-                "memberId": f"consumer-payments-{i}-{generation:08x}",
-                "groupInstanceId": None,
-                "clientId": f"consumer-payments-{i}",
-                "clientHost": f"/10.0.4.{17 + i}",
-                "rebalanceTimeout": 300_000,
-                "sessionTimeout": 45_000,
-                "subscription": subscription,
-                "assignment": assignment,
-            }
-        )
+        member["memberId"] = f"consumer-payments-{i}-{generation:08x}"
+        member["subscription"] = subscription
+        member["assignment"] = encode_assignment(0, {"assignedPartitions": assigned, "userData": None})
     return members
 
 
