@@ -101,13 +101,13 @@ def damaged(draw: st.DrawFn) -> Pair:
     return (raw, assign) if which else (sub, raw)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pairs=st.lists(st.one_of(well_formed(), damaged()), max_size=25))
 def test_accepted_rows_are_the_references(member_type: pa.StructType, pairs: list[Pair]) -> None:
     _accepted_as_reference(pairs, member_type)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(pairs=st.lists(well_formed(), min_size=1, max_size=20))
 def test_well_formed_payloads_are_accepted(member_type: pa.StructType, pairs: list[Pair]) -> None:
     assert _accepted_as_reference(pairs, member_type) == len(pairs)
