@@ -140,6 +140,9 @@ def _heartbeat_attempt_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent
 # "Attempt to heartbeat failed for since member id M is not valid." (UNKNOWN_MEMBER_ID, the source's "for since").
 _LEGACY_HEARTBEAT_GENERATION = re.compile(r"^generation (-?\d+) is not current")
 _LEGACY_HEARTBEAT_MEMBER = re.compile(r"^member id (\S*?) is not valid")
+# 2.x-4.x AbstractCoordinator, a NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE answer (which of the two is not said):
+# "Attempt to heartbeat failed since coordinator H is either not started or not valid".
+_HEARTBEAT_COORDINATOR = re.compile(r"^coordinator (.+?) is either not started or not valid")
 
 
 def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
@@ -147,6 +150,8 @@ def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     error = error_name_in_text(cause) or (E.REBALANCE_IN_PROGRESS.name if "rebalancing" in cause else None)
     generation = _LEGACY_HEARTBEAT_GENERATION.match(cause)
     member = _LEGACY_HEARTBEAT_MEMBER.match(cause)
+    coordinator = _HEARTBEAT_COORDINATOR.match(cause)
+    extra = {"coordinator": coordinator.group(1), "cause": "coordinator_unavailable"} if coordinator else {}
     if generation is not None:
         error = E.ILLEGAL_GENERATION.name
     elif member is not None:
@@ -158,7 +163,7 @@ def _heartbeat_failed_legacy(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         member_id=member.group(1) if member else None,
         error=error,
         reason=cause,
-        details=_protocol_details(line),
+        details=_protocol_details(line, **extra),
     )
 
 

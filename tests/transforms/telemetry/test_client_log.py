@@ -594,3 +594,13 @@ def test_kip848_leave_and_fatal_state() -> None:
         TS,
     )
     assert not other.recognised
+
+
+def test_a_heartbeat_answered_by_a_stale_coordinator_says_so() -> None:
+    """AbstractCoordinator 2.x-4.x: NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (the line does not say which)."""
+    event = only_event(
+        f"2024-11-28 10:00:00,123 INFO {PREFIX} Attempt to heartbeat failed since coordinator {COORDINATOR} is either "
+        f"not started or not valid {CLASSIC_LOGGER}"
+    )
+    assert (event.event, event.error) == (K.HEARTBEAT_FAILED, None)
+    assert (event.details["cause"], event.details["coordinator"]) == ("coordinator_unavailable", COORDINATOR)
