@@ -205,12 +205,6 @@ def route_offsets_batch_by_rows(
     return builder.build(batch)
 
 
-def _positions(selected: np.ndarray, first: int = 0) -> pa.Array:
-    """For every row: its position among the `selected` rows (+ `first`), null for the others (a `take` index)."""
-    index = np.cumsum(selected, dtype=np.int64) - 1 + first
-    return pa.array(index, mask=~selected)
-
-
 def route_offsets_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Route one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp): OffsetCommit records
     the vectorised path accepts become columns at once, every other row goes through the codec row by row; the
