@@ -128,6 +128,15 @@ class Slices:
         return Slices(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("rows", "starts", "lengths")))
 
 
+def decline_invalid_strings(data: np.ndarray, slices: Slices, accepted: np.ndarray) -> None:
+    """Decline (in `accepted`) the rows any of whose strings among `slices` is not strict UTF-8: the reader would
+    repair it with U+FFFD, so the reader decodes that row."""
+    keep = np.flatnonzero(accepted[slices.rows])
+    if len(keep):
+        _, valid = string_slices(data, slices.starts[keep], slices.lengths[keep])
+        accepted[slices.rows[keep[~valid]]] = False
+
+
 class FieldCursor:
     """Reads a message field by field for chosen rows of a `BinaryColumn`: a read position and a verdict per row.
     A row that fails a check is declined for good; reads for it still happen (clipped inside the buffer) but no

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms.binary_column import BinaryColumn, FieldCursor, Slices, string_slices
+from transforms.binary_column import BinaryColumn, FieldCursor, Slices, decline_invalid_strings, string_slices
 
 _NEWEST_VERSION = 3  # ConsumerProtocolSubscription/Assignment: v0-v3 known, newer read as v3 (fields only append)
 
@@ -164,14 +164,6 @@ class _Output:
         return kept[np.argsort(element_rows[kept], kind="stable")]
 
 
-def _strings_checked(data: np.ndarray, slices: Slices, accepted: np.ndarray) -> None:
-    """Decline the rows any of whose strings (among `slices`) is not strict UTF-8 (the reader would repair it)."""
-    keep = np.flatnonzero(accepted[slices.rows])
-    if len(keep):
-        _, valid = string_slices(data, slices.starts[keep], slices.lengths[keep])
-        accepted[slices.rows[keep[~valid]]] = False
-
-
 def _string_column(data: np.ndarray, slices: Slices, order: np.ndarray) -> pa.Array:
     return string_slices(data, slices.starts[order], slices.lengths[order])[0]
 
@@ -215,7 +207,7 @@ def decode_consumer_protocols(
         (sub_column.data, sub.rack),
         (assign_column.data, assigned.topics),
     ):
-        _strings_checked(data, slices, accepted)
+        decline_invalid_strings(data, slices, accepted)
 
     out = _Output(accepted)
     topic_order = out.order(sub.topics.strings.rows)

@@ -20,13 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from transforms.binary_column import BinaryColumn, FieldCursor, Slices, byte_slices, string_slices
+from transforms.binary_column import (
+    BinaryColumn,
+    FieldCursor,
+    Slices,
+    byte_slices,
+    decline_invalid_strings,
+    string_slices,
+)
 from transforms.member_columns import MEMBER_KAFKA_FIELDS, consumer_protocol_array
+from transforms.schemas import MAX_TIMESTAMP_MS
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 
 _GROUP_METADATA_KEY_TYPE = 2
 _NEWEST_VERSION = 4  # GroupMetadataValue v0-v4 (v4 flexible)
-_TIMESTAMP_MS_LIMIT = (2**63 - 1) // 1000  # beyond it ms * 1000 overflows int64: the reader's path decides
 
 
 @dataclass(frozen=True)
@@ -146,16 +153,6 @@ class _ValueReader:
         )
 
 
-def _decline_invalid_strings(
-    data: np.ndarray, rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray, accepted: np.ndarray
-) -> None:
-    """Decline the rows (`rows`, one per string) whose string is not strict UTF-8 (the reader would repair it)."""
-    keep = np.flatnonzero(accepted[rows])
-    if len(keep):
-        _, valid = string_slices(data, starts[keep], lengths[keep])
-        accepted[rows[keep[~valid]]] = False
-
-
 def _nullable_strings(data: np.ndarray, field: _Strings, rows: np.ndarray, absent: np.ndarray) -> pa.Array:
     null = field.null[rows] | absent
     strings = string_slices(data, field.starts[rows], np.where(null, 0, field.lengths[rows]))[0]
@@ -181,16 +178,17 @@ def decode_group_metadata(keys: pa.Array, values: pa.Array, row_type: pa.StructT
     live = value.ok & ~tombstone
     reader.read(np.flatnonzero(live & (version < 4)), compact=False)
     reader.read(np.flatnonzero(live & (version == 4)), compact=True)
-    accepted = value.ok & (tombstone | (value.pos == v.ends)) & (reader.state_ms <= _TIMESTAMP_MS_LIMIT)
+    accepted = value.ok & (tombstone | (value.pos == v.ends)) & (reader.state_ms <= MAX_TIMESTAMP_MS)
 
     members = reader.members.joined()
     member_rows = members["row"]
-    _decline_invalid_strings(k.data, np.arange(n), group_starts, group_lengths, accepted)
+    every_row = np.arange(n)
+    decline_invalid_strings(k.data, Slices(every_row, group_starts, group_lengths), accepted)
     for field in (reader.protocol_type, reader.protocol, reader.leader):
-        _decline_invalid_strings(v.data, np.arange(n), field.starts, np.where(field.null, 0, field.lengths), accepted)
+        lengths = np.where(field.null, 0, field.lengths)
+        decline_invalid_strings(v.data, Slices(every_row, field.starts, lengths), accepted)
     for name in ("member_id", "instance", "client_id", "client_host"):
-        lengths = members[f"{name}_len"]
-        _decline_invalid_strings(v.data, member_rows, members[name], lengths, accepted)
+        decline_invalid_strings(v.data, Slices(member_rows, members[name], members[f"{name}_len"]), accepted)
 
     rows = np.flatnonzero(accepted)
     dead = tombstone[rows]

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from transforms.binary_column import BinaryColumn, string_slices
+from transforms.schemas import MAX_TIMESTAMP_MS
 
-_TIMESTAMP_MS_LIMIT = (2**63 - 1) // 1000  # beyond it ms * 1000 overflows int64: the reader's path decides
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 _TOPIC_ID_TAG = 0  # OffsetCommitValue.topicId: tag 0, a 16-byte uuid
 
@@ -107,7 +107,7 @@ def decode_offset_commits(keys: pa.Array, values: pa.Array, row_type: pa.StructT
     topic_id_raw = v.bytes16(at + 3)
     at = at + np.where(compact, np.where(one_topic_id, 19, 1), 0)
     value_ok &= tombstone | (at == ve)
-    value_ok &= tombstone | ((commit_ms <= _TIMESTAMP_MS_LIMIT) & (~has_expire | (expire_ms <= _TIMESTAMP_MS_LIMIT)))
+    value_ok &= tombstone | ((commit_ms <= MAX_TIMESTAMP_MS) & (~has_expire | (expire_ms <= MAX_TIMESTAMP_MS)))
     ok &= value_ok
 
     # strings: only rows whose strings are strict UTF-8 (the reader's 'replace' is left to the reader)

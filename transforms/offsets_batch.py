@@ -21,7 +21,14 @@ from transforms.cyclic_gc import cyclic_gc_paused
 from transforms.group_metadata_columns import decode_group_metadata
 from transforms.member_columns import member_row, members_array
 from transforms.offset_commit_columns import decode_offset_commits
-from transforms.schemas import DECODED_OFFSETS_BATCH, GROUP_METADATA, OFFSET_COMMITS, QuarantineStage, quarantine_row
+from transforms.schemas import (
+    DECODED_OFFSETS_BATCH,
+    GROUP_METADATA,
+    MAX_TIMESTAMP_MS,
+    OFFSET_COMMITS,
+    QuarantineStage,
+    quarantine_row,
+)
 from transforms.wire.coordinator_records import DecodedRecord, decode_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.json_form import to_kafka_json
@@ -39,15 +46,12 @@ def decoded_batch_ddl() -> str:
     return DECODED_OFFSETS_BATCH.ddl
 
 
-_MAX_TIMESTAMP_MS = (2**63 - 1) // 1000  # beyond it the microseconds overflow a TIMESTAMP column
-
-
 def _ts(ms: int | None) -> int | None:
     """Milliseconds since the epoch as Arrow/Spark microseconds; Kafka's -1 means 'not set'. A value no timestamp
     column can hold is bad bytes (quarantined), not a failed batch."""
     if ms is None or ms < 0:
         return None
-    if ms > _MAX_TIMESTAMP_MS:
+    if ms > MAX_TIMESTAMP_MS:
         raise DecodeError(f"timestamp {ms} ms is beyond what a timestamp column holds", offset=0, part="value")
     return ms * 1000
 

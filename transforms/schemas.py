@@ -130,6 +130,9 @@ class MemberColumn(Column):
 
 _PARTITIONS_DDL = "ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>"
 
+MAX_TIMESTAMP_MS = (2**63 - 1) // 1000
+"""Kafka milliseconds beyond this overflow a TIMESTAMP column's microseconds: such a record is bad bytes."""
+
 # One classic member of `group_metadata.members`: the DDL and the row builder (transforms/offsets_batch.py) both
 # come from this declaration.
 MEMBER_COLUMNS: tuple[MemberColumn, ...] = (

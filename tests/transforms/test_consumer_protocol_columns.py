@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.data_files import load_jsonl
 from transforms.binary_column import MAX_LISTED
 from transforms.consumer_protocol_columns import decode_consumer_protocols
-from transforms.member_columns import consumer_protocol_columns, member_row, members_array
+from transforms.member_columns import MEMBER_KAFKA_FIELDS, consumer_protocol_columns, member_row, members_array
 from transforms.offsets_batch import GROUP_METADATA_COLUMN, decoded_batch_ddl
 from transforms.wire import primitives as prim
 from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, encode_assignment, encode_subscription
@@ -31,8 +31,7 @@ def member_type(spark: object) -> pa.StructType:
 
 
 def _decoded_type(member_type: pa.StructType) -> pa.StructType:
-    copied = {"member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout_ms"}
-    copied |= {"session_timeout_ms", "subscription", "assignment"}
+    copied = {name for name, _ in MEMBER_KAFKA_FIELDS}
     return pa.struct([f for f in member_type if f.name not in copied])
 
 

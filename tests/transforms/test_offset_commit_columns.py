@@ -20,6 +20,7 @@ from transforms.offsets_batch import (
     route_offsets_batch,
     route_offsets_batch_by_rows,
 )
+from transforms.schemas import MAX_TIMESTAMP_MS
 from transforms.wire import primitives as prim
 from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from transforms.wire.coordinator_records import decode_record, encode_coordinator_record
@@ -251,7 +252,7 @@ def _huge_timestamp(value: bytes) -> bool:
 
     key = prim.INT16.pack(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00"
     data = decode_record(key, value).value or {}
-    limit = (2**63 - 1) // 1000
+    limit = MAX_TIMESTAMP_MS
     return any(data.get(name, -1) > limit for name in ("commitTimestamp", "expireTimestamp"))
 
 
@@ -296,7 +297,7 @@ def _huge_group_timestamp(value: bytes) -> bool:
     if version < 2:
         return False
     decoded = decode_record(prim.INT16.pack(2) + prim.INT16.pack(1) + b"g", value).value or {}
-    return decoded.get("currentStateTimestamp", -1) > (2**63 - 1) // 1000
+    return decoded.get("currentStateTimestamp", -1) > MAX_TIMESTAMP_MS
 
 
 def test_group_metadata_and_commits_alone_need_no_row_by_row_pass(arrow_schema: pa.Schema) -> None:
