@@ -6,7 +6,9 @@ batch-processing application it keeps working on partitions it *lost* (on_lost) 
 zombie commits with its old generation. `--block-revoke-s S` makes it hang S seconds in its first revocation
 callback (an application stuck while the group waits for its partitions: the group cannot leave its
 generation); `--stall-after-s A --stall-s S` stops polling for S seconds A seconds after an assignment (a
-`max.poll.interval.ms` overrun), `--stalls N` times, each after a new assignment. It runs until SIGTERM (a clean
+`max.poll.interval.ms` overrun), `--stalls N` times, each after a new assignment. `--hold-file F` makes it stop
+itself (SIGSTOP) between a poll and its commit once F exists, printing `holding` first: an application frozen mid-batch
+(a long GC pause), whose first act when continued is its stale commit. It runs until SIGTERM (a clean
 close: LeaveGroup, unless `--instance-id` makes it static) or `--run-s`, and prints one JSON line per assignment
 change and commit outcome, which the scenario runner (and the live tests) wait on.
 """
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -45,6 +49,7 @@ def member_arguments() -> argparse.ArgumentParser:
     parser.add_argument("--stall-s", type=float, default=0.0, help="for this long (a max.poll.interval.ms overrun)")
     parser.add_argument("--stalls", type=int, default=1, help="stall again after each new assignment, N times")
     parser.add_argument("--instance-id", default=None, help="group.instance.id (static membership)")
+    parser.add_argument("--hold-file", default=None, help="once this file exists, stop (SIGSTOP) before a commit")
     parser.add_argument("--run-s", type=float, default=600.0)
     return parser
 
@@ -111,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     last_commit = 0.0
     stalls = 0
     stalled_at_assignment = 0  # how many assignments there had been at the last stall
+    held_once = False
     while not stopping and time.monotonic() - started < args.run_s:
         message = consumer.poll(0.1)
         if message is not None and message.error() is not None:
@@ -131,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         last_commit = now
         offsets = [TopicPartition(args.topic, partition, offset) for partition, offset in sorted(held.items())]
+        if args.hold_file and not held_once and Path(args.hold_file).exists():
+            # Stopped here, not inside poll(): continued, the commit goes out before librdkafka's threads can learn
+            # of the eviction and rejoin (then the commit would carry the new epoch and succeed, seen with KIP-848).
+            held_once = True
+            say(holding=True, member=consumer.memberid())
+            os.kill(os.getpid(), signal.SIGSTOP)
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as failure:

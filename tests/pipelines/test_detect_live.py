@@ -99,6 +99,13 @@ class Scenarios:
         self.running.append((f"{scenario}/{name}", started))
         return started
 
+    def wait_reassigned(self, key: str, timeout_s: float = 30.0) -> None:
+        """Until the member `key` ("scenario/name") has an assignment again after its last revocation."""
+        (member,) = [process for k, process in self.running if k == key]
+        lines = member.lines()
+        revoked = max((i for i, line in enumerate(lines) if "revoked" in line), default=-1)
+        member.wait_for("assigned", timeout_s, after=revoked + 1)
+
     def stop_all(self) -> None:
         for key, process in self.running:
             process.stop()
@@ -107,14 +114,28 @@ class Scenarios:
 
     # --- incidents ---------------------------------------------------------------------------------------------
 
-    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float) -> None:
-        """A (agent) and B; A SIGSTOPped past its session timeout, then resumed: its commits are refused."""
+    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float, *, mid_batch: bool = False) -> None:
+        """A (agent) and B; A SIGSTOPped past its session timeout, then resumed: its commits are refused.
+        `mid_batch`: A stops itself between a poll and its commit (`--hold-file`), so its first act when resumed
+        is the stale commit. Stopped inside `poll()` instead, a KIP-848 librdkafka member can learn of its eviction,
+        rejoin and be given partitions before it commits, and then its commit carries the new epoch and succeeds (seen
+        in CI, 2026-11-29): no zombie to see."""
         topic, group = self.group(scenario)
-        a = self.member(scenario, "A", topic, group, "--agent-topic", self.telemetry, protocol=protocol)
+        hold = self.out_dir / f"{scenario}-A.hold"
+        extra = ("--hold-file", str(hold)) if mid_batch else ()
+        a = self.member(scenario, "A", topic, group, "--agent-topic", self.telemetry, *extra, protocol=protocol)
         a.wait_for("assigned")
         b = self.member(scenario, "B", topic, group, protocol=protocol)
         b.wait_for("assigned")
-        self._stall_until_refused(scenario, a, stall_s)
+        if not mid_batch:
+            self._stall_until_refused(scenario, a, stall_s)
+            return
+
+        def freeze() -> None:
+            hold.touch()
+            a.wait_for("holding", 30)  # printed just before it stops itself
+
+        self._stall_until_refused(scenario, a, stall_s, freeze=freeze)
 
     def java_member(
         self,
@@ -217,13 +238,23 @@ class Scenarios:
         )
 
     def _stall_until_refused(
-        self, scenario: str, a: MemberProcess, stall_s: float, thawed: Callable[[], None] | None = None
+        self,
+        scenario: str,
+        a: MemberProcess,
+        stall_s: float,
+        thawed: Callable[[], None] | None = None,
+        freeze: Callable[[], None] | None = None,
     ) -> None:
         """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
-        assigned again. `thawed` runs while A is still stopped (what A finds first when it resumes)."""
+        assigned again. `thawed` runs while A is still stopped (what A finds first when it resumes); `freeze` stops
+        A when it stops itself."""
         time.sleep(2.0)
-        self.recording.moments[f"{scenario}/stopped"] = now_ms()
-        a.signal(signal.SIGSTOP)
+        if freeze is None:
+            self.recording.moments[f"{scenario}/stopped"] = now_ms()
+            a.signal(signal.SIGSTOP)
+        else:
+            freeze()
+            self.recording.moments[f"{scenario}/stopped"] = now_ms()
         time.sleep(stall_s)
         if thawed is not None:
             thawed()
@@ -441,7 +472,9 @@ def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
     try:
         scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
         scenarios.stop_all()
-        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+        scenarios.stalled_zombie(
+            "kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3, mid_batch=True
+        )
         scenarios.stop_all()
         scenarios.second_consumer_zombie("second-consumer")
         scenarios.stop_all()
@@ -458,6 +491,11 @@ def membership_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
         unsynced = scenarios.joins_without_sync("never-syncs")
         scenarios.crash_loop("crash-loop")
         unsynced.join(120)
+        # B's generation after U's last removal: stopped before it syncs, B would leave a generation that never had an
+        # assignment, and the fourth failed generation would have no stable successor (seen in CI, 2026-11-29). B
+        # learns of that rebalance on its next heartbeat (every 0.5 s), so its revocation is printed within a second.
+        time.sleep(1.0)
+        scenarios.wait_reassigned("never-syncs/B")
         joined = [{"member": member, "generation": g} for g, member in unsynced.joined]
         scenarios.recording.members["never-syncs/U"] = joined
     finally:
