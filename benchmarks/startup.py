@@ -9,7 +9,11 @@ lazy imports (pyspark, the pipeline modules), `jvm launch` / `spark session` / `
 `counts` the Spark jobs after them, `other` what the command did outside any marked phase, `shutdown` the command's
 return -> process exit (the JVM's stop included).
 
-    python -m benchmarks.startup [--runs 3] [--warmup 1] [--commands replay,sql,detections] [--sample FILE]
+Each round also runs the floor (`benchmarks.spark_floor`: the same session started, a 42-row Delta table written
+and counted), and each command is reported against it (`ratio_to_floor`, `over_floor_s`): the host's speed moves by
+a quarter between hours, and the ratio compares runs across them where seconds do not.
+
+    python -m benchmarks.startup [--runs 3] [--warmup 1] [--commands replay,sql,detections,floor] [--sample FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from pipelines.phases import PROFILE_ENV
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
 SQL_QUERY = "SELECT count(*) FROM offset_commits"
-COMMANDS = ("replay", "sql", "detections")
+COMMANDS = ("replay", "sql", "detections", "floor")
+FLOOR = "floor"
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ def command_argv(command: str, data_dir: Path, sample: Path) -> list[str]:
         return [*base, "sql", SQL_QUERY, "--data-dir", str(data_dir)]
     if command == "detections":
         return [*base, "detections", "--data-dir", str(data_dir)]
+    if command == FLOOR:
+        return [sys.executable, "-m", "benchmarks.spark_floor", str(data_dir / FLOOR)]
     raise ValueError(f"unknown command {command}; one of {', '.join(COMMANDS)}")
 
 
@@ -101,6 +108,14 @@ def median_phases(runs: Sequence[CommandRun]) -> dict[str, float]:
     return {name: round(statistics.median(run.phases.get(name, 0.0) for run in runs), 3) for name in names}
 
 
+def against_floor(runs: Sequence[CommandRun], floor_s: float | None, command: str) -> dict[str, float]:
+    """A command's median wall time as a multiple of the floor's median, and its seconds beyond it."""
+    if floor_s is None or command == FLOOR or floor_s <= 0:
+        return {}
+    median_s = statistics.median(r.wall_s for r in runs)
+    return {"ratio_to_floor": round(median_s / floor_s, 3), "over_floor_s": round(median_s - floor_s, 3)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="measured rounds (each: replay into a new data dir, ...)")
@@ -111,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if any(c not in COMMANDS for c in commands):
         parser.error(f"--commands takes {', '.join(COMMANDS)}")
-    if commands and commands[0] != "replay" and "replay" not in commands:
+    if any(c in ("sql", "detections") for c in commands) and "replay" not in commands:
         commands = ["replay", *commands]  # sql and detections need tables: the replay makes them (and is reported)
     console = Console(stderr=True)
     load_before = os.getloadavg()
@@ -130,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     results[command].append(run)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    floor = results.get(FLOOR)
+    floor_s = statistics.median(r.wall_s for r in floor) if floor else None
     report = {
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -140,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "wall_s": [r.wall_s for r in runs],
                 "exit_codes": sorted({r.returncode for r in runs}),
                 "median_phases_s": median_phases(runs),
+                **against_floor(runs, floor_s, command),
             }
             for command, runs in results.items()
             if runs
