@@ -208,7 +208,8 @@ class Scenarios:
 
     def java_static_rolling_restart(self, scenario: str, config: RadarConfig) -> None:
         """As `static_rolling_restart`, on the Java client (its log shipped): J1, J2 with group.instance.id and a
-        10 s session, each closed (no LeaveGroup for a static member) and started again within it."""
+        30 s session, each closed (no LeaveGroup for a static member) and started again within it. (With 10 s, a
+        new JVM on a loaded CI host took 11 s to rejoin, and the broker rightly expired the member: 2026-11-29.)"""
         topic, group = self.group(scenario)
         shippers = []
         try:
@@ -234,7 +235,7 @@ class Scenarios:
     ) -> tuple[MemberProcess, Path]:
         instance_id = f"group.instance.id={instance or name}"
         return self.java_member(
-            config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=10000, run_s=300
+            config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=30000, run_s=300
         )
 
     def _stall_until_refused(
@@ -389,10 +390,11 @@ class Scenarios:
             time.sleep(1.0)
 
     def static_rolling_restart(self, scenario: str) -> None:
-        """S1, S2 with group.instance.id and a 10 s session; each restarted within it. They stay up until the
-        recording ends (a static member's close sends no LeaveGroup: the broker would expire it later)."""
+        """S1, S2 with group.instance.id and a 30 s session (margin for a loaded host); each restarted within it.
+        They stay up until the recording ends (a static member's close sends no LeaveGroup: the broker would expire
+        it later)."""
         topic, group = self.group(scenario)
-        common = ("--session-timeout-ms", "10000", "--agent-topic", self.telemetry)
+        common = ("--session-timeout-ms", "30000", "--agent-topic", self.telemetry)
         s1 = self.member(scenario, "S1", topic, group, "--instance-id", "static-1", *common)
         s1.wait_for("assigned")
         s2 = self.member(scenario, "S2", topic, group, "--instance-id", "static-2", *common)
