@@ -31,6 +31,15 @@ def start_member(
     return MemberProcess(command, Path(out_dir) / f"{name}.jsonl")
 
 
+def stop_mid_batch(member: MemberProcess, hold: Path) -> None:
+    """Make a member started with `--hold-file hold` stop itself between a poll and its commit, and wait until it
+    has. Continued, its first act is then its stale commit; stopped from outside inside `poll()`, a KIP-848
+    librdkafka member can learn of its eviction, rejoin and be given partitions before it commits, and its commit
+    then carries the new epoch and succeeds (seen in CI, 2026-11-29: no `commit_error`)."""
+    hold.touch()
+    member.wait_for("holding", 30)  # printed just before it stops itself
+
+
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -87,7 +96,8 @@ def run_group_scenario(
     with_poll_stall: bool = True,
 ) -> ScenarioResult:
     """Join A (agent) and B; SIGSTOP A past its session (the broker expires it); SIGCONT (its commits are
-    refused); C (agent) overruns max.poll.interval.ms; B, C, A close. The broker log is shipped meanwhile."""
+    refused); C (agent) overruns max.poll.interval.ms; B, C, A close. The broker log is shipped meanwhile. A KIP-848
+    A stops itself between a poll and its commit (`stop_mid_batch`), a classic one is stopped from outside."""
     from emitters.log_shipper import start_shipper
     from emitters.poll_groups import GroupPoller
     from transforms.telemetry.record_parser import parse_telemetry_record
@@ -105,13 +115,18 @@ def run_group_scenario(
 
     snapshot = None
     try:
-        a = member("A", "--agent-topic", telemetry)
+        hold = Path(out_dir) / f"A-{tag}.hold"
+        mid_batch = ("--hold-file", str(hold)) if protocol == "consumer" else ()
+        a = member("A", "--agent-topic", telemetry, *mid_batch)
         a.wait_for("assigned")
         b = member("B")
         b.wait_for("assigned")
         time.sleep(1.5)
         snapshot = GroupPoller(bootstrap, telemetry, groups=[group]).run(0, once=True)
-        a.signal(signal.SIGSTOP)
+        if mid_batch:
+            stop_mid_batch(a, hold)
+        else:
+            a.signal(signal.SIGSTOP)
         time.sleep(stall_s)
         a.signal(signal.SIGCONT)
         a.wait_for("commit_error", 20)

@@ -32,7 +32,7 @@ from pipelines.local.scenarios import MemberProcess
 from pipelines.sources import kafka_stream
 from pipelines.tables import TableCatalog
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
-from tests.pipelines.group_member import create_topics, start_member
+from tests.pipelines.group_member import create_topics, start_member, stop_mid_batch
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.java_member import JAVA_CLIENT_PREFIX, start_java_member
 from tests.pipelines.unsynced_member import UnsyncedMember
@@ -116,10 +116,8 @@ class Scenarios:
 
     def stalled_zombie(self, scenario: str, protocol: str, stall_s: float, *, mid_batch: bool = False) -> None:
         """A (agent) and B; A SIGSTOPped past its session timeout, then resumed: its commits are refused.
-        `mid_batch`: A stops itself between a poll and its commit (`--hold-file`), so its first act when resumed
-        is the stale commit. Stopped inside `poll()` instead, a KIP-848 librdkafka member can learn of its eviction,
-        rejoin and be given partitions before it commits, and then its commit carries the new epoch and succeeds (seen
-        in CI, 2026-11-29): no zombie to see."""
+        `mid_batch`: A stops itself between a poll and its commit (`stop_mid_batch`), so its first act when resumed
+        is the stale commit."""
         topic, group = self.group(scenario)
         hold = self.out_dir / f"{scenario}-A.hold"
         extra = ("--hold-file", str(hold)) if mid_batch else ()
@@ -131,11 +129,7 @@ class Scenarios:
             self._stall_until_refused(scenario, a, stall_s)
             return
 
-        def freeze() -> None:
-            hold.touch()
-            a.wait_for("holding", 30)  # printed just before it stops itself
-
-        self._stall_until_refused(scenario, a, stall_s, freeze=freeze)
+        self._stall_until_refused(scenario, a, stall_s, freeze=lambda: stop_mid_batch(a, hold))
 
     def java_member(
         self,
