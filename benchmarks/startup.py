@@ -39,8 +39,8 @@ from pipelines.phases import PROFILE_ENV
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
 SQL_QUERY = "SELECT count(*) FROM offset_commits"
-COMMANDS = ("replay", "sql", "detections", "floor")
 FLOOR = "floor"
+COMMANDS = ("replay", "sql", "detections", FLOOR)
 
 
 @dataclass(frozen=True)

@@ -125,11 +125,8 @@ class Scenarios:
         a.wait_for("assigned")
         b = self.member(scenario, "B", topic, group, protocol=protocol)
         b.wait_for("assigned")
-        if not mid_batch:
-            self._stall_until_refused(scenario, a, stall_s)
-            return
-
-        self._stall_until_refused(scenario, a, stall_s, freeze=lambda: stop_mid_batch(a, hold))
+        freeze = (lambda: stop_mid_batch(a, hold)) if mid_batch else None
+        self._stall_until_refused(scenario, a, stall_s, freeze=freeze)
 
     def java_member(
         self,
@@ -242,14 +239,10 @@ class Scenarios:
     ) -> None:
         """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
         assigned again. `thawed` runs while A is still stopped (what A finds first when it resumes); `freeze` stops
-        A when it stops itself."""
+        A instead of a SIGSTOP from here (A stopping itself)."""
         time.sleep(2.0)
-        if freeze is None:
-            self.recording.moments[f"{scenario}/stopped"] = now_ms()
-            a.signal(signal.SIGSTOP)
-        else:
-            freeze()
-            self.recording.moments[f"{scenario}/stopped"] = now_ms()
+        (freeze or (lambda: a.signal(signal.SIGSTOP)))()
+        self.recording.moments[f"{scenario}/stopped"] = now_ms()
         time.sleep(stall_s)
         if thawed is not None:
             thawed()
