@@ -66,21 +66,28 @@ MAX_LISTED = 4096  # elements of one list a vectorised decoder reads (a longer l
 _MAX_STRING_LENGTH = 32767  # Kafka's limit for a string, as the reader enforces it
 
 
+def _little_endian_at(data: np.ndarray, pos: np.ndarray, dtype: str, width: int) -> np.ndarray:
+    """The little-endian unsigned number at each byte position (one gather from a stride-1 view, clipped inside)."""
+    at_every_byte = np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
+    return at_every_byte[np.clip(pos, 0, len(data) - width)].astype(np.uint64)
+
+
 def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, view_type: pa.DataType) -> pa.Array:
-    """Arrow string/binary views over `data` (16 bytes per row: the length, then up to 12 bytes inline, or a 4-byte
-    prefix and the position): Arrow's cast to a plain array then copies the bytes, so no per-byte index is built in
-    numpy."""
+    """Arrow string/binary views over `data` (16 bytes per row: the length, then up to 12 bytes inline, zero-padded,
+    or a 4-byte prefix, buffer 0 and the position): Arrow's cast to a plain array then copies the bytes, so no
+    per-byte index is built in numpy. Each view is two 64-bit words built from two gathers, not 12 bytes a row."""
     n = len(starts)
-    views = np.zeros((n, 16), np.uint8)
-    words = views.view("<i4")
-    words[:, 0] = lengths
-    windows = np.lib.stride_tricks.as_strided(data, (len(data) - 11, 12), (1, 1), writeable=False)
-    inline = windows[np.clip(starts, 0, len(data) - 12)]
-    views[:, 4:] = np.where(np.arange(12) < lengths[:, None], inline, 0)
+    length = lengths.astype(np.uint64)
+    head = _little_endian_at(data, starts, "<u8", 8)  # a slice's bytes 0-7
+    tail = _little_endian_at(data, starts + 8, "<u4", 4)  # its bytes 8-11
+    head &= np.where(length >= 8, np.uint64(2**64 - 1), (np.uint64(1) << (np.minimum(length, 7) * np.uint64(8))) - 1)
+    tail &= (np.uint64(1) << (np.clip(lengths - 8, 0, 4).astype(np.uint64) * np.uint64(8))) - 1
+    words = np.empty((n, 2), np.uint64)
+    words[:, 0] = length | (head << np.uint64(32))
+    words[:, 1] = (head >> np.uint64(32)) | (tail << np.uint64(32))
     long = lengths > 12
-    words[long, 2] = 0
-    words[long, 3] = starts[long]
-    return pa.Array.from_buffers(view_type, n, [None, pa.py_buffer(views), pa.py_buffer(data)])
+    words[long, 1] = starts[long].astype(np.uint64) << np.uint64(32)
+    return pa.Array.from_buffers(view_type, n, [None, pa.py_buffer(words), pa.py_buffer(data)])
 
 
 def byte_slices(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
