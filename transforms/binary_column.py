@@ -11,6 +11,12 @@ import numpy as np
 import pyarrow as pa
 
 
+def _inside(pos: np.ndarray, last: int) -> np.ndarray:
+    """Positions clipped to [0, last]. Not `np.clip`: with Python bounds it checks their range on every call (numpy 2),
+    6.4 us against 2.0 us for this on the 1,000-element arrays the decoders read a field at a time."""
+    return np.minimum(np.maximum(pos, 0), last)
+
+
 @dataclass(frozen=True)
 class BinaryColumn:
     """A binary Arrow array as numpy views: per-row start/end positions into one data buffer, and validity.
@@ -42,10 +48,10 @@ class BinaryColumn:
         """The big-endian number at each byte position: one gather from a view that starts a number at every byte
         (stride 1), so no per-byte index matrix is built."""
         at_every_byte = np.ndarray((len(self.data) - width + 1,), dtype=dtype, buffer=self.data, strides=(1,))
-        return at_every_byte[np.clip(pos, 0, len(self.data) - width)].astype(np.int64)
+        return at_every_byte[_inside(pos, len(self.data) - width)].astype(np.int64)
 
     def uint8(self, pos: np.ndarray) -> np.ndarray:
-        return self.data[np.clip(pos, 0, len(self.data) - 1)].astype(np.int64)
+        return self.data[_inside(pos, len(self.data) - 1)].astype(np.int64)
 
     def int16(self, pos: np.ndarray) -> np.ndarray:
         return self._read(pos, ">i2", 2)
@@ -59,7 +65,7 @@ class BinaryColumn:
     def bytes16(self, pos: np.ndarray) -> np.ndarray:
         """16 raw bytes at each position, one row each."""
         windows = np.lib.stride_tricks.as_strided(self.data, (len(self.data) - 15, 16), (1, 1), writeable=False)
-        return windows[np.clip(pos, 0, len(self.data) - 16)]
+        return windows[_inside(pos, len(self.data) - 16)]
 
 
 MAX_LISTED = 4096  # elements of one list a vectorised decoder reads (a longer list is left to the reader)
@@ -69,7 +75,7 @@ _MAX_STRING_LENGTH = 32767  # Kafka's limit for a string, as the reader enforces
 def _little_endian_at(data: np.ndarray, pos: np.ndarray, dtype: str, width: int) -> np.ndarray:
     """The little-endian unsigned number at each byte position (one gather from a stride-1 view, clipped inside)."""
     at_every_byte = np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
-    return at_every_byte[np.clip(pos, 0, len(data) - width)].astype(np.uint64)
+    return at_every_byte[_inside(pos, len(data) - width)].astype(np.uint64)
 
 
 def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, view_type: pa.DataType) -> pa.Array:
