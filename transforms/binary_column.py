@@ -17,6 +17,13 @@ def _inside(pos: np.ndarray, last: int) -> np.ndarray:
     return np.minimum(np.maximum(pos, 0), last)
 
 
+def _numbers_at(data: np.ndarray, pos: np.ndarray, dtype: str, width: int) -> np.ndarray:
+    """The number of `dtype` (byte order included) at each byte position: one gather from a view that starts a
+    number at every byte (stride 1), so no per-byte index matrix is built; positions are clipped inside `data`."""
+    at_every_byte = np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
+    return at_every_byte[_inside(pos, len(data) - width)]
+
+
 @dataclass(frozen=True)
 class BinaryColumn:
     """A binary Arrow array as numpy views: per-row start/end positions into one data buffer, and validity.
@@ -45,10 +52,8 @@ class BinaryColumn:
         return BinaryColumn(data, offsets[:-1], offsets[1:], valid)
 
     def _read(self, pos: np.ndarray, dtype: str, width: int) -> np.ndarray:
-        """The big-endian number at each byte position: one gather from a view that starts a number at every byte
-        (stride 1), so no per-byte index matrix is built."""
-        at_every_byte = np.ndarray((len(self.data) - width + 1,), dtype=dtype, buffer=self.data, strides=(1,))
-        return at_every_byte[_inside(pos, len(self.data) - width)].astype(np.int64)
+        """The big-endian number at each byte position, as int64."""
+        return _numbers_at(self.data, pos, dtype, width).astype(np.int64)
 
     def uint8(self, pos: np.ndarray) -> np.ndarray:
         return self.data[_inside(pos, len(self.data) - 1)].astype(np.int64)
@@ -72,23 +77,17 @@ MAX_LISTED = 4096  # elements of one list a vectorised decoder reads (a longer l
 _MAX_STRING_LENGTH = 32767  # Kafka's limit for a string, as the reader enforces it
 
 
-def _little_endian_at(data: np.ndarray, pos: np.ndarray, dtype: str, width: int) -> np.ndarray:
-    """The little-endian unsigned number at each byte position (one gather from a stride-1 view, clipped inside)."""
-    at_every_byte = np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
-    return at_every_byte[_inside(pos, len(data) - width)].astype(np.uint64)
-
-
 def _views(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, view_type: pa.DataType) -> pa.Array:
     """Arrow string/binary views over `data` (16 bytes per row: the length, then up to 12 bytes inline, zero-padded,
     or a 4-byte prefix, buffer 0 and the position): Arrow's cast to a plain array then copies the bytes, so no
     per-byte index is built in numpy. Each view is two 64-bit words built from two gathers, not 12 bytes a row."""
     n = len(starts)
     length = lengths.astype(np.uint64)
-    head = _little_endian_at(data, starts, "<u8", 8)  # a slice's bytes 0-7
-    tail = _little_endian_at(data, starts + 8, "<u4", 4)  # its bytes 8-11
+    head = _numbers_at(data, starts, "<u8", 8).astype(np.uint64)  # a slice's bytes 0-7
+    tail = _numbers_at(data, starts + 8, "<u4", 4).astype(np.uint64)  # its bytes 8-11
     head &= np.where(length >= 8, np.uint64(2**64 - 1), (np.uint64(1) << (np.minimum(length, 7) * np.uint64(8))) - 1)
-    tail &= (np.uint64(1) << (np.clip(lengths - 8, 0, 4).astype(np.uint64) * np.uint64(8))) - 1
-    words = np.empty((n, 2), np.uint64)
+    tail &= (np.uint64(1) << (_inside(lengths - 8, 4).astype(np.uint64) * np.uint64(8))) - 1
+    words = np.empty((n, 2), "<u8")  # Arrow's views are little-endian, whatever the machine
     words[:, 0] = length | (head << np.uint64(32))
     words[:, 1] = (head >> np.uint64(32)) | (tail << np.uint64(32))
     long = lengths > 12
