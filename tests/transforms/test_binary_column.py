@@ -30,13 +30,15 @@ def _column(data: bytes) -> np.ndarray:
     return np.concatenate([np.frombuffer(data, np.uint8), np.zeros(_PADDING, np.uint8)])
 
 
+def _starts_and_lengths(picked: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([s for s, _ in picked], np.int64), np.array([n for _, n in picked], np.int64)
+
+
 @settings(max_examples=300, deadline=None)
 @given(runs())
 def test_byte_slices_are_the_bytes_python_slices(case: tuple[bytes, list[tuple[int, int]]]) -> None:
     data, picked = case
-    starts = np.array([s for s, _ in picked], np.int64)
-    lengths = np.array([n for _, n in picked], np.int64)
-    array = byte_slices(_column(data), starts, lengths)
+    array = byte_slices(_column(data), *_starts_and_lengths(picked))
     assert array.type == pa.binary()
     assert array.to_pylist() == [data[s : s + n] for s, n in picked]
 
@@ -45,9 +47,7 @@ def test_byte_slices_are_the_bytes_python_slices(case: tuple[bytes, list[tuple[i
 @given(runs())
 def test_string_slices_give_the_text_and_flag_what_is_not_utf8(case: tuple[bytes, list[tuple[int, int]]]) -> None:
     data, picked = case
-    starts = np.array([s for s, _ in picked], np.int64)
-    lengths = np.array([n for _, n in picked], np.int64)
-    array, valid = string_slices(_column(data), starts, lengths)
+    array, valid = string_slices(_column(data), *_starts_and_lengths(picked))
 
     def is_utf8(raw: bytes) -> bool:
         try:
