@@ -300,9 +300,6 @@ class EmbeddedKafka:
         """Ready = an AdminClient lists topics; a broker that exits meanwhile is reported with its log."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(
-            {"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
-        )  # refused connections while starting are expected
         deadline = started + self.broker.startup_timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
@@ -312,13 +309,20 @@ class EmbeddedKafka:
                     f"{self._process.returncode if self._process else '?'}); see {self.stdout_file} and "
                     f"{self.log_file}. Last output: {self.tail(self.stdout_file)}"
                 )
+            # A new client each attempt: one whose first answer came late has learnt the broker's advertised
+            # address, and a broker advertised through a tap (`advertise_through`) is not reachable there until
+            # the tap starts, after this; that client then asked only there until the deadline (CI, 2026-11-29).
+            admin = AdminClient(
+                {"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
+            )  # refused connections while starting are expected
             try:
                 admin.list_topics(timeout=2)
-                del admin  # closes the client now, not at some later garbage collection
                 return
             except Exception as error:  # KafkaException while the listener is not up yet
                 last_error = error
                 time.sleep(0.3)
+            finally:
+                del admin  # closes the client now, not at some later garbage collection
         raise BrokerStartError(
             f"The Kafka broker did not answer on {self.bootstrap_servers} within "
             f"{self.broker.startup_timeout_s:.0f} s ({last_error}); see {self.log_file}. "
