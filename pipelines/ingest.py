@@ -107,7 +107,9 @@ _ONCE = "_radar_once"  # the dedup key of `distinct_records`, dropped before any
 def distinct_records(batch: DataFrame) -> DataFrame:
     """A record read twice in one micro-batch (a dump file and its copy, replayed together) once; dump lines that
     are no record are kept, each is its own line. Across batches, `pipelines.tables.append_new_records` does it.
-    A shuffle of whole rows: `routed_batch_tables` asks for it only when `records_repeat`."""
+
+    One pass over the batch (not a union of two filtered reads): the batch is not cached before this, so a union
+    would read the source (Kafka, or the dump text) twice."""
     record = F.struct("topic", "partition", "offset", F.lit(None).cast("bigint").alias("line"))
     line = F.struct(
         F.lit(None).cast("string").alias("topic"),
@@ -117,16 +119,6 @@ def distinct_records(batch: DataFrame) -> DataFrame:
     )
     once = F.when(F.col("source_error").isNull(), record).otherwise(line)
     return batch.withColumn(_ONCE, once).dropDuplicates([_ONCE]).drop(_ONCE)
-
-
-def records_repeat(batch: DataFrame) -> bool:
-    """Whether a record (topic, partition, offset) is read twice in `batch` (a cached micro-batch). One job over
-    the coordinates alone, where `distinct_records` shuffles whole rows: a replay of one dump, whose pieces hold
-    each record once, no longer pays that shuffle (400k records of the benchmark's mix in 64 MiB pieces, three
-    rounds alternating in one JVM: 9.9-10.6 s against 10.8-11.4 s)."""
-    coordinates = F.struct("topic", "partition", "offset")
-    counts = batch.where(F.col("source_error").isNull()).groupBy(coordinates.alias("record")).count()
-    return not counts.where(F.col("count") > 1).isEmpty()
 
 
 def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
@@ -258,8 +250,7 @@ def routed_batch_tables(
 
     @contextmanager
     def tables_of(source_batch: DataFrame) -> Iterator[SplitBatch]:
-        source = source_batch.persist()
-        batch = distinct_records(source).persist() if records_may_repeat and records_repeat(source) else source
+        batch = (distinct_records(source_batch) if records_may_repeat else source_batch).persist()
         routed = route(batch).persist()
         try:
             ranges = routed_source_ranges(routed, config)
@@ -278,7 +269,6 @@ def routed_batch_tables(
         finally:
             routed.unpersist()
             batch.unpersist()
-            source.unpersist()
 
     return tables_of
 

@@ -42,24 +42,15 @@ PARSED_DUMP_DDL = (
     "source_file STRING, source_line BIGINT"
 )
 LINES_PER_ARROW_BATCH = 10_000
-PIECE_BYTES = 64 << 20
-"""A dump file bigger than this is replayed in pieces of about this size, cut at line ends (`staged_inputs`),
-`pieces_per_batch` of them a micro-batch: a `binaryFile` row holds a whole file in the JVM's heap (a 164 MB dump
-exhausted Spark's default 1 GB; no row may exceed 2 GB), so the heap a replay needs no longer grows with the dump.
-A piece is one row, parsed by one task: 128 MiB pieces, one a micro-batch, left a core idle while the other
-parsed (400k records of the benchmark's mix, four rounds alternating in one JVM: 12.1-14.5 s warm against
-8.9-12.6 s as 64 MiB pieces, two a micro-batch; the same memory a micro-batch)."""
+PIECE_BYTES = 128 << 20
+"""A dump file bigger than this is replayed in pieces of about this size, cut at line ends (`staged_inputs`), one
+piece a micro-batch: a `binaryFile` row holds a whole file in the JVM's heap (a 164 MB dump exhausted Spark's
+default 1 GB; no row may exceed 2 GB), so the heap a replay needs no longer grows with the dump. Smaller pieces
+cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s in 2 pieces, 47 s in 5 of 32 MB
+(two a micro-batch)."""
 PIECE_STAMP_STEP_NS = 1_000_000  # piece k is stamped the input's modification time + k of these (the stream's ms)
 PIECE_MARK = "@line-"  # a piece's staging name: <entry>@line-<its first line's number, 12 digits>
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
-
-
-def pieces_per_batch(spark: SparkSession) -> int:
-    """Files a replay micro-batch reads from one input: one per core, so every core parses one (the file source
-    gives each its own partition: Spark splits a scan's bytes over `defaultParallelism`)."""
-    return max(1, spark.sparkContext.defaultParallelism)
-
-
 CONSUMER_FETCH_OPTIONS = {"kafka.max.poll.records": "5000", "kafka.max.partition.fetch.bytes": str(4 << 20)}
 """Spark's Kafka reader seeks before every poll (`InternalKafkaConsumer.fetch`: `seek` then `poll`), so each poll
 is a fetch of its own and returns at most `max.poll.records`: with Kafka's defaults (500 records, 1 MiB a partition)
@@ -401,7 +392,7 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
     # folder holding only links to the inputs (deterministic, so a checkpoint resumes on the same source).
     # Whole files (`binaryFile`), so each line keeps its number and its bytes (a text source numbers nothing and
     # replaces bytes that are not UTF-8); a file must then fit one row (2 GB).
-    # A dump bigger than `PIECE_BYTES` is read as pieces of it, `pieces_per_batch` a micro-batch, in line order.
+    # A dump bigger than `PIECE_BYTES` is read as pieces of it, one a micro-batch, as every file is.
     staging = replay_staging_dir(paths, staging_root)
     files: DataFrame | None = None
     staged = staged_inputs(paths, staging)
@@ -409,7 +400,7 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
         one = (
             spark.readStream.format("binaryFile")
             .schema(BINARY_FILE_DDL)
-            .option("maxFilesPerTrigger", pieces_per_batch(spark))
+            .option("maxFilesPerTrigger", 1)
             .option("pathGlobFilter", one_input.glob_filter)
             .load(str(staging))
             .select("path", "modificationTime", "content")

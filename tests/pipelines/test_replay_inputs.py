@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.dump import dump_line, read_dump
-from pipelines.ingest import distinct_records, records_repeat, run_replay
+from pipelines.ingest import run_replay
 from pipelines.sources import replay_staging_dir, staging_links
 from tests.pipelines.ingest_support import isolated_config, table
 from transforms.schemas import TABLES
@@ -116,23 +116,3 @@ def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
         if schema.record_key:
             keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]
             assert not [k for k, n in Counter(keys).items() if n > 1], schema.name
-
-
-@pytest.mark.spark
-def test_a_batch_asks_for_the_dedup_only_when_a_record_repeats(spark: SparkSession) -> None:
-    """`records_repeat` decides whether a dump batch pays `distinct_records`' shuffle: a record's coordinates read
-    twice say yes; unreadable lines (no coordinates, each its own line) and the same offset of another partition
-    or topic say no. Where it says yes, the dedup keeps one of each record and every unreadable line."""
-    ddl = "topic STRING, partition INT, offset BIGINT, source_error STRING, source_line BIGINT"
-    distinct = [
-        ("__consumer_offsets", 0, 5, None, 1),
-        ("__consumer_offsets", 1, 5, None, 2),  # the same offset, another partition
-        ("telemetry", 0, 5, None, 3),  # the same partition and offset, another topic
-        (None, None, None, "not JSON", 4),
-        (None, None, None, "not JSON", 5),  # two unreadable lines alike: both kept, neither a repeat
-    ]
-    assert not records_repeat(spark.createDataFrame(distinct, ddl))
-    repeated = spark.createDataFrame([*distinct, ("__consumer_offsets", 1, 5, None, 9)], ddl)
-    assert records_repeat(repeated)
-    once = distinct_records(repeated).select("topic", "partition", "offset", "source_error").collect()
-    assert Counter(tuple(row) for row in once) == Counter(row[:4] for row in distinct)

@@ -25,7 +25,6 @@ from pipelines.sources import (
     PIECE_MARK,
     parse_dump_files,
     parse_dump_files_by_rows,
-    pieces_per_batch,
     replay_staging_dir,
     staged_inputs,
 )
@@ -181,8 +180,8 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """Through Spark: the same counts and quarantine (line numbers included) whole and in pieces, one piece a core
-    each micro-batch (the progress line counts them as input files, not records); the copies are deleted once the
+    """Through Spark: the same counts and quarantine (line numbers included) whole and in pieces, a piece a
+    micro-batch (the progress line counts them as input files, not records); the copies are deleted once the
     replay has read them."""
     lines = SAMPLE.read_bytes().splitlines()
     content = b"\n".join(lines[:30]) + b"\n" + BAD_LINE + b"\n" + b"\n".join(lines[30:]) + b"\n"
@@ -197,10 +196,7 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     pieces_config = isolated_config(radar_config, tmp_path / "pieces")
     capfd.readouterr()
     in_pieces = run_replay(pieces_config, [str(dump)])
-    per_batch = pieces_per_batch(spark)
-    assert per_batch == 2  # the test session's two cores
-    batches = -(-pieces // per_batch)
-    assert f": {pieces} input files in {batches} batches" in capfd.readouterr().err
+    assert f": {pieces} input files in {pieces} batches" in capfd.readouterr().err
     assert in_pieces == whole
     assert whole["offsets_raw"] > 30 and whole["quarantine"] >= 1
 
@@ -210,9 +206,9 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
 
     assert quarantined(pieces_config) == quarantined(whole_config)
     assert any(line == 31 for _, line, _ in quarantined(pieces_config))
-    # pieces in line order: each bronze commit adds offsets above those of the commit before it
+    # a piece a micro-batch, in line order: each bronze commit adds offsets above those of the commit before it
     spans = _offsets_by_commit(spark, pieces_config)
-    assert len(spans) == batches
+    assert len(spans) == pieces
     for before, after in itertools.pairwise(spans):
         assert all(before[p][1] < low for p, (low, _) in after.items() if p in before), (before, after)
     assert list((pieces_config.data_dir / "replay-inputs").glob(f"*/*{PIECE_MARK}*")) == []
