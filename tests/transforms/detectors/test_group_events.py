@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 import pandas as pd
 import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver
-from transforms.detectors.group_events import GroupEvent, epoch_ms, event_order, group_event_from_row
+from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, events_of
+from tests.transforms.detectors.test_replay_determinism import drive
+from transforms.detectors.group_events import GroupEvent, MemberInfo, epoch_ms, event_order, group_event_from_row
 from transforms.schemas import DETECTOR_INPUT
 
 
@@ -100,3 +105,65 @@ def test_rows_as_pandas_gives_them_numpy_arrays_and_map_pairs() -> None:
     arrow_like = {**silver.rows[1], "details": [("state", "up"), ("observed_by", "agent")]}
     converted = group_event_from_row(arrow_like)
     assert converted is not None and converted.details == {"state": "up", "observed_by": "agent"}
+
+
+_TEXT = st.none() | st.text(max_size=6)
+_NUMBER = st.none() | st.integers(min_value=-(2**40), max_value=2**40)
+_MEMBERS = st.lists(
+    st.builds(
+        MemberInfo,
+        member_id=st.text(min_size=1, max_size=6),
+        instance_id=_TEXT,
+        session_timeout_ms=_NUMBER,
+        partitions=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+        subscribed=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+    ),
+    max_size=3,
+).map(tuple)
+_EVENTS = st.builds(
+    GroupEvent,
+    event_time_ms=st.integers(min_value=0, max_value=2**45),
+    src_table=st.sampled_from(["offset_commits", "group_metadata", "group_records", "heartbeat_events"]),
+    group_id=st.text(max_size=6),
+    src_partition=_NUMBER,
+    src_offset=_NUMBER,
+    is_tombstone=st.booleans(),
+    partition=_NUMBER,
+    committed_offset=_NUMBER,
+    generation=_NUMBER,
+    leader=_TEXT,
+    members=st.none() | _MEMBERS,
+    partitions=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+    member_id=_TEXT,
+    details=st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=3),
+)
+
+
+@given(_EVENTS)
+def test_an_events_json_holds_what_differs_from_the_defaults_and_reads_back_whole(event: GroupEvent) -> None:
+    """`as_json` (built field by field: it runs for every buffered event every micro-batch) is `dataclasses.asdict`
+    less the fields at their defaults, and `from_json` of its JSON text gives the same event back: an Empty group's
+    GroupMetadata (`members=()`, not the default None) included."""
+    defaults = GroupEvent(event_time_ms=event.event_time_ms, src_table=event.src_table, group_id=event.group_id)
+    written = {key: value for key, value in asdict(event).items() if value != getattr(defaults, key)}
+    written |= {"event_time_ms": event.event_time_ms, "src_table": event.src_table, "group_id": event.group_id}
+    assert event.as_json() == written
+    assert GroupEvent.from_json(json.loads(json.dumps(event.as_json()))) == event
+
+
+def test_an_empty_groups_generation_outlives_a_snapshot() -> None:
+    """The tracker snapshots the events it has not processed after every micro-batch and restores them in the next:
+    the record of a group's last member leaving (a new generation with no members) must still empty the group,
+    as it does when no snapshot falls between (it was read back without its members and ignored)."""
+    silver = Silver()
+    silver.generation("orders", 7, [Member("a-1", [("orders", 0)])], BASE_MS, leader="a-1")
+    silver.generation("orders", 8, [], BASE_MS + 10_000)
+    events = list(events_of(silver.rows))
+    outcomes = [
+        drive(events, [BASE_MS + 5_000, BASE_MS + 900_000], snapshot_between=between, group="orders")
+        for between in (False, True)
+    ]
+    assert outcomes[0] == outcomes[1]
+    health = outcomes[1].health
+    assert health is not None
+    assert (health["state"], health["generation"], health["members"]) == ("Empty", 8, 0)
