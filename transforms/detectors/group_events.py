@@ -267,21 +267,21 @@ def _details(value: Any) -> dict[str, str]:
 
 def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """What the detectors need out of a KIP-848/1071/932 record's decoded value."""
-    fields: dict[str, Any] = {}
+    found: dict[str, Any] = {}
     if record_type.endswith("CurrentMemberAssignment"):
-        fields["previous_epoch"] = _int(payload.get("previousMemberEpoch"))
+        found["previous_epoch"] = _int(payload.get("previousMemberEpoch"))
         if "assignedPartitions" in payload:
-            fields["partitions"] = _topic_partitions(payload.get("assignedPartitions"), "topicId")
-            fields["pending"] = _topic_partitions(payload.get("partitionsPendingRevocation"), "topicId")
+            found["partitions"] = _topic_partitions(payload.get("assignedPartitions"), "topicId")
+            found["pending"] = _topic_partitions(payload.get("partitionsPendingRevocation"), "topicId")
         else:  # streams: tasks as subtopology-partition
-            fields["partitions"] = _topic_partitions(payload.get("activeTasks"), "subtopologyId")
-            fields["pending"] = _topic_partitions(payload.get("activeTasksPendingRevocation"), "subtopologyId")
+            found["partitions"] = _topic_partitions(payload.get("activeTasks"), "subtopologyId")
+            found["pending"] = _topic_partitions(payload.get("activeTasksPendingRevocation"), "subtopologyId")
     elif record_type.endswith("MemberMetadata"):
-        fields["group_instance_id"] = _text(payload.get("instanceId"))
-        fields["client_id"] = _text(payload.get("clientId"))
-        fields["host"] = _host(payload.get("clientHost"))
-        fields["rebalance_timeout_ms"] = _timeout(payload.get("rebalanceTimeoutMs"))
-    return fields
+        found["group_instance_id"] = _text(payload.get("instanceId"))
+        found["client_id"] = _text(payload.get("clientId"))
+        found["host"] = _host(payload.get("clientHost"))
+        found["rebalance_timeout_ms"] = _timeout(payload.get("rebalanceTimeoutMs"))
+    return found
 
 
 def group_event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
