@@ -317,6 +317,19 @@ DETECTOR_INPUT = TableSchema(
     ),
 )
 
+# The fields of a `members` struct the detectors read (`group_events`' member conversion): the detection query hands
+# the tracker these and no others (not the subscription and assignment bytes).
+DETECTOR_MEMBER_FIELDS: tuple[str, ...] = (
+    "member_id",
+    "group_instance_id",
+    "client_id",
+    "client_host",
+    "rebalance_timeout_ms",
+    "session_timeout_ms",
+    "subscribed_topics",
+    "assigned_partitions",
+)
+
 EVIDENCE_DOC = "JSON array of the source records: [{table, topic, partition, offset, event_time}]"
 
 REBALANCES = TableSchema(

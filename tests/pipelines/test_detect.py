@@ -23,11 +23,14 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
 from pipelines.detect import (
+    DETECTOR_KEY,
+    DETECTOR_ROW,
     REPLAY_END_EMITTER,
     SOURCE_TABLES,
     detector_input,
     detector_input_projection,
     gold_batch_writer,
+    packed_detector_input,
     routed_detector_input,
     seal_replay_time,
     start_detect,
@@ -40,6 +43,7 @@ from pipelines.streams import Trigger
 from pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
+from transforms.detectors.group_events import group_event_from_row
 from transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
@@ -215,6 +219,45 @@ def test_the_kafka_path_gives_the_rows_silver_gives(spark: SparkSession, config:
     assert comparable_rows(direct) == comparable_rows(expected)
     sources = {row["src_table"] for row in direct.select("src_table").distinct().collect()}
     assert sources == set(SILVER_TABLES)  # every detector source table is exercised
+
+
+def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: SparkSession) -> None:
+    """The trackers' operator receives each `DETECTOR_INPUT` row as its key and one JSON text
+    (`packed_detector_input`): every row must convert to the event the full row converts to (the detector tests'
+    oracle), members' partitions and timeouts, an empty member list (not a missing one), a tombstone, broker and
+    client lines, agent details and a non-ASCII group included."""
+    s, t = expiry_scenario()
+    s.generation(G, 9, [], t + 50_000)  # the group's last member left: a generation with no members
+    s.record("ConsumerGroupMetadata", {"groupId": "größe-🛒"}, {"epoch": 3}, t + 51_000)
+    s.record("ConsumerGroupMetadata", {"groupId": "größe-🛒"}, None, t + 52_000)  # a tombstone
+    s.client(A.client_id, G, "Request joining group due to: need to re-join with the given member-id", t + 53_000)
+    s.agent("assignment", G, t + 54_000, member_id=A.member_id, generation=9, details={"revoked": "orders-0,orders-1"})
+    tick(s, t + 60_000)
+    frame = spark.createDataFrame([tuple(row[name] for name in DETECTOR_INPUT.column_names) for row in s.rows],
+                                  DETECTOR_INPUT.ddl)  # fmt: skip
+
+    packed = packed_detector_input(frame)
+    assert packed.columns == [*DETECTOR_KEY, DETECTOR_ROW]
+    received = []
+    for row in packed.collect():
+        values = json.loads(row[DETECTOR_ROW])
+        assert not {*DETECTOR_KEY} & values.keys()
+        values.update(zip(DETECTOR_KEY, (row["cluster"], row["group_id"]), strict=True))
+        received.append(group_event_from_row(values))
+    expected = [group_event_from_row(row) for row in s.rows]
+
+    def coordinates(event: Any) -> tuple[str, int]:
+        return event.src_topic, event.src_offset
+
+    assert len(received) == len(expected) == len(s.rows)
+    assert sorted(filter(None, received), key=coordinates) == sorted(filter(None, expected), key=coordinates)
+    assert received.count(None) == expected.count(None) >= 1  # the tick
+    emptied = [e for e in expected if e is not None and e.generation == 9 and e.src_table == GROUP_METADATA.name]
+    assert [e.members for e in emptied] == [()]
+    assert {e.group_id for e in expected if e is not None} >= {G, "größe-🛒"}
+    with_members = [e for e in expected if e is not None and e.members]
+    assert with_members and all(m.partitions and m.session_timeout_ms for e in with_members for m in e.members)
+    assert any(e is not None and e.details for e in expected)
 
 
 def test_projection_of_replayed_silver_tables(spark: SparkSession, config: RadarConfig) -> None:
