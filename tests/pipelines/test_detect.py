@@ -25,6 +25,7 @@ from pipelines.config import RadarConfig
 from pipelines.detect import (
     DETECTOR_KEY,
     DETECTOR_ROW,
+    DETECTOR_TIME,
     REPLAY_END_EMITTER,
     SOURCE_TABLES,
     detector_input,
@@ -43,7 +44,9 @@ from pipelines.streams import Trigger
 from pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
-from transforms.detectors.group_events import group_event_from_row
+from transforms.detectors.group_events import group_event_from_packed, group_event_from_row
+from transforms.detectors.thresholds import DetectorThresholds
+from transforms.detectors.tracker import GroupTracker
 from transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
@@ -222,10 +225,12 @@ def test_the_kafka_path_gives_the_rows_silver_gives(spark: SparkSession, config:
 
 
 def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: SparkSession) -> None:
-    """The trackers' operator receives each `DETECTOR_INPUT` row as its key and one JSON text
-    (`packed_detector_input`): every row must convert to the event the full row converts to (the detector tests'
-    oracle), members' partitions and timeouts, an empty member list (not a missing one), a tombstone, broker and
-    client lines, agent details and a non-ASCII group included."""
+    """The trackers' operator receives each `DETECTOR_INPUT` row as its key, its event time and one JSON text
+    (`packed_detector_input`), converted when the watermark reaches it (`GroupTracker.accept_packed`): every row
+    must convert to the event the full row converts to (the detector tests' oracle), members' partitions and
+    timeouts, an empty member list (not a missing one), a tombstone, broker and client lines, agent details and a
+    non-ASCII group included; and a tracker fed the packed rows, snapshotted between watermarks that cut through
+    them, must decide what the tracker fed the events decides."""
     s, t = expiry_scenario()
     s.generation(G, 9, [], t + 50_000)  # the group's last member left: a generation with no members
     s.record("ConsumerGroupMetadata", {"groupId": "größe-🛒"}, {"epoch": 3}, t + 51_000)
@@ -237,13 +242,14 @@ def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: S
                                   DETECTOR_INPUT.ddl)  # fmt: skip
 
     packed = packed_detector_input(frame)
-    assert packed.columns == [*DETECTOR_KEY, DETECTOR_ROW]
+    assert packed.columns == [*DETECTOR_KEY, DETECTOR_TIME, DETECTOR_ROW]
+    collected = packed.collect()
     received = []
-    for row in packed.collect():
-        values = json.loads(row[DETECTOR_ROW])
-        assert not {*DETECTOR_KEY} & values.keys()
-        values.update(zip(DETECTOR_KEY, (row["cluster"], row["group_id"]), strict=True))
-        received.append(group_event_from_row(values))
+    for row in collected:
+        assert not {*DETECTOR_KEY} & json.loads(row[DETECTOR_ROW]).keys()
+        event = group_event_from_packed(row["cluster"], row["group_id"], row[DETECTOR_ROW])
+        assert event is None or event.event_time_ms == row[DETECTOR_TIME]
+        received.append(event)
     expected = [group_event_from_row(row) for row in s.rows]
 
     def coordinates(event: Any) -> tuple[str, int]:
@@ -258,6 +264,22 @@ def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: S
     with_members = [e for e in expected if e is not None and e.members]
     assert with_members and all(m.partitions and m.session_timeout_ms for e in with_members for m in e.members)
     assert any(e is not None and e.details for e in expected)
+
+    # the tracker: packed rows in two batches, read back from its snapshot before each watermark, as the operator
+    steps = [t + 20_000, t + 32_000, t + 33_000, t + 60_000]
+    tracker = GroupTracker(CLUSTER, G, DetectorThresholds())
+    ours = [(row[DETECTOR_TIME], row[DETECTOR_ROW]) for row in collected if row["group_id"] == G]
+    tracker.accept_packed(ours[: len(ours) // 2])
+    detections: dict[str, dict[str, Any]] = {}
+    for index, watermark in enumerate(steps):
+        tracker = GroupTracker.restore(tracker.snapshot(), DetectorThresholds())
+        if index == 1:
+            tracker.accept_packed(ours[len(ours) // 2 :])
+        detections |= {row["detection_id"]: row for row in tracker.advance_to(watermark).detections}
+    oracle_run = run(G, s.rows, steps[-1], steps=steps[:-1])
+    assert detections == oracle_run.detections
+    assert {row["kind"] for row in detections.values()} >= {str(DetectionKind.HEARTBEAT_EXPIRATION)}
+    assert tracker.next_wakeup() is None or tracker.next_wakeup() > steps[-1]
 
 
 def test_projection_of_replayed_silver_tables(spark: SparkSession, config: RadarConfig) -> None:

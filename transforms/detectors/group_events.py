@@ -292,6 +292,20 @@ def group_event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
         return None
 
 
+def group_event_from_packed(cluster: str | None, group_id: str, packed: str) -> GroupEvent | None:
+    """A `DETECTOR_INPUT` row as the detection query hands it to the trackers (`pipelines.detect.
+    packed_detector_input`: one JSON text of every column but the key, timestamps as epoch ms, nulls left out) ->
+    its group event, or None, as `group_event_from_row` converts the whole row."""
+    try:
+        values = json.loads(packed)
+    except ValueError:
+        return None
+    if not isinstance(values, dict):
+        return None
+    values["cluster"], values["group_id"] = cluster, group_id
+    return group_event_from_row(values)
+
+
 def _event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
     table = _text(row.get("src_table"))
     group_id = _text(row.get("group_id"))

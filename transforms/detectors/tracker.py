@@ -31,7 +31,7 @@ from transforms.detectors import commit_rules, generation_rules, heartbeat_rules
 from transforms.detectors.causes import decide_cause
 from transforms.detectors.detections import DetectionBook, detection_row, quiet_deadline
 from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
-from transforms.detectors.group_events import GroupEvent, MemberInfo, event_order
+from transforms.detectors.group_events import GroupEvent, MemberInfo, event_order, group_event_from_packed
 from transforms.detectors.state import (
     CompletedRebalance,
     DepartedMember,
@@ -122,6 +122,8 @@ class GroupTracker:
         self.state = GroupState(cluster=cluster, group_id=group_id)
         self.book = DetectionBook(self.state)
         self._buffer: list[GroupEvent] = []
+        # Rows not yet converted to events: (event time ms, packed text), see `accept_packed`.
+        self._arrivals: list[tuple[int, str]] = []
         self._rebalance_rows: dict[str, dict[str, Any]] = {}
         self._touched = False
         self._sorted = True
@@ -138,6 +140,7 @@ class GroupTracker:
         tracker.state = state
         tracker.book = DetectionBook(state)
         tracker._buffer = [GroupEvent.from_json(e) for e in data.get("buffer", [])]
+        tracker._arrivals = [(int(time_ms), str(text)) for time_ms, text in data.get("arrivals", [])]
         tracker._sorted = False
         return tracker
 
@@ -147,6 +150,7 @@ class GroupTracker:
             "v": SNAPSHOT_VERSION,
             "state": self.state.as_json(),
             "buffer": [e.as_json() for e in self._buffer],
+            "arrivals": self._arrivals,
         }
         return zlib.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 6)
 
@@ -155,8 +159,33 @@ class GroupTracker:
         self._buffer.extend(events)
         self._sorted = self._sorted and len(self._buffer) == before
 
+    def accept_packed(self, rows: Iterable[tuple[int, str]]) -> None:
+        """This group's rows as the detection query packs them: (event time ms, `group_event_from_packed`'s text).
+        Each is converted to its event only when the watermark reaches it (or a preview needs it): until then the
+        snapshot keeps the text. In a replay's first micro-batch the watermark is 0 and every event waits, and
+        writing and reading back events was 37 % of a large replay's detection CPU."""
+        self._arrivals.extend(rows)
+
+    def _convert_arrivals(self, until_ms: int | None) -> None:
+        """The arrivals at or before `until_ms` (None: all) into the event buffer; rows that say nothing drop."""
+        if not self._arrivals:
+            return
+        cluster, group_id = self.state.cluster, self.state.group_id
+        events, waiting = [], []
+        for time_ms, text in self._arrivals:
+            if until_ms is not None and time_ms > until_ms:
+                waiting.append((time_ms, text))
+                continue
+            event = group_event_from_packed(cluster, group_id, text)
+            if event is not None:
+                events.append(event)
+        self._arrivals = waiting
+        self.accept(events)
+
     def next_wakeup(self) -> int | None:
         times = [e.event_time_ms for e in self._buffer]
+        if self._arrivals:
+            times.append(min(time_ms for time_ms, _ in self._arrivals))
         deadline = self._next_deadline()
         if deadline is not None:
             times.append(deadline)
@@ -166,6 +195,7 @@ class GroupTracker:
         last = self.state.last_event_ms
         return (
             not self._buffer
+            and not self._arrivals
             and not self.state.detections
             and not self.state.provisional
             and last is not None
@@ -173,6 +203,7 @@ class GroupTracker:
         )
 
     def advance_to(self, watermark_ms: int) -> TrackerOutput:
+        self._convert_arrivals(watermark_ms)
         self._run_to(watermark_ms)
         rebalances = tuple(self._rebalance_rows[k] for k in sorted(self._rebalance_rows))
         self._rebalance_rows = {}
@@ -206,10 +237,13 @@ class GroupTracker:
         """The detections the buffered events (ahead of the watermark) open, as `provisional` rows: the rules run
         on a copy of the state up to the newest buffered event, as if no earlier-timed event were still to come.
         Each id is shown once; `advance_to` confirms or withdraws it when the watermark passes that horizon."""
-        if not self._buffer:
+        if not self._buffer and not self._arrivals:
             return ()
-        horizon = max(e.event_time_ms for e in self._buffer)
         ahead = GroupTracker.restore(self.snapshot(), self.thresholds)
+        ahead._convert_arrivals(None)
+        if not ahead._buffer:
+            return ()
+        horizon = max(e.event_time_ms for e in ahead._buffer)
         ahead._run_to(horizon)
         shown = []
         for detection_id, changed in sorted(ahead.book.changed.items()):
