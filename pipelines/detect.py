@@ -302,10 +302,10 @@ def packed_detector_input(rows: DataFrame) -> DataFrame:
     trackers' operator receives (`GroupTracker.accept_packed`). pyspark hands `transformWithState` its input one
     Arrow cell at a time (an `as_py` a cell, its `TransformWithStateInPySparkRowSerializer`): 35 cells a row cost
     more than the rules they feed (42 % of a large replay's detection CPU), and one text a row is parsed in C
-    (`json.loads`), only when the watermark reaches the row. Timestamps go as
-    epoch milliseconds (what the tracker keeps, exact whatever the worker's time zone), members with only the
-    fields the detectors read (`DETECTOR_MEMBER_FIELDS`); null fields are left out, an empty array is kept (a
-    group with no members is not a record without a member list)."""
+    (`json.loads`), only when the watermark reaches the row. Timestamps go as epoch milliseconds (what the tracker
+    keeps, exact whatever the worker's time zone), members with only the fields the detectors read
+    (`DETECTOR_MEMBER_FIELDS`); null fields are left out, an empty array is kept (a group with no members is not a
+    record without a member list)."""
     fields: list[SparkColumn] = []
     for column in DETECTOR_INPUT.columns:
         if column.name in DETECTOR_KEY:
