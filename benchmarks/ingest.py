@@ -15,6 +15,10 @@ bytes into an ordinary topic and points the offsets query at it (`kafka.offsets_
     python -m benchmarks.ingest --records 300000 [--data-dir DIR] [--conf conf/local.yml] [--warm-rounds 4]
     python -m benchmarks.ingest --records 100000 --masters 'local[1]' 'local[2]' --catch-up 2000000 \\
         --catch-up-caps 100000 400000
+
+`--write-dump PATH` writes the mix of `--records` as a dump file and stops: a large replay, end to end, is then
+`python -m benchmarks.startup --runs 2 --warmup 0 --commands replay --sample PATH` (its phases: the ingest queries,
+the detection query).
 """
 
 from __future__ import annotations
@@ -431,7 +435,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default=None, help="the Spark master of this run (default: the config's)")
     parser.add_argument("--conf", default="conf/local.yml")
     parser.add_argument("--data-dir", default=None, help="default: a temporary folder, removed afterwards")
+    parser.add_argument("--write-dump", type=Path, default=None, help="write the mix as a dump file here, and stop")
     args = parser.parse_args(argv)
+    if args.write_dump is not None:
+        records, mix = realistic_mix(args.records)
+        write_dump(records, args.write_dump)
+        size = args.write_dump.stat().st_size
+        print(json.dumps({"dump": str(args.write_dump), "records": len(records), "mix": dict(mix), "bytes": size}))
+        return 0
     if args.masters:
         print(json.dumps(run_per_master(args), indent=2))
         return 0
