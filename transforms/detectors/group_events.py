@@ -101,10 +101,11 @@ class GroupEvent:
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields that differ from their defaults (members as dicts), which `from_json`
         reads back whole: a GroupMetadata record of an Empty group keeps its `members=()`, which is not the default
-        (None: no member list), and which the tracker acts on. The tracker snapshots the events it has not processed
-        yet after every micro-batch, so this runs once per buffered event per batch: field by field, without
-        `dataclasses.asdict`'s recursive deep copy (28 % of the detection workers' samples in a 400k-record replay,
-        whose events all wait for the watermark)."""
+        (None: no member list), and which the tracker acts on. It runs for the events a tracker holds converted but
+        not processed when it is snapshotted: in the detection query, only those restored from a snapshot written
+        before `GroupTracker.accept_packed` (which keeps waiting rows as text); in the detector tests, every event
+        they feed. Field by field, without `dataclasses.asdict`'s recursive deep copy, which was 28 % of the
+        detection workers' samples in a 400k-record replay when every waiting event was snapshotted as an event."""
         data: dict[str, Any] = {}
         for name, default in _EVENT_DEFAULTS:
             value = getattr(self, name)

@@ -1,11 +1,11 @@
 """The per-group tracker: follows one group through its generations (classic) or epochs (KIP-848/1071/932),
 turns its events into rebalances, detections and a health row.
 
-Time is event time only. `advance_to(watermark)` processes buffered events up to the watermark in
-`event_order` and evaluates each time-based rule at its own deadline, before any later event, so the output
-depends on the events and the final watermark, never on how the watermark got there: a replay reproduces the
-live stream's rows (same ids, same detected_at). The live watermark keeps moving while a group is silent because
-clock ticks are data (`radar.clock/1`).
+Time is event time only. `advance_to(watermark)` converts the rows the watermark has reached (`accept_packed`),
+processes the buffered events up to the watermark in `event_order` and evaluates each time-based rule at its own
+deadline, before any later event, so the output depends on the events and the final watermark, never on how the
+watermark got there: a replay reproduces the live stream's rows (same ids, same detected_at). The live watermark
+keeps moving while a group is silent because clock ticks are data (`radar.clock/1`).
 
 A live run may also look ahead (`preview`): the rules on a copy of the state, over the buffered events the
 watermark has not reached, show the detections those events open at once as `provisional`. The committed state is
@@ -145,7 +145,8 @@ class GroupTracker:
         return tracker
 
     def snapshot(self) -> bytes:
-        """JSON + zlib of the state and the events not yet processed (bounded by pruning on event time)."""
+        """JSON + zlib of the state, the events not yet processed (bounded by pruning on event time) and the packed
+        rows not yet converted (`accept_packed`), as they came."""
         data = {
             "v": SNAPSHOT_VERSION,
             "state": self.state.as_json(),
