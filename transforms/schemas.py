@@ -317,17 +317,17 @@ DETECTOR_INPUT = TableSchema(
     ),
 )
 
-# The fields of a `members` struct the detectors read (`group_events`' member conversion): the detection query hands
-# the tracker these and no others (not the subscription and assignment bytes).
-DETECTOR_MEMBER_FIELDS: tuple[str, ...] = (
+# A `members` struct as the detection query hands it to the trackers (`pipelines.detect.packed_detector_input`), not
+# its subscription and assignment bytes: "f", these fields as texts in this order (what `group_events` reads
+# positionally); "p", its assigned partitions as sorted `topic-partition` texts; "s", its subscribed topics sorted.
+# Shaped by Spark, a member costs the tracker a few list reads instead of a walk through nested objects.
+DETECTOR_MEMBER_TEXTS: tuple[str, ...] = (
     "member_id",
     "group_instance_id",
     "client_id",
     "client_host",
-    "rebalance_timeout_ms",
     "session_timeout_ms",
-    "subscribed_topics",
-    "assigned_partitions",
+    "rebalance_timeout_ms",
 )
 
 EVIDENCE_DOC = "JSON array of the source records: [{table, topic, partition, offset, event_time}]"

@@ -224,6 +224,30 @@ def test_the_kafka_path_gives_the_rows_silver_gives(spark: SparkSession, config:
     assert sources == set(SILVER_TABLES)  # every detector source table is exercised
 
 
+def odd_members(member: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Members a decoder could hand the tracker, each shaped to stray from the usual one: partitions that sort
+    differently as numbers and as texts, topics that sort differently by code point and by case, a missing topic,
+    partition list or partition, missing subscribed topics, no member id, unset and negative timeouts, a host
+    without its slash, empty texts, a member that is null."""
+    return [
+        member | {"member_id": "m-1", "session_timeout_ms": 45_000, "rebalance_timeout_ms": 300_000,
+                  "client_host": "10.0.0.9", "group_instance_id": "", "client_id": "",
+                  "subscribed_topics": ["zeta", "Zeta", "été", "alpha", "🛒", None],
+                  "assigned_partitions": [
+                      {"topic": "orders", "partitions": [10, 2, 1]}, {"topic": None, "partitions": [3]},
+                      {"topic": "été", "partitions": None}, {"topic": "Orders", "partitions": [None, 0]},
+                      None, {"topic": "orders-1", "partitions": [0]},
+                  ]},
+        member | {"member_id": "m-2", "session_timeout_ms": -1, "rebalance_timeout_ms": 0, "client_host": None,
+                  "subscribed_topics": None, "assigned_partitions": None, "group_instance_id": "static-2"},
+        member | {"member_id": "m-3", "session_timeout_ms": None, "client_host": "/", "subscribed_topics": [],
+                  "assigned_partitions": []},
+        member | {"member_id": ""},
+        member | {"member_id": None},
+        None,
+    ]  # fmt: skip
+
+
 def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: SparkSession) -> None:
     """The trackers' operator receives each `DETECTOR_INPUT` row as its key, its event time and one JSON text
     (`packed_detector_input`), converted when the watermark reaches it (`GroupTracker.accept_packed`): every row
@@ -238,6 +262,8 @@ def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: S
     s.client(A.client_id, G, "Request joining group due to: need to re-join with the given member-id", t + 53_000)
     s.agent("assignment", G, t + 54_000, member_id=A.member_id, generation=9, details={"revoked": "orders-0,orders-1"})
     tick(s, t + 60_000)
+    odd_group = next(r for r in s.rows if r["src_table"] == GROUP_METADATA.name and r["members"])
+    s.rows.append(odd_group | {"group_id": "odd", "src_offset": 10**6, "members": odd_members(odd_group["members"][0])})
     frame = spark.createDataFrame([tuple(row[name] for name in DETECTOR_INPUT.column_names) for row in s.rows],
                                   DETECTOR_INPUT.ddl)  # fmt: skip
 
@@ -261,9 +287,12 @@ def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: S
     emptied = [e for e in expected if e is not None and e.generation == 9 and e.src_table == GROUP_METADATA.name]
     assert [e.members for e in emptied] == [()]
     assert {e.group_id for e in expected if e is not None} >= {G, "größe-🛒"}
-    with_members = [e for e in expected if e is not None and e.members]
+    with_members = [e for e in expected if e is not None and e.members and e.group_id != "odd"]
     assert with_members and all(m.partitions and m.session_timeout_ms for e in with_members for m in e.members)
     assert any(e is not None and e.details for e in expected)
+    (odd,) = [e for e in expected if e is not None and e.group_id == "odd"]
+    assert [m.member_id for m in odd.members or ()] == ["m-1", "m-2", "m-3"]
+    assert odd.members is not None and odd.members[0].partitions[:3] == ("None-3", "Orders-0", "Orders-None")
 
     # the tracker: packed rows in two batches, read back from its snapshot before each watermark, as the operator
     steps = [t + 20_000, t + 32_000, t + 33_000, t + 60_000]

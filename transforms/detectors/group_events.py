@@ -228,6 +228,8 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _member_info(raw: Any) -> MemberInfo | None:
+    if isinstance(raw, MemberInfo):  # converted already (`_member_from_packed`)
+        return raw
     m = _as_mapping(raw)
     member_id = _text(m.get("member_id"))
     if member_id is None:
@@ -293,6 +295,28 @@ def group_event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
         return None
 
 
+def _member_from_packed(packed: Any) -> Any:
+    """A member as `packed_member` shapes it -> its `MemberInfo` (None without a member id), as `_member_info`
+    converts the whole struct; anything else is left to `_member_info` (a member by its field names, as trackers
+    snapshotted before the shaping keep their waiting rows)."""
+    if not isinstance(packed, dict) or not isinstance(packed.get("f"), list) or len(packed["f"]) != 6:
+        return packed
+    # the order of `DETECTOR_MEMBER_TEXTS`; every value a text or null
+    member_id, instance_id, client_id, host, session_timeout, rebalance_timeout = packed["f"]
+    if not member_id:
+        return None
+    return MemberInfo(
+        member_id=member_id,
+        instance_id=instance_id or None,
+        client_id=client_id or None,
+        host=_host(host),
+        session_timeout_ms=_timeout(session_timeout),
+        rebalance_timeout_ms=_timeout(rebalance_timeout),
+        partitions=tuple(packed.get("p") or ()),
+        subscribed=tuple(packed.get("s") or ()),
+    )
+
+
 def group_event_from_packed(cluster: str | None, group_id: str, packed: str) -> GroupEvent | None:
     """A `DETECTOR_INPUT` row as the detection query hands it to the trackers (`pipelines.detect.
     packed_detector_input`: one JSON text of every column but the key, timestamps as epoch ms, nulls left out) ->
@@ -304,6 +328,9 @@ def group_event_from_packed(cluster: str | None, group_id: str, packed: str) -> 
     if not isinstance(values, dict):
         return None
     values["cluster"], values["group_id"] = cluster, group_id
+    members = values.get("members")
+    if isinstance(members, list):
+        values["members"] = [_member_from_packed(member) for member in members]
     return group_event_from_row(values)
 
 

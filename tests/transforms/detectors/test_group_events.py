@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, events_of
 from tests.transforms.detectors.test_replay_determinism import drive
-from transforms.detectors.group_events import GroupEvent, MemberInfo, epoch_ms, event_order, group_event_from_row
+from transforms.detectors.group_events import (
+    GroupEvent,
+    MemberInfo,
+    epoch_ms,
+    event_order,
+    group_event_from_packed,
+    group_event_from_row,
+)
 from transforms.schemas import DETECTOR_INPUT
 
 
@@ -36,6 +43,42 @@ def test_classic_generation_row_keeps_members_partitions_and_timeouts() -> None:
     (member,) = event.members or ()
     assert member.partitions == ("orders-0", "orders-1")
     assert (member.instance_id, member.host, member.session_timeout_ms) == ("i-1", "10.0.0.1", 10_000)
+
+
+def test_a_waiting_row_packed_before_members_were_shaped_converts_as_a_shaped_one() -> None:
+    """A tracker snapshotted by the previous release keeps its waiting GroupMetadata rows with members by their field
+    names (`DETECTOR_MEMBER_TEXTS` replaced them): they convert to the event the shaped row gives."""
+    row = {
+        "event_time": BASE_MS,
+        "src_table": "group_metadata",
+        "src_topic": "__consumer_offsets",
+        "src_partition": 1,
+        "src_offset": 7,
+        "generation": 3,
+        "protocol_type": "consumer",
+        "leader": "m-1",
+        "is_tombstone": False,
+    }
+    by_name = {
+        "member_id": "m-1",
+        "client_id": "c-1",
+        "client_host": "/10.0.0.1",
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 30_000,
+        "subscribed_topics": ["orders", "audit"],
+        "assigned_partitions": [{"topic": "orders", "partitions": [1, 0]}],
+    }
+    shaped = {
+        "f": ["m-1", None, "c-1", "/10.0.0.1", "10000", "30000"],
+        "p": ["orders-0", "orders-1"],
+        "s": ["audit", "orders"],
+    }
+    before = group_event_from_packed("c", "g", json.dumps(row | {"members": [by_name, {"member_id": None}]}))
+    now = group_event_from_packed("c", "g", json.dumps(row | {"members": [shaped, {"f": [None] * 6}]}))
+    assert before == now
+    assert now is not None and now.members == (
+        MemberInfo("m-1", None, "c-1", "10.0.0.1", 10_000, 30_000, ("orders-0", "orders-1"), ("audit", "orders")),
+    )  # fmt: skip
 
 
 def test_kip848_member_assignment_row_carries_epoch_state_and_pending_revocation() -> None:
