@@ -15,6 +15,7 @@ from typing import Any
 
 from transforms.schemas import (
     CLOCK_TICKS,
+    DETECTOR_MEMBER_TEXTS,
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
@@ -299,10 +300,11 @@ def _member_from_packed(packed: Any) -> Any:
     """A member as `packed_member` shapes it -> its `MemberInfo` (None without a member id), as `_member_info`
     converts the whole struct; anything else is left to `_member_info` (a member by its field names, as trackers
     snapshotted before the shaping keep their waiting rows)."""
-    if not isinstance(packed, dict) or not isinstance(packed.get("f"), list) or len(packed["f"]) != 6:
+    texts = packed.get("f") if isinstance(packed, dict) else None
+    if not isinstance(texts, list) or len(texts) != len(DETECTOR_MEMBER_TEXTS):
         return packed
-    # the order of `DETECTOR_MEMBER_TEXTS`; every value a text or null
-    member_id, instance_id, client_id, host, session_timeout, rebalance_timeout = packed["f"]
+    # in the order of `DETECTOR_MEMBER_TEXTS`; every value a text or null
+    member_id, instance_id, client_id, host, session_timeout, rebalance_timeout = texts
     if not member_id:
         return None
     return MemberInfo(
