@@ -10,6 +10,7 @@ to gold must be exactly that, however micro-batches cut, reorder or delay the ro
 from __future__ import annotations
 
 import json
+import random
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -32,6 +33,7 @@ from pipelines.detect import (
     detector_input_projection,
     gold_batch_writer,
     packed_detector_input,
+    packed_member,
     routed_detector_input,
     seal_replay_time,
     start_detect,
@@ -57,6 +59,7 @@ from transforms.schemas import (
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
+    MEMBER_STRUCT_DDL,
     OFFSET_COMMITS,
     PARSED_TELEMETRY_BATCH,
     REBALANCES,
@@ -309,6 +312,52 @@ def test_the_packed_rows_give_the_tracker_the_events_the_full_rows_give(spark: S
     assert detections == oracle_run.detections
     assert {row["kind"] for row in detections.values()} >= {str(DetectionKind.HEARTBEAT_EXPIRATION)}
     assert tracker.next_wakeup() is None or tracker.next_wakeup() > steps[-1]
+
+
+def test_members_shaped_by_spark_convert_as_the_whole_members_do(spark: SparkSession) -> None:
+    """`packed_member` (Spark) and the tracker's reading of it against `group_events`' conversion of the whole
+    struct, on 400 members drawn at random (seeded): texts that sort differently by case, code point and as numbers,
+    empty texts, nulls anywhere the struct allows one, timeouts unset, negative or at their limit. One Spark job."""
+    rng = random.Random(1071)
+    words = ["orders", "Orders", "orders-1", "été", "zeta", "Zeta", "🛒", "a", "", "10", "9", "größe"]
+
+    def maybe(value: Any, chance: float = 0.15) -> Any:
+        return None if rng.random() < chance else value
+
+    def partitions() -> list[int | None]:
+        return [maybe(rng.randint(-1, 12), 0.1) for _ in range(rng.randint(0, 4))]
+
+    def member() -> dict[str, Any] | None:
+        return maybe({
+            "member_id": maybe(rng.choice(["m-1", "consumer-1-5f0c9a9e", "", "größe-🛒"]), 0.1),
+            "group_instance_id": maybe(rng.choice(words)),
+            "client_id": maybe(rng.choice(words)),
+            "client_host": maybe(rng.choice(["/10.0.0.1", "10.0.0.2", "/", "", "//10.0.0.3"])),
+            "rebalance_timeout_ms": maybe(rng.choice([-1, 0, 1, 300_000, 2**31 - 1])),
+            "session_timeout_ms": maybe(rng.choice([-1, 0, 1, 45_000, 2**31 - 1])),
+            "subscribed_topics": maybe([maybe(rng.choice(words), 0.1) for _ in range(rng.randint(0, 4))]),
+            "assigned_partitions": maybe([
+                maybe({"topic": maybe(rng.choice(words), 0.1), "partitions": maybe(partitions(), 0.1)}, 0.1)
+                for _ in range(rng.randint(0, 4))
+            ]),
+        }, 0.05)  # fmt: skip
+
+    members = [member() for _ in range(400)]
+    frame = spark.createDataFrame(list(enumerate(members)), f"i INT, m {MEMBER_STRUCT_DDL}")
+    shaped = frame.select("i", F.to_json(F.array(packed_member(F.col("m"))), {"ignoreNullFields": "true"}).alias("t"))
+    texts = {row["i"]: row["t"] for row in shaped.collect()}
+    row = {"event_time": BASE_MS, "src_table": GROUP_METADATA.name, "src_offset": 1, "generation": 1}
+    converted, expected = [], []
+    for i, raw in enumerate(members):
+        packed = group_event_from_packed(CLUSTER, "g", json.dumps(row | {"members": json.loads(texts[i])}))
+        whole = group_event_from_row(row | {"cluster": CLUSTER, "group_id": "g", "members": [raw]})
+        assert packed is not None and whole is not None
+        converted.append(packed.members)
+        expected.append(whole.members)
+    assert converted == expected
+    kept = [m for one in expected for m in one or ()]
+    assert len(kept) > 200 and any(m.partitions for m in kept) and any(m.session_timeout_ms for m in kept)
+    assert any(len(m.partitions) > 2 for m in kept) and any("None" in p for m in kept for p in m.partitions)
 
 
 def test_projection_of_replayed_silver_tables(spark: SparkSession, config: RadarConfig) -> None:
