@@ -332,9 +332,9 @@ def packed_detector_input(rows: DataFrame) -> DataFrame:
     Arrow cell at a time (an `as_py` a cell, its `TransformWithStateInPySparkRowSerializer`): 35 cells a row cost
     more than the rules they feed (42 % of a large replay's detection CPU), and one text a row is parsed in C
     (`json.loads`), only when the watermark reaches the row. Timestamps go as epoch milliseconds (what the tracker
-    keeps, exact whatever the worker's time zone), members with only the fields the detectors read
-    shaped as the tracker keeps them (`packed_member`); null fields are left out, an empty array is kept (a group with
-    no members is not a record without a member list)."""
+    keeps, exact whatever the worker's time zone), members as the tracker reads them, with only the fields the
+    detectors read (`packed_member`); null fields are left out, an empty array is kept (a group with no members is
+    not a record without a member list)."""
     fields: list[SparkColumn] = []
     for column in DETECTOR_INPUT.columns:
         if column.name in DETECTOR_KEY:

@@ -229,8 +229,8 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _member_info(raw: Any) -> MemberInfo | None:
-    if isinstance(raw, MemberInfo):  # converted already (`_member_from_packed`)
-        return raw
+    if isinstance(raw, dict) and "f" in raw:  # as the detection query shapes a member (`packed_member`)
+        return _member_from_packed(raw)
     m = _as_mapping(raw)
     member_id = _text(m.get("member_id"))
     if member_id is None:
@@ -296,13 +296,13 @@ def group_event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
         return None
 
 
-def _member_from_packed(packed: Any) -> Any:
+def _member_from_packed(packed: dict[str, Any]) -> MemberInfo | None:
     """A member as `packed_member` shapes it -> its `MemberInfo` (None without a member id), as `_member_info`
-    converts the whole struct; anything else is left to `_member_info` (a member by its field names, as trackers
-    snapshotted before the shaping keep their waiting rows)."""
-    texts = packed.get("f") if isinstance(packed, dict) else None
+    converts the whole struct (which it still does for a member by its field names, as trackers snapshotted before
+    the shaping keep their waiting rows)."""
+    texts = packed["f"]
     if not isinstance(texts, list) or len(texts) != len(DETECTOR_MEMBER_TEXTS):
-        return packed
+        return None
     # in the order of `DETECTOR_MEMBER_TEXTS`; every value a text or null
     member_id, instance_id, client_id, host, session_timeout, rebalance_timeout = texts
     if not member_id:
@@ -330,9 +330,6 @@ def group_event_from_packed(cluster: str | None, group_id: str, packed: str) -> 
     if not isinstance(values, dict):
         return None
     values["cluster"], values["group_id"] = cluster, group_id
-    members = values.get("members")
-    if isinstance(members, list):
-        values["members"] = [_member_from_packed(member) for member in members]
     return group_event_from_row(values)
 
 
