@@ -15,6 +15,7 @@ tests/pipelines/test_dump_columns.py proves the two give the same rows.
 from __future__ import annotations
 
 import binascii
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -335,3 +336,20 @@ def decode_dump_content(
     lines = np.flatnonzero(~dump.blank)
     for first in range(0, len(lines), lines_per_batch):
         yield decode_dump_chunk(dump, lines[first : first + lines_per_batch], name, first_line)
+
+
+def holds_only_topic(content: pa.Buffer, topic: str) -> bool:
+    """Whether no line of a dump's `content` can be read as a record of a topic other than `topic`, proven by
+    counting rather than parsing: the replay's telemetry query skips such a file (a dump of `__consumer_offsets`
+    alone, the usual replay) instead of parsing all of it a second time to keep none of it.
+
+    With no backslash in the file, a JSON key "topic" is the literal text `"topic"` and no string value contains
+    that text, so if every `"topic"` is followed by `:` (one space at most) and `topic`'s string and a comma, every
+    line's topic field, wherever and however often it appears, names `topic`. Anything else (an escape anywhere,
+    another topic, other spacing, the topic as the last field) proves nothing, and the file is parsed as before."""
+    data = content.to_pybytes()
+    if b"\\" in data:
+        return False
+    name = json.dumps(topic).encode()
+    named = data.count(b'"topic":' + name + b",") + data.count(b'"topic": ' + name + b",")
+    return data.count(b'"topic"') == named

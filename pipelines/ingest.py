@@ -424,14 +424,16 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
     """The ingest stage over dump files, to completion (one checkpoint per set of files); then the copies of large
     dumps it read in pieces are deleted (`pipelines.sources.PIECE_BYTES`)."""
-    from pipelines.sources import remove_pieces, replay_stream
+    from pipelines.sources import remove_pieces, replay_files
 
     staging_root = config.data_dir / "replay-inputs"
-    source = replay_stream(spark, paths, staging_root=staging_root)
+    files = replay_files(spark, paths, staging_root=staging_root)
     stage = IngestStage(
         spark,
         config,
-        source,
+        files.records(),
+        # the telemetry query skips a dump of offsets records only rather than parse it all to keep nothing
+        telemetry_source=files.records(other_than_topic=config.kafka.offsets_topic),
         checkpoint_name=replay_checkpoint_name(paths),
         available_now=True,
         telemetry_from_every_other_topic=True,  # as the dump format says; replayed log files included

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from pipelines.dump import check_dump_files
-from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows
+from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows, holds_only_topic
 from pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
 from pipelines.session import on_databricks
 
@@ -231,18 +231,28 @@ def _in_batches_of(parsed: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.R
 
 
 def parse_dump_files(
-    batches: Iterator[pa.RecordBatch], files: Mapping[str, str], first_lines: Mapping[str, int] | None = None
+    batches: Iterator[pa.RecordBatch],
+    files: Mapping[str, str],
+    first_lines: Mapping[str, int] | None = None,
+    other_than_topic: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): the dump format's
     vectorised reader (`pipelines.dump_columns`), which leaves every line it cannot prove to the one dump reader
     (`pipelines.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record keeps its bytes as the
     value, says why in `source_error`, and every row keeps its file and line number. Batches of
     `LINES_PER_ARROW_BATCH` rows across files, as `parse_dump_files_by_rows` cuts them.
-    `files` maps a staging entry's name to the path the user gave; `first_lines` a piece's to its first line."""
-    return _in_batches_of(
-        (rows for file in _dump_files(batches, files, first_lines or {}) for rows in _file_rows(file)),
-        LINES_PER_ARROW_BATCH,
-    )
+    `files` maps a staging entry's name to the path the user gave; `first_lines` a piece's to its first line.
+    With `other_than_topic` (the telemetry query's read), a dump proven to hold records of that topic only
+    (`holds_only_topic`) gives no rows: that query keeps none of them, and parsing them cost it a whole parse."""
+    read = _dump_files(batches, files, first_lines or {})
+    if other_than_topic is not None:
+        read = (file for file in read if not _holds_only(file, other_than_topic))
+    return _in_batches_of((rows for file in read for rows in _file_rows(file)), LINES_PER_ARROW_BATCH)
+
+
+def _holds_only(file: ReplayedFile | UnreadableFile, topic: str) -> bool:
+    """A dump (not a log file, nor a file that could not be read) whose records are all of `topic`."""
+    return isinstance(file, ReplayedFile) and not file.is_log and holds_only_topic(file.content, topic)
 
 
 def _file_rows(file: ReplayedFile | UnreadableFile) -> Iterator[pa.RecordBatch]:
@@ -383,8 +393,36 @@ def remove_pieces(paths: Sequence[str | Path], staging_root: Path | None = None)
         piece.unlink()
 
 
-def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root: Path | None = None) -> DataFrame:
-    """Dump files read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
+@dataclass(frozen=True)
+class ReplayFiles:
+    """A replay's inputs as a stream of whole files; each query reads its records through `records` (one staging of
+    the inputs for both: cutting a large dump into pieces reads all of it)."""
+
+    files: DataFrame  # `binaryFile` rows: path, modificationTime, content
+    given: Mapping[str, str]  # a staging name -> the path the user gave
+    first_lines: Mapping[str, int]  # a piece's staging name -> the number of its first line
+
+    def records(self, other_than_topic: str | None = None) -> DataFrame:
+        """The files' records, same schema as Kafka. With `other_than_topic`, files proven to hold records of that
+        topic only give no rows (`parse_dump_files`)."""
+        body = partial(
+            parse_dump_files, files=self.given, first_lines=self.first_lines, other_than_topic=other_than_topic
+        )
+        return self.files.mapInArrow(body, PARSED_DUMP_DDL).select(
+            "key",
+            "value",
+            "topic",
+            "partition",
+            "offset",
+            F.timestamp_millis("timestamp_ms").alias("timestamp"),
+            "source_error",
+            "source_file",
+            "source_line",
+        )
+
+
+def replay_files(spark: SparkSession, paths: Sequence[str | Path], staging_root: Path | None = None) -> ReplayFiles:
+    """Dump files read as a stream (run it with an available-now trigger to finish)."""
     if not paths:
         raise ValueError("replay needs at least one dump file (--input DUMP)")
     check_dump_files(paths)
@@ -409,15 +447,9 @@ def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root
     assert files is not None
     given = {name: one_input.path for one_input in staged for name in one_input.names}
     first_lines = {name: line for one_input in staged for name, line in one_input.pieces}
-    parsed = files.mapInArrow(partial(parse_dump_files, files=given, first_lines=first_lines), PARSED_DUMP_DDL)
-    return parsed.select(
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        F.timestamp_millis("timestamp_ms").alias("timestamp"),
-        "source_error",
-        "source_file",
-        "source_line",
-    )
+    return ReplayFiles(files, given, first_lines)
+
+
+def replay_stream(spark: SparkSession, paths: Sequence[str | Path], staging_root: Path | None = None) -> DataFrame:
+    """Dump files' records read as a stream (run it with an available-now trigger to finish), same schema as Kafka."""
+    return replay_files(spark, paths, staging_root).records()

@@ -5,6 +5,7 @@ every line) gives: same rows, same errors with FILE:LINE, same files and line nu
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.dump import CODECS, DumpRecord, dump_line
-from pipelines.dump_columns import DumpLines, fast_path_rows
+from pipelines.dump_columns import DumpLines, fast_path_rows, holds_only_topic
 from pipelines.sources import LINES_PER_ARROW_BATCH, parse_dump_files, parse_dump_files_by_rows
 from tests.data_files import data_path
 
@@ -406,3 +407,106 @@ def test_a_surrogate_topic_or_a_bool_partition_is_a_bad_line_for_both_readers(li
     assert vectorised.equals(by_rows)
     (reason,) = vectorised.column("source_error").to_pylist()
     assert error in reason
+
+
+# --- the telemetry query's read: a dump of offsets records only gives no rows (`holds_only_topic`) ---
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@st.composite
+def offsets_dump_lines(draw: st.DrawFn) -> bytes:
+    """Mostly offsets records as `dump_line` writes them; some bent every way above, some of another topic."""
+    codec = draw(st.sampled_from(CODECS))
+    record = DumpRecord(OFFSETS_TOPIC, draw(INT32), draw(INT64), draw(INT64), draw(PAYLOAD), draw(PAYLOAD))
+    line = dump_line(record, "base64" if codec == "utf8" else codec)
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        line = draw(dump_lines())  # any topic, any codec
+    elif kind <= 3:
+        line = MUTATIONS[draw(st.sampled_from(sorted(MUTATIONS)))](line, draw(st.integers(0, 1000)))
+    elif kind == 4:  # a second topic field, the last of which json.loads keeps
+        second = draw(st.sampled_from(['"topic":"t"', '"to\\u0070ic":"t"', '"topic" :"t"', '"x":{"topic":"t"}']))
+        line = line[:-1] + "," + second + "}"
+    return line.encode("utf-8", "surrogatepass")
+
+
+def _other_topics(batches: list[pa.RecordBatch]) -> list[dict[str, object]]:
+    """The rows the telemetry query keeps of a replay (`IngestStage`: another topic, no `source_error`)."""
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    return [row for row in rows if row["source_error"] is None and row["topic"] != OFFSETS_TOPIC]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.lists(offsets_dump_lines(), max_size=8), min_size=1, max_size=3))
+def test_a_read_of_other_topics_skips_only_files_that_hold_none(files_lines: list[list[bytes]]) -> None:
+    contents = [b"\n".join(lines) for lines in files_lines]
+    batch = _binary_files(contents)
+    try:
+        whole = list(parse_dump_files(iter([batch]), {}))
+    except (pa.ArrowException, UnicodeEncodeError):  # a record Arrow cannot take stops the offsets query's read
+        return
+    skipping = list(parse_dump_files(iter([batch]), {}, other_than_topic=OFFSETS_TOPIC))
+    assert _other_topics(skipping) == _other_topics(whole)
+    for content in contents:
+        if holds_only_topic(pa.py_buffer(content), OFFSETS_TOPIC):
+            assert _other_topics(list(parse_dump_files(iter([_binary_files([content])]), {}))) == []
+
+
+def _offsets_dump(count: int, codec: str = "base64") -> bytes:
+    return "".join(
+        dump_line(DumpRecord(OFFSETS_TOPIC, n % 50, n, MODIFIED_MS + n, b"k%d" % n, b"v%d" % n), codec) + "\n"
+        for n in range(count)
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("content", "only_offsets"),
+    [
+        (_offsets_dump(200), True),
+        (_offsets_dump(200, "hex"), True),
+        (b"".join(json.dumps(json.loads(line)).encode() + b"\r\n" for line in _offsets_dump(5).splitlines()), True),
+        (b"", True),
+        (b"not a dump line\n{}\n", True),  # no line of any topic: bad lines, the offsets query's to quarantine
+        (_offsets_dump(50) + dump_line(DumpRecord("orders", 0, 1, MODIFIED_MS, None, b"x")).encode(), False),
+        (_offsets_dump(3).replace(b'"codec":"base64"}', b'"codec":"base64","topic":"orders"}', 1), False),
+        (_offsets_dump(3).replace(b'"codec":"base64"}', b'"codec":"base64","to\\u0070ic":"orders"}', 1), False),
+        (_offsets_dump(3).replace(b'"topic":"__consumer_offsets"', b'"topic" : "__consumer_offsets"', 1), False),
+        (_offsets_dump(3, "utf8").replace(b'"value":"v1"', b'"value":"\\"topic\\""', 1), False),
+    ],
+    ids=[
+        "base64",
+        "hex",
+        "json.dumps spacing",
+        "empty",
+        "bad lines",
+        "another topic",
+        "a second topic field",
+        "an escaped second topic field",
+        "other spacing",
+        "an escape",
+    ],
+)
+def test_a_dump_holds_only_offsets_records_when_counting_proves_it(content: bytes, only_offsets: bool) -> None:
+    assert holds_only_topic(pa.py_buffer(content), OFFSETS_TOPIC) is only_offsets
+    skipping = list(parse_dump_files(iter([_binary_files([content])]), {}, other_than_topic=OFFSETS_TOPIC))
+    if only_offsets:
+        assert skipping == []
+    else:
+        assert _other_topics(skipping) == _other_topics(list(parse_dump_files(iter([_binary_files([content])]), {})))
+    if "to\\u0070ic" in content.decode(errors="replace") or b'"topic":"orders"}' in content:
+        assert [row["topic"] for row in _other_topics(skipping)] == ["orders"]  # json.loads keeps the last topic
+
+
+def test_a_gzip_dump_is_told_by_its_contents_and_a_log_file_is_never_skipped() -> None:
+    log = (
+        b"[2025-11-22 02:53:21,101] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=12] Member m-b in "
+        b"group orders has failed, removing it from the group. (kafka.coordinator.group.GroupCoordinator)\n"
+    )
+    assert holds_only_topic(pa.py_buffer(log), OFFSETS_TOPIC)  # no "topic" field: counting alone would skip it
+    batch = _binary_files([gzip.compress(_offsets_dump(100)), log, gzip.compress(log)])
+    skipping = list(parse_dump_files(iter([batch]), {}, other_than_topic=OFFSETS_TOPIC))
+    whole = list(parse_dump_files(iter([batch]), {}))
+    assert len(_other_topics(whole)) == 2  # the log file's line, twice
+    assert _other_topics(skipping) == _other_topics(whole)
+    assert sum(b.num_rows for b in skipping) == 2
