@@ -79,15 +79,7 @@ def batch_durations(spark: SparkSession, config: RadarConfig, paths: list[Path],
     """Ingest the files to completion; the offsets query's micro-batch durations (triggerExecution, ms)."""
     source = replay_stream(spark, [str(p) for p in paths], staging_root=config.data_dir / "staging" / name)
     started = time.perf_counter()
-    stage = IngestStage(
-        spark,
-        config,
-        source,
-        checkpoint_name=name,
-        available_now=True,
-        telemetry_topics=(),
-        each_partition_distinct=True,
-    )
+    stage = IngestStage(spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=())
     queries = stage.start()
     queries.await_all()
     seconds = time.perf_counter() - started

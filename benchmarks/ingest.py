@@ -197,14 +197,7 @@ def timed_ingest(
     before = delta_rows(spark, bronze)
     started = time.perf_counter()
     stage = IngestStage(
-        spark,
-        config,
-        source,
-        checkpoint_name=name,
-        available_now=True,
-        telemetry_topics=(),
-        from_kafka=from_kafka,
-        each_partition_distinct=not from_kafka,  # the dump runs read `replay_stream`, as `ingest_dumps` does
+        spark, config, source, checkpoint_name=name, available_now=True, telemetry_topics=(), from_kafka=from_kafka
     )
     queries = stage.start()
     queries.await_all()

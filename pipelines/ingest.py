@@ -121,16 +121,6 @@ def distinct_records(batch: DataFrame) -> DataFrame:
     return batch.withColumn(_ONCE, once).dropDuplicates([_ONCE]).drop(_ONCE)
 
 
-def distinct_in_batch(batch: DataFrame, *, each_partition_distinct: bool) -> DataFrame:
-    """`distinct_records`, unless the source kept each record once within a partition (`each_partition_distinct`:
-    a replay's parse, `pipelines.sources.ReplayFiles`) and the batch is one partition (a replay's micro-batch of one
-    file or piece): then it holds no repeat, and the dedup's shuffle and hash aggregate (~0.9 s of a 400k-record
-    replay's ingest, benchmarks/README.md) are left out. The spread over the cores shuffles it anyway."""
-    if each_partition_distinct and batch.rdd.getNumPartitions() == 1:
-        return batch
-    return distinct_records(batch)
-
-
 def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
     """One DataFrame per target table of a routed batch: the source columns, then the target's payload struct."""
     out: dict[str, DataFrame] = {}
@@ -251,22 +241,16 @@ def routed_batch_tables(
     *,
     with_unreadable_source_rows: bool = False,
     records_may_repeat: bool = True,
-    each_partition_distinct: bool = False,
 ) -> BatchTables:
     """A stage's tables of one micro-batch: route the batch once (mapInArrow, cached while the tables are
     written), then bronze and every target table that received rows.
 
     `records_may_repeat=False` for a Kafka source: a Kafka micro-batch reads each offset once, so the in-batch
-    dedup (a shuffle per micro-batch) is left out; a replay batch may bring a dump and its copy together, and
-    `each_partition_distinct` says its source keeps a record once within a partition (`distinct_in_batch`)."""
+    dedup (a shuffle per micro-batch) is left out; a replay batch may bring a dump and its copy together."""
 
     @contextmanager
     def tables_of(source_batch: DataFrame) -> Iterator[SplitBatch]:
-        batch = (
-            distinct_in_batch(source_batch, each_partition_distinct=each_partition_distinct)
-            if records_may_repeat
-            else source_batch
-        ).persist()
+        batch = (distinct_records(source_batch) if records_may_repeat else source_batch).persist()
         routed = route(batch).persist()
         try:
             ranges = routed_source_ranges(routed, config)
@@ -294,13 +278,11 @@ def offsets_batch_writer(
     app_id: str = OFFSETS_QUERY,
     *,
     from_kafka: bool = False,
-    each_partition_distinct: bool = False,
     tables_ready: Future[None] | None = None,
 ) -> BatchWriter:
     """The offsets query: bronze `offsets_raw`, the silver tables, and unreadable dump lines into quarantine (a
     Kafka source has no dump lines: `from_kafka` leaves that check and the in-batch dedup out, and the spread over
-    cores, as the source splits a large range itself: `kafka.max_records_per_task`). `each_partition_distinct`: the
-    source keeps a record once within a partition (a replay's parse; `distinct_in_batch`)."""
+    cores, as the source splits a large range itself: `kafka.max_records_per_task`)."""
     tables_of = routed_batch_tables(
         config,
         partial(route_offsets, spread=not from_kafka),
@@ -308,7 +290,6 @@ def offsets_batch_writer(
         OFFSETS_RAW,
         with_unreadable_source_rows=not from_kafka,
         records_may_repeat=not from_kafka,
-        each_partition_distinct=each_partition_distinct,
     )
     writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
     return writer.foreach_batch(tables_of)
@@ -319,18 +300,16 @@ def telemetry_batch_writer(
     app_id: str = TELEMETRY_QUERY,
     *,
     from_kafka: bool = False,
-    each_partition_distinct: bool = False,
     tables_ready: Future[None] | None = None,
 ) -> BatchWriter:
     """The telemetry query: bronze `telemetry_raw` and the parsed events (from Kafka without a spread over cores,
-    and `each_partition_distinct`, as `offsets_batch_writer`)."""
+    as `offsets_batch_writer`)."""
     tables_of = routed_batch_tables(
         config,
         partial(parse_telemetry, spread=not from_kafka),
         split_parsed_telemetry,
         TELEMETRY_RAW,
         records_may_repeat=not from_kafka,
-        each_partition_distinct=each_partition_distinct,
     )
     writer = TableWriter(config, app_id, persist_batch=False, tables_ready=tables_ready)  # routed_batch_tables caches
     return writer.foreach_batch(tables_of)
@@ -356,7 +335,6 @@ class IngestStage(Stage):
         available_now: bool = False,
         telemetry_topics: Sequence[str] | None = None,
         from_kafka: bool = False,
-        each_partition_distinct: bool = False,
         telemetry_from_every_other_topic: bool = False,
     ) -> None:
         super().__init__()
@@ -364,7 +342,6 @@ class IngestStage(Stage):
         # never silently left out because its topic is not configured
         self.telemetry_from_every_other_topic = telemetry_from_every_other_topic
         self.from_kafka = from_kafka  # sources from `kafka_stream`: no repeated record within a batch, no dump lines
-        self.each_partition_distinct = each_partition_distinct  # sources from `ReplayFiles.records`
         self.spark, self.config, self.source, self.telemetry_source = spark, config, source, telemetry_source
         self.checkpoint_name = checkpoint_name
         self.trigger = Trigger(available_now, config.ingest.trigger_interval)
@@ -381,13 +358,7 @@ class IngestStage(Stage):
     def start_queries(self) -> RunningQueries:
         tables = ensure_tables_in_background(self.spark, self.config)  # waited for by the writes, and below
         offsets_topic = self.config.kafka.offsets_topic
-        writer = partial(
-            offsets_batch_writer,
-            self.config,
-            from_kafka=self.from_kafka,
-            each_partition_distinct=self.each_partition_distinct,
-            tables_ready=tables,
-        )
+        writer = partial(offsets_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
         started = [self._start(offsets_rows(self.source, self.config), OFFSETS_QUERY, writer)]
         if self.telemetry_topics or self.telemetry_from_every_other_topic:
             rows = self.source if self.telemetry_source is None else self.telemetry_source
@@ -397,13 +368,7 @@ class IngestStage(Stage):
                 else F.col("topic").isin(*self.telemetry_topics)
             )
             telemetry_rows = rows.where(wanted & F.col("source_error").isNull())
-            writer = partial(
-                telemetry_batch_writer,
-                self.config,
-                from_kafka=self.from_kafka,
-                each_partition_distinct=self.each_partition_distinct,
-                tables_ready=tables,
-            )
+            writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
         running = RunningQueries(tuple(started))
         # The queries start up and read their first batch meanwhile; the stage counts as started once its tables
@@ -469,7 +434,6 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
         files.records(),
         # the telemetry query skips a dump of offsets records only rather than parse it all to keep nothing
         telemetry_source=files.records(other_than_topic=config.kafka.offsets_topic),
-        each_partition_distinct=True,  # `ReplayFiles.records` keeps a record once within its task's files
         checkpoint_name=replay_checkpoint_name(paths),
         available_now=True,
         telemetry_from_every_other_topic=True,  # as the dump format says; replayed log files included

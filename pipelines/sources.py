@@ -250,45 +250,6 @@ def parse_dump_files(
     return _in_batches_of((rows for file in read for rows in _file_rows(file)), LINES_PER_ARROW_BATCH)
 
 
-def parse_dump_files_once(
-    batches: Iterator[pa.RecordBatch],
-    files: Mapping[str, str],
-    first_lines: Mapping[str, int] | None = None,
-    other_than_topic: str | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """`parse_dump_files`, with a record (topic, partition, offset) that its task's files bring again left out: its
-    first line is kept, and every line that is no record (`source_error`). A micro-batch of one partition is then
-    free of repeats without a shuffle (`pipelines.ingest.distinct_in_batch`)."""
-    seen: set[tuple[str, int, int]] = set()
-    for batch in parse_dump_files(batches, files, first_lines, other_than_topic):
-        yield _first_of_each_record(batch, seen)
-
-
-def _first_of_each_record(batch: pa.RecordBatch, seen: set[tuple[str, int, int]]) -> pa.RecordBatch:
-    """The rows of `batch` but a record in `seen` or earlier in it; adds its records to `seen`."""
-    is_record = batch.column("source_error").is_null()
-    records = batch.filter(is_record)
-    keys = list(_coordinates(records))
-    fresh = set(keys)
-    fresh.difference_update(seen)
-    seen.update(fresh)
-    if len(fresh) == len(keys):  # no repeat (the usual case): every row stays
-        return batch
-    keep = []
-    for row_is_record, key in zip(is_record.to_pylist(), _coordinates(batch), strict=True):
-        if row_is_record:
-            keep.append(key in fresh)
-            fresh.discard(key)  # a later line of the same record is a repeat
-        else:
-            keep.append(True)
-    return batch.filter(pa.array(keep))
-
-
-def _coordinates(batch: pa.RecordBatch) -> Iterator[tuple[str, int, int]]:
-    """Each row's (topic, partition, offset)."""
-    return zip(*(batch.column(name).to_pylist() for name in ("topic", "partition", "offset")), strict=True)
-
-
 def _holds_only(file: ReplayedFile | UnreadableFile, topic: str) -> bool:
     """A dump (not a log file, nor a file that could not be read) whose records are all of `topic`."""
     return isinstance(file, ReplayedFile) and not file.is_log and holds_only_topic(file.content, topic)
@@ -445,7 +406,7 @@ class ReplayFiles:
         """The files' records, same schema as Kafka. With `other_than_topic`, files proven to hold records of that
         topic only give no rows (`parse_dump_files`)."""
         body = partial(
-            parse_dump_files_once, files=self.given, first_lines=self.first_lines, other_than_topic=other_than_topic
+            parse_dump_files, files=self.given, first_lines=self.first_lines, other_than_topic=other_than_topic
         )
         return self.files.mapInArrow(body, PARSED_DUMP_DDL).select(
             "key",

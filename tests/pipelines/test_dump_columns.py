@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import random
 import re
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 
 from pipelines.dump import CODECS, DumpRecord, dump_line
 from pipelines.dump_columns import DumpLines, fast_path_rows, holds_only_topic
-from pipelines.sources import LINES_PER_ARROW_BATCH, parse_dump_files, parse_dump_files_by_rows, parse_dump_files_once
+from pipelines.sources import LINES_PER_ARROW_BATCH, parse_dump_files, parse_dump_files_by_rows
 from tests.data_files import data_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -511,40 +510,3 @@ def test_a_gzip_dump_is_told_by_its_contents_and_a_log_file_is_never_skipped() -
     assert len(_other_topics(whole)) == 2  # the log file's line, twice
     assert _other_topics(skipping) == _other_topics(whole)
     assert sum(b.num_rows for b in skipping) == 2
-
-
-# --- a replay's parse keeps each record once within its task (`parse_dump_files_once`) ---
-
-
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(dump_files(), min_size=1, max_size=3), st.randoms(use_true_random=False))
-def test_a_task_keeps_the_first_line_of_each_record_and_every_bad_line(
-    contents: list[bytes], draw: random.Random
-) -> None:
-    # repeats: some files again, and some of their lines again further on
-    contents = contents + [c for c in contents if draw.random() < 0.5]
-    contents = [c + b"\n" + b"\n".join(draw.sample(c.splitlines(), k=len(c.splitlines()) // 2)) for c in contents]
-    batch = _binary_files(contents)
-    try:
-        every = [row for b in parse_dump_files(iter([batch]), {}) for row in b.to_pylist()]
-    except (pa.ArrowException, UnicodeEncodeError):
-        return
-    expected, seen = [], set()
-    for row in every:
-        key = (row["topic"], row["partition"], row["offset"])
-        if row["source_error"] is None:
-            if key in seen:
-                continue
-            seen.add(key)
-        expected.append(row)
-    once = [row for b in parse_dump_files_once(iter([batch]), {}) for row in b.to_pylist()]
-    assert once == expected
-
-
-def test_a_record_brought_again_in_one_file_is_kept_once_at_its_first_line() -> None:
-    first = _offsets_dump(3)
-    content = first + b"not a line\n" + first.splitlines(keepends=True)[1] + b"not a line\n" + first
-    (batch,) = parse_dump_files_once(iter([_binary_files([content])]), {})
-    rows = batch.to_pylist()
-    assert [(r["offset"], r["source_line"]) for r in rows if r["source_error"] is None] == [(0, 1), (1, 2), (2, 3)]
-    assert [r["source_line"] for r in rows if r["source_error"] is not None] == [4, 6]

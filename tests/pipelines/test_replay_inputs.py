@@ -8,11 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.dump import dump_line, read_dump
-from pipelines.ingest import distinct_in_batch, run_replay
+from pipelines.ingest import run_replay
 from pipelines.sources import replay_staging_dir, staging_links
 from tests.pipelines.ingest_support import isolated_config, table
 from transforms.schemas import TABLES
@@ -99,9 +99,8 @@ def test_a_record_is_written_once_whatever_files_bring_it(
 def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
     spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
-    """Into empty tables (nothing held yet to leave out), the in-batch dedup alone keeps the copy's records out: two
-    files in one micro-batch by a shuffle (`ingest.distinct_records`), one file that brings every record twice by
-    its parse (`sources.parse_dump_files_once`; a batch of one partition is not shuffled)."""
+    """Into empty tables (nothing held yet to leave out), the in-batch dedup (`ingest.distinct_records`) alone keeps
+    the second copy of each record out, whether two files in one micro-batch or one file bring it twice."""
     a = tmp_path / "a" / "a.jsonl"
     a.parent.mkdir()
     a.write_bytes(SAMPLE.read_bytes())
@@ -121,18 +120,3 @@ def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
             if schema.record_key:
                 keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]
                 assert not [k for k, n in Counter(keys).items() if n > 1], (name, schema.name)
-
-
-@pytest.mark.spark
-def test_a_batch_of_one_partition_from_a_source_that_drops_repeats_is_not_shuffled(spark: SparkSession) -> None:
-    rows = [("t", 0, 1, None), ("t", 0, 1, None), ("t", 0, 2, "bad line"), ("t", 0, 2, "bad line")]
-    one = spark.createDataFrame(rows, "topic STRING, partition INT, offset BIGINT, source_error STRING").coalesce(1)
-    assert distinct_in_batch(one, each_partition_distinct=True) is one
-    for batch in (one, one.repartition(2)):  # otherwise the repeated record once, every bad line kept
-        assert sorted(distinct_in_batch(batch, each_partition_distinct=False).collect()) == sorted(
-            [Row(*rows[0]), Row(*rows[2]), Row(*rows[3])]
-        )
-    two = one.repartition(2)
-    assert sorted(distinct_in_batch(two, each_partition_distinct=True).collect()) == sorted(
-        [Row(*rows[0]), Row(*rows[2]), Row(*rows[3])]
-    )
