@@ -6,16 +6,44 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
 
 SELECTED_MODULES = pytest.StashKey[set[str]]()
+JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings"}
+
+# Examples are not timed: the live recordings run beside the pure tests (`tests.pipelines.concurrent_recordings`),
+# and a slowed example must not fail as "flaky" by hypothesis' 200 ms deadline.
+settings.register_profile("radar", deadline=None)
+settings.load_profile("radar")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The modules with selected tests: only their concurrent recordings start."""
+    """The modules with selected tests (only their concurrent recordings start), and the order: the modules whose
+    tests start no JVM first, then the other codec and transform modules, then the rest, each in its own order
+    (whole modules move, so a module's fixtures are set up once); last the tests that measure the whole process,
+    once the live recordings' threads are done."""
     modules = (getattr(item, "module", None) for item in items)
     config.stash[SELECTED_MODULES] = {module.__name__ for module in modules if module is not None}
+    jvm_modules = {item.nodeid.split("::")[0] for item in items if _starts_a_jvm(item)}
+
+    def place(item: pytest.Item) -> int:
+        if item.get_closest_marker("whole_process") is not None:
+            return 3
+        path = item.nodeid.split("::")[0]
+        if path not in jvm_modules:
+            return 0
+        return 1 if path.startswith("tests/transforms/") else 2
+
+    items.sort(key=place)  # stable: each group keeps the collection's order
+
+
+def _starts_a_jvm(item: pytest.Item) -> bool:
+    """Spark, the broker or a CLI subprocess: what the suite marks `spark`, `kafka` or `slow`, or asks for by
+    fixture."""
+    marked = {mark.name for mark in item.iter_markers()} & {"spark", "kafka", "slow"}
+    return bool(marked) or bool(set(getattr(item, "fixturenames", ())) & JVM_FIXTURES)
 
 
 @pytest.fixture(scope="session")
@@ -35,29 +63,37 @@ def spark(radar_config: RadarConfig) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(radar_config: RadarConfig) -> Iterator[object]:
-    """The run's only embedded Kafka broker."""
-    from pipelines.local.broker import EmbeddedKafka
+def broker_in_background(
+    request: pytest.FixtureRequest, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """The run's only embedded Kafka broker and the live recordings on it, started in a thread of their own
+    (`tests.pipelines.concurrent_recordings`)."""
+    from tests.pipelines.concurrent_recordings import BrokerInBackground
 
-    with EmbeddedKafka(radar_config.broker, radar_config.data_dir, spark=radar_config.spark) as broker:
-        yield broker
+    started = BrokerInBackground(radar_config, request.config.stash.get(SELECTED_MODULES, set()), tmp_path_factory)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def recordings_started_early(request: pytest.FixtureRequest) -> None:
+    """When a module that reads a live recording is selected, the broker and the recordings start with the first
+    test, so their waits on Kafka's clocks pass beside the tests that start no JVM."""
+    from tests.pipelines.concurrent_recordings import RECORDERS
+
+    if {recorder.__module__ for recorder in RECORDERS} & request.config.stash.get(SELECTED_MODULES, set()):
+        request.getfixturevalue("broker_in_background")
 
 
 @pytest.fixture(scope="session")
-def concurrent_recordings(
-    request: pytest.FixtureRequest,
-    kafka_broker: object,
-    radar_config: RadarConfig,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[object]:
-    """The live recordings that wait on Kafka's clocks, started together when the first is needed
-    (`tests.pipelines.concurrent_recordings`)."""
-    from tests.pipelines.concurrent_recordings import started_recordings
+def kafka_broker(broker_in_background: object) -> object:
+    """The run's only embedded Kafka broker."""
+    return broker_in_background.broker()  # type: ignore[attr-defined]
 
-    yield from started_recordings(
-        request.config.stash.get(SELECTED_MODULES, set()),
-        kafka_broker.bootstrap_servers,  # type: ignore[attr-defined]
-        kafka_broker.log_file,  # type: ignore[attr-defined]
-        radar_config,
-        tmp_path_factory,
-    )
+
+@pytest.fixture(scope="session")
+def concurrent_recordings(broker_in_background: object) -> object:
+    """The live recordings that wait on Kafka's clocks, started together (`tests.pipelines.concurrent_recordings`)."""
+    return broker_in_background.recordings()  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ import time
 import uuid
 from pathlib import Path
 from types import TracebackType
+from typing import TextIO
 
 from pipelines.config import BrokerConfig, RadarConfig, SparkConfig
 from pipelines.jvm import broker_classpath
@@ -147,12 +148,20 @@ class EmbeddedKafka:
     `keep_storage=True` a restart keeps the data, the cluster id and both ports (an outage the clients can recover
     from), also in a new process over the same data dir (`radar run`, Ctrl-C, `radar run`: the stream checkpoint
     of the first run resumes on the same records); the old ports are taken again when they are still free.
+    `progress` takes the start's two lines (stderr by default).
     """
 
     def __init__(
-        self, broker: BrokerConfig, data_dir: Path, *, spark: SparkConfig | None = None, keep_storage: bool = False
+        self,
+        broker: BrokerConfig,
+        data_dir: Path,
+        *,
+        spark: SparkConfig | None = None,
+        keep_storage: bool = False,
+        progress: TextIO | None = None,
     ) -> None:
         self.keep_storage = keep_storage
+        self._progress = progress
         self._controller_port: int | None = None
         self.broker = broker
         self.home = Path(data_dir) / "broker"
@@ -225,7 +234,7 @@ class EmbeddedKafka:
         (self.home / "log4j.properties").write_text(log4j1_properties(self.log_file, self.broker.coordinator_log_level))
         print(
             f"starting Kafka {self.broker.version} broker on {self.bootstrap_servers} (logs: {self.log_file}) ...",
-            file=sys.stderr,
+            file=self._progress or sys.stderr,
             flush=True,
         )
         formatting = (
@@ -263,7 +272,7 @@ class EmbeddedKafka:
         print(
             f"Kafka {self.broker.version} broker ready at {self.bootstrap_servers} "
             f"in {time.monotonic() - started:.1f} s",
-            file=sys.stderr,
+            file=self._progress or sys.stderr,
             flush=True,
         )
         return self

@@ -1,17 +1,23 @@
 """Live recordings that wait on Kafka's clocks (members stalled past session timeouts, overruns of
-max.poll.interval.ms) started together on the run's broker the first time one of them is needed, so the suite
-waits for the longest of them rather than their sum. Each is registered by the test module that reads it and
-started only when that module has selected tests; they use their own groups, topics and telemetry topics, and
-read back only their own groups' events, so they do not see each other.
+max.poll.interval.ms) started together on the run's broker, so the suite waits for the longest of them rather than
+their sum. Each is registered by the test module that reads it and started only when that module has selected
+tests; they use their own groups, topics and telemetry topics, and read back only their own groups' events, so
+they do not see each other.
+
+When any is selected, the broker and the recordings start in a thread as the session starts (`BrokerInBackground`)
+and the tests that start no JVM run first (`tests/conftest.py`): the recordings' minute of waiting on Kafka's
+clocks passes beside them, on the core a single pytest process leaves idle, rather than in the setup of the first
+module that reads one.
 """
 
 from __future__ import annotations
 
+import io
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -21,12 +27,14 @@ from pipelines.config import RadarConfig
 @dataclass
 class RecordingContext:
     """What a recording runs against, and what it leaves running for its module to stop (members that must stay
-    up until the module has read the broker: static members send no LeaveGroup)."""
+    up until the module has read the broker: static members send no LeaveGroup). `progress` takes the start lines
+    of the brokers a recording starts: written to stderr, they would land in whichever test captures it then."""
 
     bootstrap: str
     log_file: Any  # the run's broker log
     config: RadarConfig
     tmp_path_factory: pytest.TempPathFactory
+    progress: TextIO = field(default_factory=io.StringIO)
     _teardowns: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -75,17 +83,44 @@ class ConcurrentRecordings:
         self.context.teardown()
 
 
-def started_recordings(
-    selected_modules: set[str],
-    bootstrap: str,
-    log_file: Any,
-    config: RadarConfig,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[ConcurrentRecordings]:
-    """For the session fixture: starts the selected recordings, and at the end waits for them and stops what they
-    left running."""
-    recordings = ConcurrentRecordings(RecordingContext(bootstrap, log_file, config, tmp_path_factory), selected_modules)
-    try:
-        yield recordings
-    finally:
-        recordings.close()
+class BrokerInBackground:
+    """The run's broker, then the selected recordings on it, started in a thread of their own; `broker()` and
+    `recordings()` wait for them (and raise what the start raised). The thread stays until `close()`: the broker is
+    told to die with the thread that started it (`PR_SET_PDEATHSIG`), not with the process."""
+
+    def __init__(
+        self, config: RadarConfig, selected_modules: set[str], tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        from pipelines.local.broker import EmbeddedKafka
+
+        self.progress = io.StringIO()  # the broker's start lines (see `RecordingContext`)
+        self._broker = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, progress=self.progress)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker")
+        self._started: Future[ConcurrentRecordings] = self._thread.submit(
+            self._start, config, selected_modules, tmp_path_factory
+        )
+
+    def _start(
+        self, config: RadarConfig, selected_modules: set[str], tmp_path_factory: pytest.TempPathFactory
+    ) -> ConcurrentRecordings:
+        self._broker.start()
+        context = RecordingContext(
+            self._broker.bootstrap_servers, self._broker.log_file, config, tmp_path_factory, self.progress
+        )
+        return ConcurrentRecordings(context, selected_modules)
+
+    def broker(self, timeout_s: float = 600.0) -> Any:
+        self._started.result(timeout=timeout_s)
+        return self._broker
+
+    def recordings(self, timeout_s: float = 600.0) -> ConcurrentRecordings:
+        return self._started.result(timeout=timeout_s)
+
+    def close(self) -> None:
+        """Waits for the recordings, stops what they left running, then the broker (in its thread)."""
+        try:
+            if self._started.exception() is None:
+                self._started.result().close()
+        finally:
+            self._thread.submit(self._broker.stop).result()
+            self._thread.shutdown(wait=True)

@@ -1,12 +1,17 @@
 """Members on Apache Kafka's own Java client (`JavaGroupMember.java`, beside this file) for the live tests: the
 Java client's real log lines (classic `ConsumerCoordinator` and KIP-848 `AsyncKafkaConsumer` wording), written by
 log4j2 to a file that the test ships to the telemetry topic as a user's log shipper would. The classpath is the
-embedded broker's (kafka-clients and a log4j2 binding are on it); Java 17 runs the single source file directly.
+embedded broker's (kafka-clients and a log4j2 binding are on it). The source is compiled once per test run: Java's
+single-file launcher compiled it again in every member's JVM (1.7 CPU seconds each, ten members a live recording).
 """
 
 from __future__ import annotations
 
+import atexit
 import shutil
+import subprocess
+import tempfile
+import threading
 from pathlib import Path
 
 from pipelines.config import RadarConfig
@@ -18,8 +23,30 @@ SOURCE = Path(__file__).with_name("JavaGroupMember.java")
 JAVA_CLIENT_PREFIX = "[Consumer "
 """What every group line of the Java consumer carries (`[Consumer clientId=..., groupId=...]`): the keyword a user
 ships its client log by."""
+MAIN_CLASS = "JavaGroupMember"
+_compiled: dict[str, Path] = {}  # classpath -> the folder of the compiled member
+_compiling = threading.Lock()  # the live recording's lanes start members side by side
+
 # A layout common in applications (logback's and log4j2's defaults look alike): time, level, thread, logger.
 LOG_PATTERN = "%d{yyyy-MM-dd HH:mm:ss,SSS} %-5p [%t] %c - %m%n"
+
+
+def compiled_member(classpath: str) -> Path:
+    """The folder holding `JavaGroupMember.class`, compiled against `classpath` the first time it is asked for."""
+    with _compiling:
+        found = _compiled.get(classpath)
+        if found is None:
+            javac = shutil.which("javac")
+            assert javac is not None, "javac is not on PATH (a JDK 17+ is needed for the Java members)"
+            found = Path(tempfile.mkdtemp(prefix="java-member-"))
+            atexit.register(shutil.rmtree, found, ignore_errors=True)
+            done = subprocess.run(
+                [javac, "-nowarn", "-cp", classpath, "-d", str(found), str(SOURCE)],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, f"compiling {SOURCE.name} failed: {done.stderr[-2000:]}"
+            _compiled[classpath] = found
+        return found
 
 
 def start_java_member(
@@ -43,8 +70,9 @@ def start_java_member(
     settings = out_dir / f"{name}.log4j2.properties"
     settings.write_text(log4j2_properties(log_file, "INFO", pattern=LOG_PATTERN))
     classpath = ":".join(str(path) for path in broker_classpath(config))
+    member_classpath = f"{compiled_member(classpath)}:{classpath}"
     command = [
-        java, "-Xmx256m", f"-Dlog4j2.configurationFile={settings}", "-cp", classpath, str(SOURCE),
+        java, "-Xmx256m", f"-Dlog4j2.configurationFile={settings}", "-cp", member_classpath, MAIN_CLASS,
         bootstrap, topic, group, name, protocol, str(session_timeout_ms), str(run_s), *extra,
     ]  # fmt: skip
     return MemberProcess(command, out_dir / f"{name}.jsonl"), log_file

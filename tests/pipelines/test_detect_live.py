@@ -309,6 +309,7 @@ class Scenarios:
                     "session.timeout.ms": 6000,
                     "heartbeat.interval.ms": 500,
                     "partition.assignment.strategy": "range",
+                    "log_level": 3,  # B starts at offsets Z committed past the topic's end: its resets are expected
                 }
             )
 
@@ -417,7 +418,13 @@ def record_scenarios(context: RecordingContext) -> Recording:
     result.stop_members = static.stop_all
     incidents = {
         lane: Scenarios(bootstrap, telemetry, out_dir, result)
-        for lane in (zombie_incidents, membership_incidents, java_client_zombies, healthy_scale_outs)
+        for lane in (
+            zombie_incidents,
+            poll_overrun_incidents,
+            membership_incidents,
+            java_client_zombies,
+            healthy_scale_outs,
+        )
     }
     try:
         with ThreadPoolExecutor(max_workers=len(incidents) + 1, thread_name_prefix="lane") as pool:
@@ -456,8 +463,7 @@ def recording(
 
 
 def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
-    """A stalled zombie on each protocol (librdkafka), a second consumer's stale commit, then repeated poll
-    overruns on Apache Kafka's Java client."""
+    """A stalled zombie on each protocol (librdkafka), then a second consumer's stale commit."""
     try:
         scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
         scenarios.stop_all()
@@ -466,6 +472,14 @@ def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
         )
         scenarios.stop_all()
         scenarios.second_consumer_zombie("second-consumer")
+    finally:
+        scenarios.stop_all()
+
+
+def poll_overrun_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
+    """Repeated overruns of max.poll.interval.ms on librdkafka, and on Apache Kafka's Java client."""
+    try:
+        scenarios.poll_overruns("poll-overrun")
         scenarios.stop_all()
         scenarios.java_poll_overruns("java-poll-overrun", config)
     finally:
@@ -473,10 +487,8 @@ def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
 
 
 def membership_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
-    """librdkafka members: repeated poll overruns, then a member that never syncs beside a crash loop."""
+    """librdkafka members: a member that never syncs beside a crash loop."""
     try:
-        scenarios.poll_overruns("poll-overrun")
-        scenarios.stop_all()
         unsynced = scenarios.joins_without_sync("never-syncs")
         scenarios.crash_loop("crash-loop")
         unsynced.join(120)

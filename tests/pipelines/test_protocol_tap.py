@@ -130,6 +130,7 @@ def tapped_broker(context: RecordingContext) -> Iterator[Tapped]:
         advertise_through(context.config.broker, host, tap_port),
         context.tmp_path_factory.mktemp("tapped"),
         spark=context.config.spark,
+        progress=context.progress,
     )
     tap: subprocess.Popen[str] | None = None
     try:

@@ -15,7 +15,8 @@ def record_classic_3x(context: RecordingContext) -> ScenarioResult:
     from pipelines.local.broker import EmbeddedKafka
 
     config = context.config.broker.model_copy(update={"version": "3.9.2"})
-    with EmbeddedKafka(config, context.tmp_path_factory.mktemp("kafka-3x"), spark=context.config.spark) as broker:
+    home = context.tmp_path_factory.mktemp("kafka-3x")
+    with EmbeddedKafka(config, home, spark=context.config.spark, progress=context.progress) as broker:
         return run_group_scenario(
             broker.bootstrap_servers,
             broker.log_file,

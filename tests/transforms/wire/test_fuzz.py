@@ -75,7 +75,7 @@ def _prefixes(seed: Seed) -> Iterator[bytes]:
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: s.label)
 def test_every_truncation_is_malformed_at_an_offset_inside_the_input(seed: Seed) -> None:
     for data in _prefixes(seed):
-        start = time.process_time()
+        start = time.thread_time()
         try:
             result = seed.decode(data)
         except DecodeError as exc:
@@ -84,7 +84,7 @@ def test_every_truncation_is_malformed_at_an_offset_inside_the_input(seed: Seed)
         else:
             # Only the embedded ConsumerProtocol decoders return their errors instead of raising them.
             assert isinstance(result, EmbeddedDecode) and result.error is not None, f"{seed.label} cut at {len(data)}"
-        elapsed = time.process_time() - start
+        elapsed = time.thread_time() - start
         assert elapsed < MAX_SECONDS_PER_INPUT or least_cpu_seconds(seed.decode, data) < MAX_SECONDS_PER_INPUT
 
 
@@ -118,6 +118,7 @@ def test_length_prefix_corruptions_at_every_offset() -> None:
     assert report.decode_errors["malformed"] > 10_000
 
 
+@pytest.mark.whole_process
 def test_length_corruptions_allocate_no_more_than_the_input() -> None:
     """Peak memory per call stays small: a 2^31 claim is checked against the bytes left before any allocation."""
     worst = (0, "")
@@ -154,17 +155,18 @@ HUGE_CLAIMS: dict[str, tuple[int, bytes, int]] = {
 }
 
 
+@pytest.mark.whole_process
 @pytest.mark.parametrize("name", HUGE_CLAIMS)
 def test_a_2_31_length_in_a_20_byte_value_fails_fast_without_allocating(name: str) -> None:
     record_type, value, offset = HUGE_CLAIMS[name]
     key, _ = encode_coordinator_record(record_type, _any_key(record_type), None, None)
     assert len(value) == 20
     tracemalloc.start()
-    start = time.process_time()
+    start = time.thread_time()
     try:
         with pytest.raises(DecodeError) as info:
             decode_coordinator_record(key, value)
-        elapsed = time.process_time() - start
+        elapsed = time.thread_time() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
