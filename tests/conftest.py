@@ -20,23 +20,28 @@ settings.load_profile("radar")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The modules with selected tests (only their concurrent recordings start), and the order: the modules whose
-    tests start no JVM first, then the other codec and transform modules, then the rest, each in its own order
-    (whole modules move, so a module's fixtures are set up once); last the tests that measure the whole process,
-    once the live recordings' threads are done."""
+    """The modules with selected tests (only their concurrent recordings start), and the order, each group in the
+    collection's: the modules whose tests start no JVM (beside the live recordings, which start with the first
+    test), the other codec and transform modules, the modules that read a live recording (while what it left
+    running is still up), the rest; last the tests that measure the whole process, once the recordings' threads are
+    done. Whole modules move, so a module's fixtures are set up once."""
+    from tests.pipelines.concurrent_recordings import RECORDERS
+
     modules = (getattr(item, "module", None) for item in items)
     config.stash[SELECTED_MODULES] = {module.__name__ for module in modules if module is not None}
     jvm_modules = {item.nodeid.split("::")[0] for item in items if _starts_a_jvm(item)}
+    reading = {recorder.__module__ for recorder in RECORDERS}
 
     def place(item: pytest.Item) -> int:
         if item.get_closest_marker("whole_process") is not None:
-            return 3
-        path = item.nodeid.split("::")[0]
-        if path not in jvm_modules:
+            return 4
+        if item.nodeid.split("::")[0] not in jvm_modules:
             return 0
-        return 1 if path.startswith("tests/transforms/") else 2
+        if item.nodeid.startswith("tests/transforms/"):
+            return 1
+        return 2 if getattr(item, "module", None) is not None and item.module.__name__ in reading else 3
 
-    items.sort(key=place)  # stable: each group keeps the collection's order
+    items.sort(key=place)  # stable
 
 
 def _starts_a_jvm(item: pytest.Item) -> bool:

@@ -41,6 +41,9 @@ from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 KIP848_SESSION_TIMEOUT_MS = 6000  # conf/local.yml broker.group_consumer_session_timeout_ms
+# The healthy fleet's static members run until the detection of this module stops them (a static member's own end
+# sends no LeaveGroup: the broker would expire it a session later, an incident the healthy groups must not have).
+STATIC_RUN_S = 1200
 
 
 @dataclass
@@ -114,19 +117,19 @@ class Scenarios:
 
     # --- incidents ---------------------------------------------------------------------------------------------
 
-    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float, *, mid_batch: bool = False) -> None:
-        """A (agent) and B; A SIGSTOPped past its session timeout, then resumed: its commits are refused.
-        `mid_batch`: A stops itself between a poll and its commit (`stop_mid_batch`), so its first act when resumed
-        is the stale commit."""
+    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float) -> None:
+        """A (agent) and B; A stopped past its session timeout, then resumed: its commits are refused. A stops itself
+        between a poll and its commit (`stop_mid_batch`), so its first act when resumed is the stale commit (stopped
+        from outside inside `poll()`, it can learn of its eviction first and have nothing stale to commit)."""
         topic, group = self.group(scenario)
         hold = self.out_dir / f"{scenario}-A.hold"
-        extra = ("--hold-file", str(hold)) if mid_batch else ()
-        a = self.member(scenario, "A", topic, group, "--agent-topic", self.telemetry, *extra, protocol=protocol)
+        a = self.member(
+            scenario, "A", topic, group, "--agent-topic", self.telemetry, "--hold-file", str(hold), protocol=protocol
+        )
         a.wait_for("assigned")
         b = self.member(scenario, "B", topic, group, protocol=protocol)
         b.wait_for("assigned")
-        freeze = (lambda: stop_mid_batch(a, hold)) if mid_batch else None
-        self._stall_until_refused(scenario, a, stall_s, freeze=freeze)
+        self._stall_until_refused(scenario, a, stall_s, freeze=lambda: stop_mid_batch(a, hold))
 
     def java_member(
         self,
@@ -226,7 +229,7 @@ class Scenarios:
     ) -> tuple[MemberProcess, Path]:
         instance_id = f"group.instance.id={instance or name}"
         return self.java_member(
-            config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=30000, run_s=300
+            config, scenario, name, topic, group, "classic", instance_id, session_timeout_ms=30000, run_s=STATIC_RUN_S
         )
 
     def _stall_until_refused(
@@ -382,7 +385,8 @@ class Scenarios:
         They stay up until the recording ends (a static member's close sends no LeaveGroup: the broker would expire
         it later)."""
         topic, group = self.group(scenario)
-        common = ("--session-timeout-ms", "30000", "--agent-topic", self.telemetry)
+        # up until the module's detection has read the broker, however many tests run between (`stop_all`)
+        common = ("--session-timeout-ms", "30000", "--agent-topic", self.telemetry, "--run-s", str(STATIC_RUN_S))
         s1 = self.member(scenario, "S1", topic, group, "--instance-id", "static-1", *common)
         s1.wait_for("assigned")
         s2 = self.member(scenario, "S2", topic, group, "--instance-id", "static-2", *common)
@@ -467,9 +471,7 @@ def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
     try:
         scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
         scenarios.stop_all()
-        scenarios.stalled_zombie(
-            "kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3, mid_batch=True
-        )
+        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
         scenarios.stop_all()
         scenarios.second_consumer_zombie("second-consumer")
     finally:
