@@ -24,6 +24,9 @@ JAVA_CLIENT_PREFIX = "[Consumer "
 """What every group line of the Java consumer carries (`[Consumer clientId=..., groupId=...]`): the keyword a user
 ships its client log by."""
 MAIN_CLASS = "JavaGroupMember"
+# A member's work is a poll every 100 ms: the quick compiler alone and one GC thread serve it, and a recording's ten
+# members then take less of the cores the rest of the suite runs on.
+QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 _compiled: dict[str, Path] = {}  # classpath -> the folder of the compiled member
 _compiling = threading.Lock()  # the live recording's lanes start members side by side
 
@@ -72,7 +75,7 @@ def start_java_member(
     classpath = ":".join(str(path) for path in broker_classpath(config))
     member_classpath = f"{compiled_member(classpath)}:{classpath}"
     command = [
-        java, "-Xmx256m", f"-Dlog4j2.configurationFile={settings}", "-cp", member_classpath, MAIN_CLASS,
+        java, "-Xmx256m", *QUICK_JVM, f"-Dlog4j2.configurationFile={settings}", "-cp", member_classpath, MAIN_CLASS,
         bootstrap, topic, group, name, protocol, str(session_timeout_ms), str(run_s), *extra,
     ]  # fmt: skip
     return MemberProcess(command, out_dir / f"{name}.jsonl"), log_file
