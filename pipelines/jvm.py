@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,15 +370,21 @@ def resolve_from_maven(artifact_set: ArtifactSet, cache_dir: Path) -> ResolvedSe
     return resolved
 
 
+# One resolution at a time in a process: two threads asking for one set (a broker started in the background
+# beside another, or beside a session) would each run Maven and replace the folder the other's JVM reads.
+_RESOLVING = threading.Lock()
+
+
 def resolve_artifact_set(artifact_set: ArtifactSet, config: RadarConfig) -> ResolvedSet:
     """The jars of one set: from --jars-dir only, else from the cache, else from Maven Central."""
     if config.spark.jars_dir is not None:
         return from_jars_dir(artifact_set, config.spark.jars_dir.expanduser())
     cache_dir = default_cache_dir(config)
-    cached = read_manifest(cache_dir / artifact_set.cache_key, artifact_set, "cache")
-    if cached is not None:
-        return cached
-    return resolve_from_maven(artifact_set, cache_dir)
+    with _RESOLVING:
+        cached = read_manifest(cache_dir / artifact_set.cache_key, artifact_set, "cache")
+        if cached is not None:
+            return cached
+        return resolve_from_maven(artifact_set, cache_dir)
 
 
 def spark_connector_jars(config: RadarConfig) -> list[Path]:

@@ -72,3 +72,20 @@ def test_empty_jars_dir_names_the_missing_coordinates(radar_config: RadarConfig,
     assert f"org.apache.kafka:kafka_2.13:{offline.broker.version}" in message
     assert "radar jars --export" in message and "--jars-dir" in message
     assert run_jars(offline, None) == 1
+
+
+@pytest.mark.kafka
+def test_two_threads_asking_for_one_set_resolve_it_once(radar_config: RadarConfig, tmp_path: Path) -> None:
+    """A broker started in the background beside another (the suite's recordings) asks for the set the other asks
+    for: Maven runs once, and neither replaces the folder the other's JVM reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipelines.jvm import ArtifactSet, MavenArtifact
+
+    config = with_spark(radar_config, jars_cache_dir=tmp_path / "cache")
+    tiny = ArtifactSet("tiny", "the test's", (MavenArtifact("org.slf4j", "slf4j-api", "1.7.36"),))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first, second = pool.map(lambda _: resolve_artifact_set(tiny, config), range(2))
+    assert sorted([first.source, second.source]) == ["cache", "maven"]
+    assert first.paths == second.paths and all(path.is_file() for path in first.paths)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [tiny.cache_key]
