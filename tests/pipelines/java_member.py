@@ -2,7 +2,7 @@
 Java client's real log lines (classic `ConsumerCoordinator` and KIP-848 `AsyncKafkaConsumer` wording), written by
 log4j2 to a file that the test ships to the telemetry topic as a user's log shipper would. The classpath is the
 embedded broker's (kafka-clients and a log4j2 binding are on it). The source is compiled once per test run: Java's
-single-file launcher compiled it again in every member's JVM (1.7 CPU seconds each, ten members a live recording).
+single-file launcher compiled it again in every member's JVM (ten a live recording; `javac` of it: 1.7 CPU s).
 """
 
 from __future__ import annotations
