@@ -234,7 +234,7 @@ class EmbeddedKafka:
         (self.home / "log4j.properties").write_text(log4j1_properties(self.log_file, self.broker.coordinator_log_level))
         print(
             f"starting Kafka {self.broker.version} broker on {self.bootstrap_servers} (logs: {self.log_file}) ...",
-            file=self._progress or sys.stderr,
+            file=sys.stderr if self._progress is None else self._progress,
             flush=True,
         )
         formatting = (
@@ -272,7 +272,7 @@ class EmbeddedKafka:
         print(
             f"Kafka {self.broker.version} broker ready at {self.bootstrap_servers} "
             f"in {time.monotonic() - started:.1f} s",
-            file=self._progress or sys.stderr,
+            file=sys.stderr if self._progress is None else self._progress,
             flush=True,
         )
         return self
