@@ -24,6 +24,7 @@ from pipelines.console import JvmStderrFilter, quiet_python_logging, write_log4j
 from pipelines.jvm import default_cache_dir, spark_connector_jars
 from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF, local_filesystem_jar
 from pipelines.phases import phase
+from pipelines.python_daemon import worker_python
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -101,11 +102,13 @@ def local_session_conf(
     archive: ClassArchive | None = None,
     interpreted: bool = False,
     local_fs_jar: Path | None = None,
+    worker_python: str = sys.executable,
 ) -> dict[str, str]:
     """Everything a local session is started with; small and quiet because it runs on laptops and CI.
     `quick_start`: the JVM serves one short command (`QUICK_START_JAVA_OPTIONS`), mapping or dumping `archive`;
     `interpreted`: its input is tiny (`INTERPRETED_CONF`); `local_fs_jar`: Hadoop's local file system without a
-    process per file (`pipelines.local_filesystem`)."""
+    process per file (`pipelines.local_filesystem`); `worker_python`: what the Python workers run
+    (`python_daemon.worker_python`)."""
     data_dir = config.data_dir.expanduser().resolve()
     log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
     java_options = f"-Dderby.system.home={data_dir / 'derby'} -Dlog4j2.configurationFile=file:{log_conf}"
@@ -136,7 +139,7 @@ def local_session_conf(
         "spark.driver.extraJavaOptions": java_options,
         "spark.driver.memory": config.spark.driver_memory,
         # Python workers run this interpreter, not the first python3 on PATH (which may lack pyarrow).
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": worker_python,
         "spark.pyspark.driver.python": sys.executable,
         # workers without Spark's zips and jar on their import path: each task re-read them (`python_daemon`)
         "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
@@ -350,14 +353,22 @@ def build_spark_session(
                 ) from None
             raise
         return existing
-    # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python UDF/mapInArrow: pin it too.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # PySpark hands PYSPARK_PYTHON (default: python3 on PATH) to every Python process Spark starts: this
+    # interpreter, through a launcher that leaves Spark's archives off their import path where it can
+    worker = worker_python(default_cache_dir(config).parent / "python-launchers")
+    os.environ["PYSPARK_PYTHON"] = worker
     with phase("local file system jar"):  # only a new JVM takes it
         local_fs_jar = local_filesystem_jar(default_cache_dir(config))
     classpath = [*jars, local_fs_jar] if local_fs_jar is not None else jars
     archive = quick_start_archive(config, classpath) if quick_start and archive_classes else None
     session_conf = local_session_conf(
-        config, jars, quick_start=quick_start, archive=archive, interpreted=interpreted, local_fs_jar=local_fs_jar
+        config,
+        jars,
+        quick_start=quick_start,
+        archive=archive,
+        interpreted=interpreted,
+        local_fs_jar=local_fs_jar,
+        worker_python=worker,
     )
     with phase("jvm launch"):
         launched = launch_local_jvm(config, session_conf) is not None

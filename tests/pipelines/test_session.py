@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from pipelines.config import RadarConfig
 from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF
 from pipelines.monitor import QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
-from pipelines.python_daemon import WORKER_MODULES, is_spark_archive
+from pipelines.python_daemon import WORKER_MODULES, is_spark_archive, worker_python
 from pipelines.session import (
     CODEGEN_CACHE_ENTRIES,
     INTERPRETED_CONF,
@@ -244,3 +249,88 @@ def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
     assert not is_spark_archive("/usr/lib/python311.zip")
     assert not is_spark_archive("/tmp/spark-1/userFiles-2/graphframes-0.8.3-spark3.5-s_2.12.jar")  # a py-file
     assert not is_spark_archive("/x/site-packages")
+
+
+_PATH_REPORT = (
+    "import json, os, sys, pyspark; print(json.dumps([sys.path, pyspark.__file__, os.environ.get('PYTHONPATH')]))"
+)
+
+
+def test_the_workers_launcher_leaves_only_sparks_archives_off_the_import_path(tmp_path: Path) -> None:
+    """The interpreter Spark's Python processes run: Spark's own archives dropped from PYTHONPATH (a worker started
+    without the daemon imported pyspark from its zip, compiling it again), every other entry kept in order, and
+    pyspark then imported from where the driver imports it."""
+    import pyspark
+
+    launchers = tmp_path / "launchers"
+    launcher = worker_python(launchers)
+    assert launcher != sys.executable and os.access(launcher, os.X_OK)
+    assert worker_python(launchers) == launcher and len(list(launchers.iterdir())) == 1  # written once
+    spark_lib = Path(pyspark.__file__).parent / "python" / "lib"
+    archives = [*map(str, sorted(spark_lib.glob("*.zip"))), str(tmp_path / "jars" / "spark-core_2.13-4.1.4.jar")]
+    assert len(archives) == 3 and all(is_spark_archive(a) for a in archives)
+    mine = [str(tmp_path / "my modules"), str(tmp_path / "glob*"), str(tmp_path / "python311.zip")]
+    for entry in mine[:2]:
+        Path(entry).mkdir()
+    interleaved = [archives[0], mine[0], archives[1], mine[1], archives[2], mine[2]]
+
+    def run(pythonpath: str) -> list[object]:
+        env = {**os.environ, "PYTHONPATH": pythonpath}
+        done = subprocess.run([launcher, "-c", _PATH_REPORT], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    path, imported_from, pythonpath = run(os.pathsep.join(interleaved))
+    assert pythonpath == os.pathsep.join(mine)
+    assert [entry for entry in path if entry in mine or is_spark_archive(entry)] == mine
+    assert imported_from == pyspark.__file__
+    path, imported_from, pythonpath = run(os.pathsep.join(archives))
+    assert pythonpath is None and not [entry for entry in path if is_spark_archive(entry)]
+    assert imported_from == pyspark.__file__
+
+
+class _ImportPathReporter(StatefulProcessor):
+    """Appends, from each Python process that runs its `init`, that process's module and import path to a file."""
+
+    def __init__(self, report: str) -> None:
+        self._report = report
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        import json
+        import sys
+
+        main = sys.modules["__main__"]
+        with open(self._report, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"main": getattr(main.__spec__, "name", None), "path": sys.path}) + "\n")
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:  # noqa: N802, N803
+        yield from ()
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_worker_a_stateful_query_plans_with_imports_without_sparks_archives(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """`transformWithState`'s driver-side worker (started without the daemon as the query plans) runs through the
+    launcher: no archive on its path. With them, every detection query's planning imported pyspark from its zip."""
+    source = tmp_path / "input"
+    source.mkdir()
+    (source / "rows.json").write_text('{"k": "a"}\n', encoding="utf-8")
+    report = tmp_path / "report.jsonl"
+    rows = spark.readStream.schema("k string").json(str(source))
+    query = (
+        rows.groupBy("k")
+        .transformWithState(_ImportPathReporter(str(report)), "k string", "Append", "None")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    reports = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    planning = [r for r in reports if r["main"] == "pyspark.sql.streaming.transform_with_state_driver_worker"]
+    assert planning, reports
+    assert [entry for r in planning for entry in r["path"] if is_spark_archive(entry)] == []
