@@ -210,7 +210,9 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     # a reused worker may have imported them for an earlier task; its parent, the daemon, imports pyarrow only
     # in `import_worker_modules` (pyspark's daemon does not): Arrow's library is then mapped in the daemon
     daemon = Path(f"/proc/{os.getppid()}")
-    arrow_in_daemon = any("libarrow" in line for line in (daemon / "maps").read_text().splitlines())
+    maps = (daemon / "maps").read_text().splitlines()
+    arrow_in_daemon = any("libarrow" in line for line in maps)
+    pandas_in_daemon = any("/pandas/_libs/" in line for line in maps)
     daemon_module = "pipelines.python_daemon" in (daemon / "cmdline").read_bytes().decode(errors="replace")
     yield pa.RecordBatch.from_pylist(
         [
@@ -219,6 +221,7 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
                 "pyspark": pyspark.__file__,
                 "preloaded": preloaded,
                 "arrow_in_daemon": arrow_in_daemon and daemon_module,
+                "pandas_in_daemon": pandas_in_daemon and daemon_module,
                 "frozen_objects": gc.get_freeze_count(),
             }
         ]
@@ -231,12 +234,16 @@ def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> N
     modules radar's tasks use already imported, and frozen, when a worker starts."""
     import pyspark
 
-    schema = "path array<string>, pyspark string, preloaded array<string>, arrow_in_daemon boolean, frozen_objects long"
+    schema = (
+        "path array<string>, pyspark string, preloaded array<string>, arrow_in_daemon boolean, "
+        "pandas_in_daemon boolean, frozen_objects long"
+    )
     row = spark.range(1, numPartitions=1).mapInArrow(_worker_import_facts, schema).collect()[0]
     assert [entry for entry in row["path"] if is_spark_archive(entry)] == []
     assert row["pyspark"] == pyspark.__file__
     assert row["preloaded"] == list(WORKER_MODULES)
     assert row["arrow_in_daemon"]  # imported by the daemon before it forked the worker
+    assert row["pandas_in_daemon"]  # which pyarrow imports at a worker's first `pa.array` of a list
     # the daemon froze what it imported before forking: the collection after each task does not walk it (a worker
     # of pyspark's own daemon has 0 frozen); ~65k objects with these modules
     assert row["frozen_objects"] > 20_000
