@@ -65,6 +65,7 @@ LOCAL_CHECKPOINT_FILE_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
 PYTHON_DAEMON_MODULE = "pipelines.python_daemon"
+SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 CODEGEN_CACHE_ENTRIES = 4000
 
 
@@ -143,6 +144,11 @@ def local_session_conf(
         "spark.pyspark.driver.python": sys.executable,
         # workers without Spark's zips and jar on their import path: each task re-read them (`python_daemon`)
         "spark.python.daemon.module": PYTHON_DAEMON_MODULE,
+        # One daemon for every Python task: Spark keeps a daemon per set of worker environment variables, and sets
+        # SPARK_SIMPLIFIED_TRACEBACK for `mapInArrow` tasks but not for `transformWithState`'s, so a session that
+        # ran both started a second daemon (its imports again, ~0.6 s of a replay's detection query, then new
+        # workers instead of idle ones). Tracebacks of Python tasks then keep pyspark's frames.
+        SIMPLIFIED_TRACEBACK: "false",
         # Ctrl-C must end `radar run` within a bound: a query whose micro-batch does not stop is abandoned.
         "spark.sql.streaming.stopTimeout": "30s",
         # Compiled expression classes kept for reuse (Spark's default: 100). A live run's queries (ingest into ten

@@ -27,6 +27,7 @@ from pipelines.session import (
     INTERPRETED_CONF,
     INTERPRETED_MAX_INPUT_BYTES,
     LOCAL_CHECKPOINT_FILE_MANAGER,
+    PYTHON_DAEMON_MODULE,
     build_spark_session,
     codegen_compilations,
     local_session_conf,
@@ -297,18 +298,20 @@ def test_the_workers_launcher_leaves_only_sparks_archives_off_the_import_path(tm
 
 
 class _ImportPathReporter(StatefulProcessor):
-    """Appends, from each Python process that runs its `init`, that process's module and import path to a file."""
+    """Appends, from each Python process that runs its `init`, that process's module, import path and parent (a
+    task's worker: its daemon) to a file."""
 
     def __init__(self, report: str) -> None:
         self._report = report
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         import json
+        import os
         import sys
 
-        main = sys.modules["__main__"]
+        main = getattr(sys.modules["__main__"].__spec__, "name", None)
         with open(self._report, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"main": getattr(main.__spec__, "name", None), "path": sys.path}) + "\n")
+            out.write(json.dumps({"main": main, "path": sys.path, "parent": os.getppid()}) + "\n")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:  # noqa: N802, N803
         yield from ()
@@ -317,11 +320,21 @@ class _ImportPathReporter(StatefulProcessor):
         pass
 
 
-def test_the_worker_a_stateful_query_plans_with_imports_without_sparks_archives(
+def _daemon_of_a_worker(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import os
+
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pylist([{"parent": os.getppid()}])
+
+
+def test_a_stateful_querys_python_runs_without_sparks_archives_in_the_sessions_one_daemon(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """`transformWithState`'s driver-side worker (started without the daemon as the query plans) runs through the
-    launcher: no archive on its path. With them, every detection query's planning imported pyspark from its zip."""
+    launcher: no archive on its path (with them, every detection query's planning imported pyspark from its zip).
+    Its tasks run in workers of the daemon `mapInArrow` tasks use: Spark started a second daemon for them (its
+    imports again, new workers) while the two kinds of task differed in one environment variable."""
     source = tmp_path / "input"
     source.mkdir()
     (source / "rows.json").write_text('{"k": "a"}\n', encoding="utf-8")
@@ -341,3 +354,7 @@ def test_the_worker_a_stateful_query_plans_with_imports_without_sparks_archives(
     planning = [r for r in reports if r["main"] == "pyspark.sql.streaming.transform_with_state_driver_worker"]
     assert planning, reports
     assert [entry for r in planning for entry in r["path"] if is_spark_archive(entry)] == []
+    tasks = [r for r in reports if r["main"] == PYTHON_DAEMON_MODULE]
+    assert tasks, reports
+    arrow_daemon = spark.range(1, numPartitions=1).mapInArrow(_daemon_of_a_worker, "parent long").collect()[0].parent
+    assert {r["parent"] for r in tasks} == {arrow_daemon}
