@@ -116,11 +116,12 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
     """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
     detection to completion, and print the detections found; returns (rows per table, the summary)."""
     from pipelines.dump import check_dump_files
-    from pipelines.session import build_spark_session
+    from pipelines.session import build_spark_session, start_python_workers
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     short = short_replay(paths)  # its time is mostly the JVM's cold start: quick start and a class-data archive
     spark = build_spark_session(config, quick_start=short, archive_classes=short, interpreted=tiny_replay(paths))
+    start_python_workers(spark)  # its daemon starts while the ingest queries start
     ingest_dumps(spark, config, paths)
     with phase("seal replay time"):
         seal_replay_time(spark, config)

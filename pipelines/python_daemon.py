@@ -21,8 +21,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 SPARK_ARCHIVES = ("spark-core_*.jar", "pyspark*.zip", "py4j*.zip")
 """The file names of the archives Spark adds to its workers' path (shell patterns: the launcher matches them too)."""
@@ -122,6 +124,11 @@ WORKER_MODULES = (
 """What the workers of a radar session import for their tasks (the decode, the telemetry parse, the detection
 operator, whose pickled processor names `pipelines.detect`). Imported once by the daemon, before it forks a worker
 per task slot: each worker starts with them in memory (~0.6 s of CPU a worker; a short replay forks several)."""
+
+
+def batches_unchanged(batches: Iterator[Any]) -> Iterator[Any]:
+    """A `mapInArrow` body that passes its input on: what `session.start_python_workers` runs to start the daemon."""
+    yield from batches
 
 
 def import_worker_modules() -> None:

@@ -32,6 +32,7 @@ from pipelines.session import (
     codegen_compilations,
     local_session_conf,
     python_socket_dir,
+    start_python_workers,
     verify_formats,
 )
 from pipelines.tables import TableCatalog, local_tables_fit
@@ -248,6 +249,12 @@ def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> N
     # the daemon froze what it imported before forking: the collection after each task does not walk it (a worker
     # of pyspark's own daemon has 0 frozen); ~65k objects with these modules
     assert row["frozen_objects"] > 20_000
+
+
+def test_a_commands_python_workers_start_in_the_background(spark: SparkSession) -> None:
+    """`start_python_workers` runs its one-row Python task in a thread of its own and says how it ended."""
+    started = start_python_workers(spark)
+    assert started.result(timeout=120) is None
 
 
 def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
