@@ -229,8 +229,9 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
 
 def launch_local_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmStderrFilter | None:
     """Start the driver JVM as the session would, but (1) in a session of its own, so a terminal's Ctrl-C reaches
-    only `radar`, which then stops the queries within a bound, and (2) with its stderr through `JvmStderrFilter`,
-    so the transformWithState worker's start-up prints stay off the console. None when a JVM already runs here.
+    only `radar`, which then stops the queries within a bound, and (2) with its stderr (and stdout) through
+    `JvmStderrFilter`, so the transformWithState worker's start-up prints stay off the console. None when a JVM
+    already runs here.
 
     Why (1): PySpark makes the JVM ignore SIGINT, but the Python workers the JVM forks (transformWithState,
     mapInArrow) restore Python's handler: a Ctrl-C sent to the terminal's process group killed them mid-task, and
@@ -244,10 +245,14 @@ def launch_local_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmSt
     spark_conf = SparkConf(loadDefaults=False).setMaster(config.spark.master).setAppName(config.spark.app_name)
     for key, value in session_conf.items():
         spark_conf.set(key, value)
-    gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE, "start_new_session": True})
+    # stdout into the same pipe: the JVM then holds none of this process's own streams, so a pipe reading `radar`
+    # (`| tee`, a script, CI) ends when `radar` exits, not ~0.7 s later, when the JVM has run its shutdown hooks
+    # (it runs them once this process is gone); and nothing of the JVM's can mix into a command's stdout.
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    gateway = launch_gateway(spark_conf, popen_kwargs={**streams, "start_new_session": True})
     SparkContext._ensure_initialized(gateway=gateway)
     global _local_jvm_stderr
-    _local_jvm_stderr = JvmStderrFilter(gateway.proc.stderr, os.dup(2)).start()  # where the JVM's stderr would go
+    _local_jvm_stderr = JvmStderrFilter(gateway.proc.stdout, os.dup(2)).start()  # where the JVM's stderr would go
     return _local_jvm_stderr
 
 

@@ -251,6 +251,18 @@ def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> N
     assert row["frozen_objects"] > 20_000
 
 
+def test_the_jvm_writes_both_its_streams_to_the_filter_not_to_this_processs_own(spark: SparkSession) -> None:
+    """The local JVM's stdout and stderr are the one pipe `JvmStderrFilter` reads: holding this process's stdout, the
+    JVM kept a pipe reading `radar` open until it had run its shutdown hooks (~0.7 s after `radar` exited)."""
+    from pyspark import SparkContext
+
+    process = SparkContext._gateway.proc
+    jvm_fds = Path(f"/proc/{process.pid}/fd")
+    filtered = os.readlink(f"/proc/self/fd/{process.stdout.fileno()}")
+    assert filtered.startswith("pipe:")
+    assert os.readlink(jvm_fds / "1") == os.readlink(jvm_fds / "2") == filtered
+
+
 def test_a_commands_python_workers_start_in_the_background(spark: SparkSession) -> None:
     """`start_python_workers` runs its one-row Python task in a thread of its own and says how it ended."""
     started = start_python_workers(spark)
