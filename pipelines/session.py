@@ -252,7 +252,7 @@ def launch_local_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmSt
     gateway = launch_gateway(spark_conf, popen_kwargs={**streams, "start_new_session": True})
     SparkContext._ensure_initialized(gateway=gateway)
     global _local_jvm_stderr
-    _local_jvm_stderr = JvmStderrFilter(gateway.proc.stdout, os.dup(2)).start()  # where the JVM's stderr would go
+    _local_jvm_stderr = JvmStderrFilter(gateway.proc.stdout, os.dup(2)).start()  # to where the JVM's stderr would go
     return _local_jvm_stderr
 
 
@@ -324,9 +324,9 @@ def _quiet_accumulator_server() -> None:
 def start_python_workers(spark: SparkSession) -> Future[None]:
     """Start the session's Python worker daemon and a worker now, in a thread of their own (a one-row `mapInArrow`
     job), for a command whose first Python task comes soon (a replay): the daemon's imports (pyarrow, pandas, the
-    decoders, the detection; ~0.7 s) then pass while the driver starts its queries, instead of inside their first
-    task (a sample replay's ingest 6.3-6.7 -> 5.2-5.7 s). Nothing waits for the future: a cause that fails it fails
-    the command's own first Python task too, which reports it."""
+    decoders, the detection; 0.8 s on an idle machine) then pass while the driver starts its queries, instead of
+    inside their first task (a sample replay's ingest queries 6.4-7.0 -> 5.6-6.4 s, alternating runs). Nothing
+    waits for the future: a cause that fails it fails the command's own first Python task too, which reports it."""
     done: Future[None] = Future()
 
     def run() -> None:
