@@ -367,7 +367,10 @@ def test_a_stateful_querys_python_runs_without_sparks_archives_in_the_sessions_o
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(120)
+    try:
+        assert query.awaitTermination(120), "the stateful query did not end within 120 s"
+    finally:
+        query.stop()
     assert query.exception() is None
     reports = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
     planning = [r for r in reports if r["main"] == "pyspark.sql.streaming.transform_with_state_driver_worker"]
