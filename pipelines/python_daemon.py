@@ -116,7 +116,7 @@ def worker_python(cache_dir: Path) -> str:
 WORKER_MODULES = (
     "pyarrow",
     "pyarrow.compute",
-    "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list: 0.3-0.5 s in every new worker
+    "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list: ~0.3 s in every new worker
     "transforms.offsets_batch",
     "transforms.telemetry.batch",
     "pipelines.detect",
