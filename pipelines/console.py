@@ -104,9 +104,9 @@ def is_worker_chatter(line: bytes) -> bool:
 
 
 class JvmStderrFilter:
-    """Copies the driver JVM's stderr to this process's stderr, line by line, minus the transformWithState
-    worker's start-up prints (and the blank line each print ends with). Everything else passes unchanged:
-    log4j output at the configured level, errors, stack traces."""
+    """Copies the driver JVM's stderr (and its stdout, in the same pipe) to this process's stderr, line by line, minus
+    the transformWithState worker's start-up prints (and the blank line each print ends with). Everything else
+    passes unchanged: log4j output at the configured level, errors, stack traces."""
 
     def __init__(self, source: Any, target_fd: int) -> None:
         self._source = source

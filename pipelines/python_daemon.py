@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
@@ -82,14 +83,10 @@ def launcher_script(python: str) -> str:
             "unset IFS",
             "set +f",
             'if [ -n "$kept" ]; then PYTHONPATH=$kept; export PYTHONPATH; else unset PYTHONPATH; fi',
-            f'exec {_shell_quoted(python)} "$@"',
+            f'exec {shlex.quote(python)} "$@"',
             "",
         ]
     )
-
-
-def _shell_quoted(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def worker_python(cache_dir: Path) -> str:
