@@ -7,6 +7,11 @@ pass-through (`broker_passthrough`: the same rows written raw, as bronze is) is 
 the ratios named `..._vs_passthrough`.
 `--warm-rounds N` repeats the Kafka runs N more times in the same JVM (`broker_warm`): the first large batch of a JVM
 pays its JIT compilation, which a long-running monitor pays once.
+`..._floors` are the offsets query's rows taken as far as the design takes them before it writes anything, into
+`noop` inside the same `foreachBatch`: Kafka through the Arrow exchange with Python and nothing done there
+(`exchange_noop`), Kafka decoded and routed (`decode_noop`); a dump parsed (`parse_noop`), and parsed, its repeats
+dropped, decoded and routed (`decode_noop`). No write can make ingest faster than its floor, so `ceiling_...` says
+what the targets could reach if every Delta write cost nothing.
 `dump_replay_ingest` is the large dump's ingest as `radar replay` runs it: the offsets and telemetry queries over the
 same files (`ingest_dumps`); `dump_to_silver`, like every other run, times the offsets query alone.
 Every timed run writes into its own empty tables; "marginal" is the large run's records beyond a small run of the
@@ -46,8 +51,17 @@ from pyspark.sql.types import StructType
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.dump import DumpRecord, dump_line
-from pipelines.ingest import OFFSETS_QUERY, IngestStage, ingest_dumps, offsets_rows
+from pipelines.ingest import (
+    KAFKA_COLUMNS,
+    OFFSETS_QUERY,
+    IngestStage,
+    distinct_records,
+    ingest_dumps,
+    offsets_rows,
+    route_offsets,
+)
 from pipelines.local.sample_dump import consumer_members, example_value
+from pipelines.python_daemon import batches_unchanged
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
@@ -186,6 +200,53 @@ def timed_noop(source: DataFrame, config: RadarConfig, name: str) -> dict[str, A
     query.awaitTermination()
     seconds = time.perf_counter() - started
     return measured(seconds, sum(p["numInputRows"] for p in query.recentProgress))
+
+
+FloorBody = Callable[[DataFrame], DataFrame]
+
+
+def kafka_exchange(batch: DataFrame) -> DataFrame:
+    """A Kafka batch's columns to the Python workers and back, nothing done there: what `mapInArrow` costs."""
+    rows = batch.select(*KAFKA_COLUMNS)
+    return rows.mapInArrow(batches_unchanged, rows.schema)
+
+
+def kafka_decode(batch: DataFrame) -> DataFrame:
+    """A Kafka batch decoded and routed as the offsets query does it, before the cache and the writes."""
+    return route_offsets(batch, spread=False)
+
+
+def dump_parse(batch: DataFrame) -> DataFrame:
+    """A dump's batch as parsed (the parse is the source's `mapInArrow`)."""
+    return batch
+
+
+def dump_decode(batch: DataFrame) -> DataFrame:
+    """A dump's batch parsed, its repeats dropped, spread, decoded and routed as the offsets query does it."""
+    return route_offsets(distinct_records(batch))
+
+
+def timed_floor(
+    source: DataFrame, config: RadarConfig, name: str, body: FloorBody, records: int | None = None
+) -> dict[str, Any]:
+    """The offsets query's rows through `body` into `noop` in a `foreachBatch`, as ingest runs its batches: its cost
+    with nothing written; timed from start to termination. `records`: the records a dump source holds (its progress
+    counts files); a Kafka source's progress counts its records."""
+    rows = offsets_rows(source, config)
+
+    def into_noop(batch: DataFrame, batch_id: int) -> None:
+        body(batch).write.format("noop").mode("overwrite").save()
+
+    started = time.perf_counter()
+    query = (
+        rows.writeStream.foreachBatch(into_noop)
+        .option("checkpointLocation", str(config.checkpoint_dir / f"floor-{name}"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    return measured(seconds, records if records is not None else sum(p["numInputRows"] for p in query.recentProgress))
 
 
 def timed_ingest(
@@ -328,6 +389,13 @@ def run(
                 spark, replay_stream(spark, [dump]), isolated(config, label), label
             )
             progress(f"{config.spark.master}: {label} {result[f'{label}_to_silver']}")
+            result[f"{label}_floors"] = {
+                floor: timed_floor(
+                    replay_stream(spark, [dump]), isolated(config, f"{label}_{floor}"), label, body, records=size
+                )
+                for floor, body in (("parse_noop", dump_parse), ("decode_noop", dump_decode))
+            }
+            progress(f"{config.spark.master}: {label} floors {result[f'{label}_floors']}")
             if label == "dump":  # both ingest queries, as a user's replay runs them
                 result["dump_replay_ingest"] = timed_replay(spark, dump, isolated(config, "dump_replay"))
                 progress(f"{config.spark.master}: dump replay ingest {result['dump_replay_ingest']}")
@@ -353,15 +421,23 @@ def run(
             if label.startswith(WARM):
                 noop = timed_noop(stream, own, label)
                 ingested = timed_ingest(spark, stream, own, label, from_kafka=True)
+                floor = timed_floor(stream, own, label, kafka_decode)
                 result.setdefault("broker_warm", []).append(
-                    {"noop_s": noop["seconds"], "to_silver_s": ingested["seconds"],
-                     "ratio_decode_vs_noop": round(noop["seconds"] / ingested["seconds"], 3)}
+                    {"noop_s": noop["seconds"], "to_silver_s": ingested["seconds"], "decode_noop_s": floor["seconds"],
+                     "ratio_decode_vs_noop": round(noop["seconds"] / ingested["seconds"], 3),
+                     "ceiling_ratio": round(noop["seconds"] / floor["seconds"], 3)}
                 )  # fmt: skip
                 progress(f"{config.spark.master}: {label} {result['broker_warm'][-1]}")
                 continue
             key = f"{label}_to_silver" if not label.startswith("catch_up") else label
             result[key] = timed_ingest(spark, stream, own, label, from_kafka=True)
             progress(f"{config.spark.master}: {label} {result[key]}")
+            if label == "broker":
+                result["broker_floors"] = {
+                    floor: timed_floor(stream, own, f"{label}_{floor}", body)
+                    for floor, body in (("exchange_noop", kafka_exchange), ("decode_noop", kafka_decode))
+                }
+                progress(f"{config.spark.master}: {label} floors {result['broker_floors']}")
         result["max_offsets_per_trigger"] = config.kafka.max_offsets_per_trigger
     for kind in ("dump", "broker"):
         result[f"ratio_{kind}_decode_vs_passthrough"] = round(
@@ -373,6 +449,15 @@ def run(
     result["ratio_broker_decode_vs_noop"] = round(  # the issue's own definition of the ratio
         result["broker_to_silver"]["records_per_s"] / result["broker_noop"]["records_per_s"], 3
     )
+    result["ceiling"] = {  # the targets' numbers were every write free: the floors against the same baselines
+        "ratio": round(result["broker_noop"]["seconds"] / result["broker_floors"]["decode_noop"]["seconds"], 3),
+        "dump_marginal_records_per_s": marginal(
+            result["dump_fixed_floors"]["decode_noop"], result["dump_floors"]["decode_noop"]
+        ),
+        "dump_parse_marginal_records_per_s": marginal(
+            result["dump_fixed_floors"]["parse_noop"], result["dump_floors"]["parse_noop"]
+        ),
+    }
     result["target"] = {"ratio": 0.6, "dump_marginal_records_per_s": 100_000}
     return result
 
