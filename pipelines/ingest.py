@@ -121,6 +121,31 @@ def distinct_records(batch: DataFrame) -> DataFrame:
     return batch.withColumn(_ONCE, once).dropDuplicates([_ONCE]).drop(_ONCE)
 
 
+def holds_repeated_records(batch: DataFrame) -> bool:
+    """Whether a record (topic, partition, offset) comes more than once in the batch: one aggregate over its
+    coordinates alone, where `distinct_records` moves every row with its bytes."""
+    coordinates = ("topic", "partition", "offset")
+    readable = batch.where(F.col("source_error").isNull()).select(*coordinates)
+    return not readable.groupBy(*coordinates).count().where(F.col("count") > 1).isEmpty()
+
+
+def _held(df: DataFrame, held: list[DataFrame]) -> DataFrame:
+    cached = df.persist()
+    held.append(cached)
+    return cached
+
+
+def records_once(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
+    """A replay batch with each record once, cached (added to `held`). A batch of fewer partitions than cores (one
+    file) goes through `distinct_records`, whose shuffle also spreads its rows over the cores for the decode. A
+    batch of dump pieces parsed side by side (`sources.PIECES_TOGETHER`) keeps its rows where they were parsed:
+    only their coordinates are aggregated, and the rows move only when a record does come twice."""
+    if batch.rdd.getNumPartitions() < batch.sparkSession.sparkContext.defaultParallelism:
+        return _held(distinct_records(batch), held)
+    parsed = _held(batch, held)
+    return _held(distinct_records(parsed), held) if holds_repeated_records(parsed) else parsed
+
+
 def split_routed(routed: DataFrame, config: RadarConfig, contract: RoutedBatch) -> dict[str, DataFrame]:
     """One DataFrame per target table of a routed batch: the source columns, then the target's payload struct."""
     out: dict[str, DataFrame] = {}
@@ -250,9 +275,10 @@ def routed_batch_tables(
 
     @contextmanager
     def tables_of(source_batch: DataFrame) -> Iterator[SplitBatch]:
-        batch = (distinct_records(source_batch) if records_may_repeat else source_batch).persist()
-        routed = route(batch).persist()
+        held: list[DataFrame] = []  # cached while the tables are written, then released
         try:
+            batch = records_once(source_batch, held) if records_may_repeat else _held(source_batch, held)
+            routed = _held(route(batch), held)
             ranges = routed_source_ranges(routed, config)
             tables = {name: rows for name, rows in split(routed, config).items() if name in ranges}
             if with_unreadable_source_rows:
@@ -267,8 +293,8 @@ def routed_batch_tables(
                     ranges[bronze.name] = _spanning(ranges)
             yield SplitBatch(tables, ranges)
         finally:
-            routed.unpersist()
-            batch.unpersist()
+            for cached in held:
+                cached.unpersist()
 
     return tables_of
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -42,12 +43,17 @@ PARSED_DUMP_DDL = (
     "source_file STRING, source_line BIGINT"
 )
 LINES_PER_ARROW_BATCH = 10_000
-PIECE_BYTES = 128 << 20
-"""A dump file bigger than this is replayed in pieces of about this size, cut at line ends (`staged_inputs`), one
-piece a micro-batch: a `binaryFile` row holds a whole file in the JVM's heap (a 164 MB dump exhausted Spark's
-default 1 GB; no row may exceed 2 GB), so the heap a replay needs no longer grows with the dump. Smaller pieces
-cost more than they save: a 164 MB dump ingested in 26 s whole (4 GB heap), 38 s in 2 pieces, 47 s in 5 of 32 MB
-(two a micro-batch)."""
+PIECE_BYTES = 64 << 20
+"""The most a piece of a cut dump holds, about (a line longer than that stays whole): a `binaryFile` row holds a
+whole file in the JVM's heap (a 164 MB dump read whole exhausted Spark's default 1 GB; no row may exceed 2 GB), so
+the heap a replay needs does not grow with the dump."""
+PIECES_TOGETHER = 2
+"""Pieces a micro-batch reads side by side, each parsed by a task of its own: a file is one task, and a whole 128 MiB
+piece parsed on one core while the other waited, then moved to both cores by a shuffle. A dump is cut into a
+multiple of this many pieces of equal size. Fixed, not the session's cores: the same file must give the same pieces
+on any machine, or a replay resumed elsewhere reads it all again."""
+CUT_ABOVE_BYTES = 16 << 20
+"""A dump bigger than this is cut into pieces (`staged_inputs`); a smaller one parses on one core in ~0.3 s."""
 PIECE_STAMP_STEP_NS = 1_000_000  # piece k is stamped the input's modification time + k of these (the stream's ms)
 PIECE_MARK = "@line-"  # a piece's staging name: <entry>@line-<its first line's number, 12 digits>
 BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"  # Spark's binaryFile
@@ -322,11 +328,44 @@ class StagedInput:
         return glob.escape(self.entry) + (f"{PIECE_MARK}*" if self.pieces else "")
 
 
+def piece_count(size: int) -> int:
+    """How many pieces a dump of `size` bytes is cut into: a multiple of `PIECES_TOGETHER`, none over
+    `PIECE_BYTES` (but for a line longer than that)."""
+    return PIECES_TOGETHER * -(-size // (PIECES_TOGETHER * PIECE_BYTES))
+
+
+def _line_end_at_or_after(source: BinaryIO, position: int, size: int) -> int:
+    """The offset just past the first `\n` at or after `position` (the file's size when there is none)."""
+    source.seek(position)
+    while True:
+        chunk = source.read(1 << 16)
+        if not chunk:
+            return size
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(chunk)
+
+
+def _piece_ends(source: BinaryIO, size: int, count: int) -> list[int]:
+    """Where each of about `count` equal pieces ends: at the first line end at or past each k/count of the file,
+    so no line is split (a `\r\n` neither); a line spanning a boundary leaves one piece fewer."""
+    ends: list[int] = []
+    for k in range(1, count):
+        target = -(-size * k // count)
+        if ends and ends[-1] >= target:
+            continue
+        end = _line_end_at_or_after(source, target - 1, size)
+        if end < size:
+            ends.append(end)
+    return [*ends, size]
+
+
 def _cut_into_pieces(target: Path, staging: Path, entry: str) -> tuple[tuple[str, int], ...]:
-    """Copy `target` into `staging` as pieces of about `PIECE_BYTES`, each ending at a line end (a line longer than
-    that stays whole), named by their first line's number (as `DumpLines` counts lines: `\n`, `\r`, `\r\n`).
-    The same file always gives the same pieces, so a replay resumed from its checkpoint reads none again; pieces of
-    an earlier version of the file are removed.
+    """Copy `target` into `staging` as `piece_count` pieces of about equal size, each ending at a line end (a line
+    longer than a piece stays whole), named by their first line's number (as `DumpLines` counts lines: `\n`, `\r`,
+    `\r\n`). The same file always gives the same pieces, so a replay resumed from its checkpoint reads none again;
+    pieces of an earlier version of the file are removed.
 
     Piece k is stamped the input's modification time + k ms: the file stream reads files oldest first, and pieces of
     one time were read in the folder's order, so a piece of lower offsets could follow a higher one and make every
@@ -334,17 +373,10 @@ def _cut_into_pieces(target: Path, staging: Path, entry: str) -> tuple[tuple[str
     pieces: list[tuple[str, int]] = []
     stamp = target.stat()
     with target.open("rb") as source:
-        line, pending = 1, b""
-        while True:
-            block = source.read(PIECE_BYTES)
-            data = pending + block
-            cut = data.rfind(b"\n") + 1 if block else len(data)  # at the end, the rest is the last piece
-            if not data:
-                break
-            if cut == 0:  # no line end yet: a line longer than a piece; read on
-                pending = data
-                continue
-            piece, pending = data[:cut], data[cut:]
+        line, start = 1, 0
+        for end in _piece_ends(source, stamp.st_size, piece_count(stamp.st_size)):
+            source.seek(start)
+            piece = source.read(end - start)
             name = f"{entry}{PIECE_MARK}{line:012d}"
             written = staging / name
             modified_ns = stamp.st_mtime_ns + len(pieces) * PIECE_STAMP_STEP_NS
@@ -356,6 +388,7 @@ def _cut_into_pieces(target: Path, staging: Path, entry: str) -> tuple[tuple[str
                 os.utime(written, ns=(stamp.st_atime_ns, modified_ns))
             pieces.append((name, line))
             line += len(piece.splitlines())
+            start = end
     names = {name for name, _ in pieces}
     for stale in staging.glob(glob.escape(entry) + f"{PIECE_MARK}*"):
         if stale.name not in names:
@@ -371,13 +404,13 @@ def _is_plain_dump(target: Path) -> bool:
 
 
 def staged_inputs(paths: Sequence[str | Path], staging: Path) -> list[StagedInput]:
-    """The replay's inputs inside `staging`: a link to each, except a dump bigger than `PIECE_BYTES`, which is
+    """The replay's inputs inside `staging`: a link to each, except a dump bigger than `CUT_ABOVE_BYTES`, which is
     copied there in pieces (`_cut_into_pieces`). Gzip files and log files are read whole."""
     links = staging_links(paths, staging)
     staged = []
     for path, link in zip(paths, links, strict=True):
         target = link.resolve()
-        if target.stat().st_size > PIECE_BYTES and _is_plain_dump(target):
+        if target.stat().st_size > CUT_ABOVE_BYTES and _is_plain_dump(target):
             staged.append(StagedInput(str(path), link.name, _cut_into_pieces(target, staging, link.name)))
         else:
             for stale in staging.glob(glob.escape(link.name) + f"{PIECE_MARK}*"):
@@ -430,7 +463,7 @@ def replay_files(spark: SparkSession, paths: Sequence[str | Path], staging_root:
     # folder holding only links to the inputs (deterministic, so a checkpoint resumes on the same source).
     # Whole files (`binaryFile`), so each line keeps its number and its bytes (a text source numbers nothing and
     # replaces bytes that are not UTF-8); a file must then fit one row (2 GB).
-    # A dump bigger than `PIECE_BYTES` is read as pieces of it, one a micro-batch, as every file is.
+    # A dump bigger than `CUT_ABOVE_BYTES` is read as pieces of it, `PIECES_TOGETHER` a micro-batch, side by side.
     staging = replay_staging_dir(paths, staging_root)
     files: DataFrame | None = None
     staged = staged_inputs(paths, staging)
@@ -438,7 +471,7 @@ def replay_files(spark: SparkSession, paths: Sequence[str | Path], staging_root:
         one = (
             spark.readStream.format("binaryFile")
             .schema(BINARY_FILE_DDL)
-            .option("maxFilesPerTrigger", 1)
+            .option("maxFilesPerTrigger", PIECES_TOGETHER if one_input.pieces else 1)
             .option("pathGlobFilter", one_input.glob_filter)
             .load(str(staging))
             .select("path", "modificationTime", "content")

@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig
 from pipelines.dump import dump_line, read_dump
-from pipelines.ingest import run_replay
+from pipelines.ingest import records_once, run_replay
 from pipelines.sources import replay_staging_dir, staging_links
 from tests.pipelines.ingest_support import isolated_config, table
 from transforms.schemas import TABLES
@@ -120,3 +122,56 @@ def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
             if schema.record_key:
                 keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]
                 assert not [k for k, n in Counter(keys).items() if n > 1], (name, schema.name)
+
+
+def _source_rows(spark: SparkSession, partitions: list[list[tuple[object, ...]]]) -> DataFrame:
+    """A replay batch as the parse gives it (`sources.SOURCE_COLUMNS`), in the partitions given."""
+    schema = (
+        "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
+        "source_error STRING, source_file STRING, source_line BIGINT"
+    )
+    rows = [row for part in partitions for row in part]
+    rdd = spark.sparkContext.parallelize(rows, len(partitions))
+    return spark.createDataFrame(rdd, schema)
+
+
+def _line(offset: int | None, line: int, error: str | None = None) -> tuple[object, ...]:
+    topic = None if error else "__consumer_offsets"
+    partition = None if error else 0
+    return (b"k", b"v", topic, partition, offset, datetime(2025, 1, 1), error, "d.jsonl", line)
+
+
+@pytest.mark.spark
+def test_pieces_parsed_side_by_side_stay_where_they_were_parsed_unless_a_record_repeats(spark: SparkSession) -> None:
+    """A batch of as many partitions as cores (dump pieces read together) is not moved by a shuffle when no record
+    comes twice: each partition keeps its own rows, in order; when one does, each record is kept once and every
+    unreadable line stays."""
+    cores = spark.sparkContext.defaultParallelism
+    parts = [[_line(part * 100 + i, part * 100 + i + 1) for i in range(5)] for part in range(cores)]
+    held: list[DataFrame] = []
+    once = records_once(_source_rows(spark, parts), held)
+    assert held == [once]  # the parsed batch, cached as it is
+    assert [[row["offset"] for row in part] for part in once.rdd.glom().collect()] == [
+        [row[4] for row in part] for part in parts
+    ]
+    repeated = [list(part) for part in parts]
+    repeated[-1] += [_line(0, 900), _line(None, 901, "not JSON"), _line(None, 902, "not JSON")]
+    held = []
+    once = records_once(_source_rows(spark, repeated), held)
+    assert len(held) == 2
+    offsets = [row["offset"] for row in once.where(F.col("source_error").isNull()).collect()]
+    assert sorted(offsets) == sorted(row[4] for part in parts for row in part)
+    assert sorted(row["source_line"] for row in once.where(F.col("source_error").isNotNull()).collect()) == [901, 902]
+    for cached in held:
+        cached.unpersist()
+
+
+@pytest.mark.spark
+def test_a_batch_of_one_file_is_spread_over_the_cores_by_its_dedup(spark: SparkSession) -> None:
+    rows = [_line(i, i + 1) for i in range(6)] + [_line(2, 7)]
+    held: list[DataFrame] = []
+    once = records_once(_source_rows(spark, [rows]), held)
+    assert sorted(row["offset"] for row in once.collect()) == list(range(6))
+    assert once.rdd.getNumPartitions() >= spark.sparkContext.defaultParallelism
+    for cached in held:
+        cached.unpersist()

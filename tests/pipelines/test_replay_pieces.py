@@ -1,6 +1,7 @@
-"""A large dump is replayed in pieces cut at line ends (`pipelines.sources.PIECE_BYTES`): the rows, their line numbers
-and the quarantine are those of the whole file, and the JVM never holds more than a piece of it (a 164 MB
-dump read whole exhausted Spark's default heap and ended `radar replay` in a stack trace)."""
+"""A large dump is replayed in pieces cut at line ends (`pipelines.sources.PIECE_BYTES`), `PIECES_TOGETHER` a
+micro-batch: the rows, their line numbers and the quarantine are those of the whole file, and the JVM never holds
+more than a batch of pieces (a 164 MB dump read whole exhausted Spark's default heap and ended `radar replay` in a
+stack trace)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from pipelines.dump_columns import DumpLines
 from pipelines.ingest import run_replay
 from pipelines.sources import (
     PIECE_MARK,
+    PIECES_TOGETHER,
     parse_dump_files,
     parse_dump_files_by_rows,
+    piece_count,
     replay_staging_dir,
     staged_inputs,
 )
@@ -49,6 +52,12 @@ def _rows_of(files: list[tuple[str, bytes]]) -> pa.RecordBatch:
     )
 
 
+def _cut_at(patch: pytest.MonkeyPatch, piece_bytes: int) -> None:
+    """Dumps over `piece_bytes` cut into pieces of at most about that size."""
+    patch.setattr(sources, "PIECE_BYTES", piece_bytes)
+    patch.setattr(sources, "CUT_ABOVE_BYTES", piece_bytes)
+
+
 def _table(batches: list[pa.RecordBatch]) -> pa.Table:
     return pa.Table.from_batches(batches).combine_chunks()
 
@@ -59,7 +68,7 @@ def _whole_and_pieces(content: bytes, tmp_path: Path, piece_bytes: int) -> tuple
     dump.write_bytes(content)
     staging = tmp_path / "staging"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sources, "PIECE_BYTES", piece_bytes)
+        _cut_at(patch, piece_bytes)
         (staged,) = staged_inputs([dump], staging)
     assert staged.pieces, "the dump was not cut"
     files = {name: "given/big.jsonl" for name in (*staged.names, staged.entry)}
@@ -103,13 +112,23 @@ def test_any_cut_reads_as_the_whole_file(
     dump = tmp_path / "d.jsonl"
     dump.write_bytes(content)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sources, "PIECE_BYTES", piece_bytes)
+        _cut_at(patch, piece_bytes)
         (staged,) = staged_inputs([dump], tmp_path / "staging")
+        count = piece_count(len(content))
     if len(content) <= piece_bytes:
         assert staged.pieces == ()
         return
     read = [(tmp_path / "staging" / name).read_bytes() for name in staged.names]
     assert b"".join(read) == content
+    # as many pieces of about equal size as `piece_count` says (read side by side, a batch of them as heavy as the
+    # next); fewer only where a line is longer than a piece
+    assert count % PIECES_TOGETHER == 0 and -(-len(content) // count) <= piece_bytes
+    longest = max(len(line) + 2 for line in lines)
+    if longest < len(content) // count:
+        assert len(read) == count
+        assert all(len(piece) <= -(-len(content) // count) + longest for piece in read)
+    else:
+        assert len(read) <= count
     whole = DumpLines.of(pa.py_buffer(content))
     for (_, first), piece in zip(staged.pieces, read, strict=True):
         start = int(whole.starts[first - 1])
@@ -123,7 +142,7 @@ def test_any_cut_reads_as_the_whole_file(
 
 
 def test_pieces_are_cut_once_and_follow_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources, "PIECE_BYTES", 1_000)
+    _cut_at(monkeypatch, 1_000)
     dump = tmp_path / "d.jsonl"
     dump.write_bytes(SAMPLE.read_bytes())
     staging = tmp_path / "staging"
@@ -143,7 +162,7 @@ def test_pieces_are_cut_once_and_follow_the_file(tmp_path: Path, monkeypatch: py
 
 
 def test_gzip_and_log_files_are_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources, "PIECE_BYTES", 500)
+    _cut_at(monkeypatch, 500)
     zipped = tmp_path / "d.jsonl.gz"
     zipped.write_bytes(gzip.compress(SAMPLE.read_bytes()))
     log = tmp_path / "server.log"
@@ -180,8 +199,8 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """Through Spark: the same counts and quarantine (line numbers included) whole and in pieces, a piece a
-    micro-batch (the progress line counts them as input files, not records); the copies are deleted once the
+    """Through Spark: the same counts and quarantine (line numbers included) whole and in pieces, `PIECES_TOGETHER`
+    a micro-batch (the progress line counts them as input files, not records); the copies are deleted once the
     replay has read them."""
     lines = SAMPLE.read_bytes().splitlines()
     content = b"\n".join(lines[:30]) + b"\n" + BAD_LINE + b"\n" + b"\n".join(lines[30:]) + b"\n"
@@ -190,13 +209,14 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     dump.write_bytes(content)
     whole_config = isolated_config(radar_config, tmp_path / "whole")
     whole = run_replay(whole_config, [str(dump)])
-    monkeypatch.setattr(sources, "PIECE_BYTES", 1_500)
+    _cut_at(monkeypatch, 1_500)
     pieces = len(staged_inputs([dump], tmp_path / "counted")[0].pieces)
-    assert pieces > 3
+    assert pieces > 3 and pieces % PIECES_TOGETHER == 0
+    batches = pieces // PIECES_TOGETHER
     pieces_config = isolated_config(radar_config, tmp_path / "pieces")
     capfd.readouterr()
     in_pieces = run_replay(pieces_config, [str(dump)])
-    assert f": {pieces} input files in {pieces} batches" in capfd.readouterr().err
+    assert f": {pieces} input files in {batches} batches" in capfd.readouterr().err
     assert in_pieces == whole
     assert whole["offsets_raw"] > 30 and whole["quarantine"] >= 1
 
@@ -206,9 +226,9 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
 
     assert quarantined(pieces_config) == quarantined(whole_config)
     assert any(line == 31 for _, line, _ in quarantined(pieces_config))
-    # a piece a micro-batch, in line order: each bronze commit adds offsets above those of the commit before it
+    # pieces side by side, in line order: each bronze commit adds offsets above those of the commit before it
     spans = _offsets_by_commit(spark, pieces_config)
-    assert len(spans) == pieces
+    assert len(spans) == batches
     for before, after in itertools.pairwise(spans):
         assert all(before[p][1] < low for p, (low, _) in after.items() if p in before), (before, after)
     assert list((pieces_config.data_dir / "replay-inputs").glob(f"*/*{PIECE_MARK}*")) == []
