@@ -55,9 +55,9 @@ from pipelines.ingest import (
     KAFKA_COLUMNS,
     OFFSETS_QUERY,
     IngestStage,
-    distinct_records,
     ingest_dumps,
     offsets_rows,
+    records_once,
     route_offsets,
 )
 from pipelines.local.sample_dump import consumer_members, example_value
@@ -202,28 +202,29 @@ def timed_noop(source: DataFrame, config: RadarConfig, name: str) -> dict[str, A
     return measured(seconds, sum(p["numInputRows"] for p in query.recentProgress))
 
 
-FloorBody = Callable[[DataFrame], DataFrame]
+FloorBody = Callable[[DataFrame, list[DataFrame]], DataFrame]  # a batch, and the list of what it caches
 
 
-def kafka_exchange(batch: DataFrame) -> DataFrame:
+def kafka_exchange(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
     """A Kafka batch's columns to the Python workers and back, nothing done there: what `mapInArrow` costs."""
     rows = batch.select(*KAFKA_COLUMNS)
     return rows.mapInArrow(batches_unchanged, rows.schema)
 
 
-def kafka_decode(batch: DataFrame) -> DataFrame:
+def kafka_decode(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
     """A Kafka batch decoded and routed as the offsets query does it, before the cache and the writes."""
     return route_offsets(batch, spread=False)
 
 
-def dump_parse(batch: DataFrame) -> DataFrame:
+def dump_parse(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
     """A dump's batch as parsed (the parse is the source's `mapInArrow`)."""
     return batch
 
 
-def dump_decode(batch: DataFrame) -> DataFrame:
-    """A dump's batch parsed, its repeats dropped, spread, decoded and routed as the offsets query does it."""
-    return route_offsets(distinct_records(batch))
+def dump_decode(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
+    """A dump's batch parsed, each record once (`records_once`, cached as the offsets query caches it), spread,
+    decoded and routed as the offsets query does it."""
+    return route_offsets(records_once(batch, held))
 
 
 def timed_floor(
@@ -235,7 +236,12 @@ def timed_floor(
     rows = offsets_rows(source, config)
 
     def into_noop(batch: DataFrame, batch_id: int) -> None:
-        body(batch).write.format("noop").mode("overwrite").save()
+        held: list[DataFrame] = []
+        try:
+            body(batch, held).write.format("noop").mode("overwrite").save()
+        finally:
+            for cached in held:
+                cached.unpersist()
 
     started = time.perf_counter()
     query = (
@@ -449,8 +455,13 @@ def run(
     result["ratio_broker_decode_vs_noop"] = round(  # the issue's own definition of the ratio
         result["broker_to_silver"]["records_per_s"] / result["broker_noop"]["records_per_s"], 3
     )
+    first_ceiling = round(result["broker_noop"]["seconds"] / result["broker_floors"]["decode_noop"]["seconds"], 3)
+    warm_ceilings = [warm["ceiling_ratio"] for warm in result.get("broker_warm", [])]
     result["ceiling"] = {  # the targets' numbers were every write free: the floors against the same baselines
-        "ratio": round(result["broker_noop"]["seconds"] / result["broker_floors"]["decode_noop"]["seconds"], 3),
+        # the first round's `noop` is the JVM's first large Kafka read, its floor runs later, warmer: the warm
+        # rounds (each its noop, ingest and floor in a row) compare like with like
+        "ratio": statistics.median(warm_ceilings) if warm_ceilings else first_ceiling,
+        "ratio_first_round": first_ceiling,
         "dump_marginal_records_per_s": marginal(
             result["dump_fixed_floors"]["decode_noop"], result["dump_floors"]["decode_noop"]
         ),
