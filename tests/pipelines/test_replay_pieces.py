@@ -121,9 +121,9 @@ def test_any_cut_reads_as_the_whole_file(
     read = [(tmp_path / "staging" / name).read_bytes() for name in staged.names]
     assert b"".join(read) == content
     # as many pieces of about equal size as `piece_count` says (read side by side, a batch of them as heavy as the
-    # next); fewer only where a line is longer than a piece
+    # next); fewer only where a line is longer than a piece (pieces end at `\n`: `\r` alone ends no piece)
     assert count % PIECES_TOGETHER == 0 and -(-len(content) // count) <= piece_bytes
-    longest = max(len(line) + 2 for line in lines)
+    longest = max(len(run) + 1 for run in content.split(b"\n"))
     if longest < len(content) // count:
         assert len(read) == count
         assert all(len(piece) <= -(-len(content) // count) + longest for piece in read)
