@@ -460,7 +460,7 @@ def run(
     result["ceiling"] = {  # the targets' numbers were every write free: the floors against the same baselines
         # the first round's `noop` is the JVM's first large Kafka read, its floor runs later, warmer: the warm
         # rounds (each its noop, ingest and floor in a row) compare like with like
-        "ratio": statistics.median(warm_ceilings) if warm_ceilings else first_ceiling,
+        "ratio": round(statistics.median(warm_ceilings), 3) if warm_ceilings else first_ceiling,
         "ratio_first_round": first_ceiling,
         "dump_marginal_records_per_s": marginal(
             result["dump_fixed_floors"]["decode_noop"], result["dump_floors"]["decode_noop"]
