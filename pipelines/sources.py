@@ -351,7 +351,7 @@ def _line_end_at_or_after(source: BinaryIO, position: int, size: int) -> int:
 
 def _piece_ends(source: BinaryIO, size: int, count: int) -> list[int]:
     """Where each of about `count` equal pieces ends: at the first line end at or past each k/count of the file,
-    so no line is split (a `\r\n` neither); a line spanning a boundary leaves one piece fewer."""
+    so no line is split (a `\r\n` neither); a line longer than a piece leaves a piece fewer."""
     ends: list[int] = []
     for k in range(1, count):
         target = -(-size * k // count)
