@@ -280,6 +280,9 @@ def routed_batch_tables(
             batch = records_once(source_batch, held) if records_may_repeat else _held(source_batch, held)
             routed = _held(route(batch), held)
             ranges = routed_source_ranges(routed, config)
+            # bronze holds exactly the records routed (each gives at least one routed row, quarantined ones too),
+            # so its offsets need no Spark job of their own; taken before quarantine's are set aside below
+            bronze_ranges = _spanning(ranges)
             tables = {name: rows for name, rows in split(routed, config).items() if name in ranges}
             if with_unreadable_source_rows:
                 unreadable = _unreadable_source_rows(batch, config)
@@ -289,8 +292,7 @@ def routed_batch_tables(
                     ranges.pop(QUARANTINE.name, None)  # its dump lines have no offsets: the write finds its own
             if config.ingest.bronze_enabled and ranges:
                 tables[bronze.name] = _bronze(batch, config)
-                if not records_may_repeat:  # a Kafka batch: bronze holds exactly the records routed
-                    ranges[bronze.name] = _spanning(ranges)
+                ranges[bronze.name] = bronze_ranges
             yield SplitBatch(tables, ranges)
         finally:
             for cached in held:
