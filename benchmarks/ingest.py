@@ -47,6 +47,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
 from pipelines.config import RadarConfig, load_config
@@ -171,35 +172,32 @@ def delta_rows(spark: SparkSession, path: Path) -> int:
     return spark.read.format("delta").load(str(path)).count() if (path / "_delta_log").is_dir() else 0
 
 
+def run_to_end(writer: DataStreamWriter, checkpoint: Path) -> tuple[float, StreamingQuery]:
+    """A query started with an available-now trigger and waited for: its seconds from start to termination."""
+    started = time.perf_counter()
+    query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    query.awaitTermination()
+    return time.perf_counter() - started, query
+
+
+def input_rows(query: StreamingQuery) -> int:
+    return sum(p["numInputRows"] for p in query.recentProgress)
+
+
 def timed_passthrough(spark: SparkSession, source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
     """Same source filter as the offsets query, written raw; timed from start to termination."""
-    rows = offsets_rows(source, config)
     path = config.data_dir / "passthrough" / name
-    started = time.perf_counter()
-    query = (
-        rows.writeStream.foreachBatch(passthrough_writer(path))
-        .option("checkpointLocation", str(config.checkpoint_dir / f"passthrough-{name}"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return measured(time.perf_counter() - started, delta_rows(spark, path))
+    writer = offsets_rows(source, config).writeStream.foreachBatch(passthrough_writer(path))
+    seconds, _ = run_to_end(writer, config.checkpoint_dir / f"passthrough-{name}")
+    return measured(seconds, delta_rows(spark, path))
 
 
 def timed_noop(source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
     """The issue's own pass-through: the same rows read and dropped by Spark's `noop` sink (no write at all), so
     the ratio to it says what reading costs against everything ingest does; timed from start to termination."""
-    rows = offsets_rows(source, config)
-    started = time.perf_counter()
-    query = (
-        rows.writeStream.format("noop")
-        .option("checkpointLocation", str(config.checkpoint_dir / f"noop-{name}"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    seconds = time.perf_counter() - started
-    return measured(seconds, sum(p["numInputRows"] for p in query.recentProgress))
+    writer = offsets_rows(source, config).writeStream.format("noop")
+    seconds, query = run_to_end(writer, config.checkpoint_dir / f"noop-{name}")
+    return measured(seconds, input_rows(query))
 
 
 FloorBody = Callable[[DataFrame, list[DataFrame]], DataFrame]  # a batch, and the list of what it caches
@@ -233,7 +231,6 @@ def timed_floor(
     """The offsets query's rows through `body` into `noop` in a `foreachBatch`, as ingest runs its batches: its cost
     with nothing written; timed from start to termination. `records`: the records a dump source holds (its progress
     counts files); a Kafka source's progress counts its records."""
-    rows = offsets_rows(source, config)
 
     def into_noop(batch: DataFrame, batch_id: int) -> None:
         held: list[DataFrame] = []
@@ -243,16 +240,9 @@ def timed_floor(
             for cached in held:
                 cached.unpersist()
 
-    started = time.perf_counter()
-    query = (
-        rows.writeStream.foreachBatch(into_noop)
-        .option("checkpointLocation", str(config.checkpoint_dir / f"floor-{name}"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    seconds = time.perf_counter() - started
-    return measured(seconds, records if records is not None else sum(p["numInputRows"] for p in query.recentProgress))
+    writer = offsets_rows(source, config).writeStream.foreachBatch(into_noop)
+    seconds, query = run_to_end(writer, config.checkpoint_dir / f"floor-{name}")
+    return measured(seconds, records if records is not None else input_rows(query))
 
 
 def timed_ingest(
