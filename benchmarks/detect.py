@@ -37,7 +37,8 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from pipelines.config import RadarConfig, load_config
 from pipelines.detect import TrackerBinding, default_binding, start_detect
-from pipelines.session import build_spark_session, codegen_compilations
+from pipelines.local_runtime import codegen_compilations
+from pipelines.session import build_spark_session
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS
 
@@ -140,6 +141,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
     import signal
     from contextlib import ExitStack
 
+    from emitters.kafka_settings import client_settings
     from emitters.log_shipper import start_shipper
     from pipelines.clock import ClockTickEmitter
     from pipelines.detect import DetectStage, KafkaDetectorSources
@@ -172,7 +174,9 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         detect = DetectStage(
             spark, config, checkpoint_name="bench", kafka=KafkaDetectorSources(source, telemetry_source)
         )
-        stack.enter_context(ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms))
+        stack.enter_context(
+            ClockTickEmitter(client_settings(bootstrap), telemetry, interval_ms=config.detect.tick_interval_ms)
+        )
         queries = start_stages(stack, [ingest, detect])
         if config.checks.in_run:  # as `radar run`: the expectation checks beside the queries
             from pipelines.check import CheckSchedule

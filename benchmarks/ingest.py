@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,6 @@ from pipelines.ingest import (
     route_offsets,
 )
 from pipelines.local.sample_dump import consumer_members, example_value
-from pipelines.python_daemon import batches_unchanged
 from pipelines.sources import kafka_stream, replay_stream
 from pipelines.tables import TableCatalog, ensure_tables
 from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
@@ -203,10 +202,15 @@ def timed_noop(source: DataFrame, config: RadarConfig, name: str) -> dict[str, A
 FloorBody = Callable[[DataFrame, list[DataFrame]], DataFrame]  # a batch, and the list of what it caches
 
 
+def _batches_unchanged(batches: Iterator[Any]) -> Iterator[Any]:
+    """A `mapInArrow` body that passes its input on: the Arrow exchange with Python, nothing done there."""
+    yield from batches
+
+
 def kafka_exchange(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
     """A Kafka batch's columns to the Python workers and back, nothing done there: what `mapInArrow` costs."""
     rows = batch.select(*KAFKA_COLUMNS)
-    return rows.mapInArrow(batches_unchanged, rows.schema)
+    return rows.mapInArrow(_batches_unchanged, rows.schema)
 
 
 def kafka_decode(batch: DataFrame, held: list[DataFrame]) -> DataFrame:

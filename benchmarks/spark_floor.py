@@ -1,5 +1,5 @@
 """The floor under a short `radar` command on this host at this hour: a fresh process starts the session a
-`radar replay` of the sample starts (quick start, its class archive, interpreted plans), appends 42 rows to a new
+`radar replay` of the sample starts (quick start), appends 42 rows to a new
 Delta table and counts them, then stops.
 
 `benchmarks.startup` runs it in each round beside the commands and reports every command against it: the host's
@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pipelines.session import build_spark_session
 
         config = load_config(DEFAULT_CONF_PATH, env=os.environ).with_data_dir(data_dir)
-        spark = build_spark_session(config, quick_start=True, archive_classes=True, interpreted=True)
+        spark = build_spark_session(config, quick_start=True)
         with phase("delta write and count"):
             path = str(data_dir / "floor")
             spark.range(FLOOR_ROWS).write.format("delta").save(path)

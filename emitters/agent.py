@@ -78,7 +78,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from emitters.kafka_settings import SecurityConfig, librdkafka_settings, shared_client_settings
+from emitters.kafka_settings import SecurityConfig, client_settings, shared_client_settings
 from emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
 from transforms.schemas import HeartbeatEventKind
 from transforms.telemetry.events import partition_list
@@ -209,7 +209,7 @@ def telemetry_settings(
 ) -> tuple[dict[str, Any], str]:
     """(producer config, topic) by precedence: argument, `radar.telemetry.*` keys, environment, consumer cluster.
 
-    A `security` entry (SecurityConfig or its fields) is rendered by `librdkafka_settings` for the telemetry
+    A `security` entry (SecurityConfig or its fields) is rendered by `client_settings` for the telemetry
     cluster; without it and without a bootstrap of its own, the producer shares the consumer's cluster settings."""
     chosen = dict(telemetry or {})
     topic = chosen.pop("topic", None) or os.environ.get("RADAR_TELEMETRY_TOPIC") or DEFAULT_TOPIC
@@ -217,7 +217,7 @@ def telemetry_settings(
     bootstrap = chosen.get("bootstrap.servers") or os.environ.get("RADAR_TELEMETRY_BOOTSTRAP")
     if security is not None:
         model = security if isinstance(security, SecurityConfig) else SecurityConfig.model_validate(security)
-        base = dict(librdkafka_settings(bootstrap or str(consumer_config.get("bootstrap.servers") or ""), model))
+        base = dict(client_settings(bootstrap or str(consumer_config.get("bootstrap.servers") or ""), model))
     elif bootstrap:
         base = {"bootstrap.servers": bootstrap}
     else:

@@ -8,7 +8,7 @@ what to check, quickly. librdkafka's own chatter is counted and its last message
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -84,6 +84,12 @@ def probe_cluster(settings: Mapping[str, Any], timeout_s: float) -> int:
         admin.poll(0.1)  # serves the queued error callbacks and log lines
         detail = chatter.last or (error.args[0].str() if error.args else str(error))
         noun = "message" if chatter.count == 1 else "messages"
+        if refused_credentials(detail):
+            raise AccessDenied(
+                f"The Kafka cluster at {bootstrap} refused {principal_of(settings)} ({detail}): check the "
+                "credentials kafka.security names (their environment variables or secret-scope keys: expired or "
+                "changed?), its sasl_mechanism, and the CA in its truststore location."
+            ) from None
         raise ClusterUnreachable(
             f"No Kafka broker answered at {bootstrap} within {timeout_s:g} s (last client error: {detail}; "
             f"{chatter.count} client {noun}): check that the broker runs and listens on that host and port, the "
@@ -92,3 +98,86 @@ def probe_cluster(settings: Mapping[str, Any], timeout_s: float) -> int:
             "kafka.connect_timeout_s sets how long to wait."
         ) from None
     return len(metadata.brokers)
+
+
+class AccessDenied(ConfigError):
+    """The cluster answered, but the principal lacks an ACL a command needs; the message names it."""
+
+
+AUTHENTICATION_WORDS = ("authentication", "sasl", "ssl handshake", "certificate")
+
+
+def principal_of(settings: Mapping[str, Any]) -> str:
+    """How the cluster knows this client: `User:<sasl.username>`, or the anonymous principal."""
+    user = settings.get("sasl.username")
+    return f"User:{user}" if user else "User:ANONYMOUS"
+
+
+def refused_credentials(detail: str) -> bool:
+    """A client error that says the broker answered and refused the credentials or the TLS handshake."""
+    return any(word in detail.lower() for word in AUTHENTICATION_WORDS)
+
+
+def probe_access(
+    settings: Mapping[str, Any], timeout_s: float, *, read_topics: Sequence[str] = (), describe_groups: bool = False
+) -> None:
+    """What the cluster lets this principal do, asked before a command starts (a missing ACL otherwise surfaces as
+    a stack from inside Spark, or as silence): Read on `read_topics`, Describe on the consumer groups. Raises
+    `AccessDenied` naming the missing ACL and the command that grants it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    principal = principal_of(settings)
+    base = {k: v for k, v in settings.items() if k not in ("logger", "error_cb")}
+    chatter = ClientChatter()
+    quiet = {"logger": chatter.logger(), "error_cb": chatter.on_error}
+
+    def denied(operation: str, resource: str, name: str) -> AccessDenied:
+        kind = {"topic": "--topic", "group": "--group"}[resource]
+        return AccessDenied(
+            f"{principal} may not {operation} {resource} {name} on {settings.get('bootstrap.servers', '?')}: grant "
+            f"it {operation.capitalize()} on {resource} {name} (kafka-acls.sh --add --allow-principal {principal} "
+            f"--operation {operation.capitalize()} {kind} '{name}'), or run radar as a principal that has it."
+        )
+
+    for read_topic in read_topics:
+        consumer = Consumer(
+            {
+                **base,
+                **quiet,
+                "group.id": "radar-access-probe",  # assign() only: it never joins, and commits nothing
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        try:
+            metadata = consumer.list_topics(read_topic, timeout=timeout_s)
+            topic = metadata.topics.get(read_topic)
+            if (
+                topic is not None
+                and topic.error is not None
+                and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+            ):
+                raise denied("read", "topic", read_topic)
+            if topic is not None and topic.error is None and topic.partitions:
+                consumer.assign([TopicPartition(read_topic, min(topic.partitions), -2)])  # -2: the beginning
+                deadline_s = timeout_s
+                while deadline_s > 0:
+                    message = consumer.poll(min(1.0, deadline_s))
+                    deadline_s -= 1.0
+                    if message is None:
+                        continue
+                    error = message.error()
+                    if error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                        raise denied("read", "topic", read_topic)
+                    break  # a record, or the end of the partition: reading is allowed
+        finally:
+            consumer.close()
+    if describe_groups:
+        admin = AdminClient({**base, **quiet})
+        probe_group = "radar-access-probe"
+        future = admin.describe_consumer_groups([probe_group], request_timeout=timeout_s)[probe_group]
+        try:
+            future.result(timeout=timeout_s + 5)
+        except KafkaException as error:
+            if error.args and error.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                raise denied("describe", "group", "*") from None

@@ -170,13 +170,23 @@ class ClientSettings(Mapping[str, Any]):
     __str__ = __repr__
 
 
-def librdkafka_settings(
+JAAS_LOGIN_MODULES = {"PLAIN": "plain.PlainLoginModule", "SCRAM-SHA-256": "scram.ScramLoginModule"}
+JAAS_LOGIN_MODULES["SCRAM-SHA-512"] = JAAS_LOGIN_MODULES["SCRAM-SHA-256"]
+
+
+def client_settings(
     bootstrap_servers: str,
     security: SecurityConfig | None = None,
     env: Mapping[str, str] = os.environ,
     secret_lookup: SecretLookup | None = None,
+    *,
+    java: bool = False,
+    shaded: bool = False,
 ) -> ClientSettings:
-    """bootstrap.servers + security.protocol (+ sasl.* / ssl.ca.location) for any confluent-kafka client."""
+    """The one builder of Kafka client settings: bootstrap.servers + security.protocol (+ SASL credentials and the
+    CA) for a librdkafka client (confluent-kafka: the clock, capture, poller, shipper, tap, agent), or with `java`
+    for Kafka's Java client (Spark's Kafka source, which prefixes them with `kafka.`; `shaded`: Databricks' shaded
+    login-module class names). The credentials are read here, from the environment or the secret scope."""
     if not bootstrap_servers:
         raise ConfigError(
             "No Kafka bootstrap servers given: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
@@ -185,17 +195,39 @@ def librdkafka_settings(
     settings: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "security.protocol": credentials.protocol}
     if credentials.sasl_mechanism:
         settings["sasl.mechanism"] = credentials.sasl_mechanism
-        settings["sasl.username"] = credentials.username or ""
-        settings["sasl.password"] = credentials.password or ""
-    if credentials.truststore_location:
-        if not credentials.truststore_location.lower().endswith(PEM_SUFFIXES):
+        if java:
+            prefix = "kafkashaded.org.apache.kafka" if shaded else "org.apache.kafka"
+            module = JAAS_LOGIN_MODULES[credentials.sasl_mechanism]
+            settings["sasl.jaas.config"] = (
+                f'{prefix}.common.security.{module} required username="{jaas_quoted(credentials.username)}" '
+                f'password="{jaas_quoted(credentials.password)}";'
+            )
+        else:
+            settings["sasl.username"] = credentials.username or ""
+            settings["sasl.password"] = credentials.password or ""
+    location = credentials.truststore_location
+    pem = location is not None and location.lower().endswith(PEM_SUFFIXES)
+    if location and java:
+        settings["ssl.truststore.location"] = location
+        if pem:  # Kafka's Java client reads a PEM CA file as a truststore of that type (KIP-651)
+            settings["ssl.truststore.type"] = "PEM"
+        elif credentials.truststore_password:
+            settings["ssl.truststore.password"] = credentials.truststore_password
+    elif location:
+        if not pem:
             raise ConfigError(
                 "kafka.security truststore location is not a PEM file (.pem/.crt/.cer): librdkafka clients "
-                "(capture, poll-groups, the emitters) read CA certificates as PEM; export the CA from the Java "
-                "truststore (keytool -exportcert -rfc) and name that file, or unset it to use the system CAs."
+                "(radar run's clock, capture, poll-groups, the emitters) read CA certificates as PEM; export the CA "
+                "from the Java truststore (keytool -exportcert -rfc) and name that file (Spark reads it too), or "
+                "unset it to use the system CAs."
             )
-        settings["ssl.ca.location"] = credentials.truststore_location
+        settings["ssl.ca.location"] = location
     return ClientSettings(settings)
+
+
+def jaas_quoted(value: str | None) -> str:
+    """A value inside a JAAS option's double quotes (a password may hold `"` or `\\`)."""
+    return (value or "").replace("\\", "\\\\").replace('"', '\\"')
 
 
 def shared_client_settings(client_config: Mapping[str, Any]) -> ClientSettings:

@@ -177,7 +177,7 @@ class GroupPoller:
     """Lists (or takes) groups, describes them, produces snapshot events; `poll_once()` is one round.
 
     `client_config`: librdkafka settings for the cluster (security included, from
-    `emitters.kafka_settings.librdkafka_settings`); snapshots go to `topic` on the same cluster through a
+    `emitters.kafka_settings.client_settings`); snapshots go to `topic` on the same cluster through a
     `TelemetryProducer` (`producer.counts` says what was delivered or dropped)."""
 
     def __init__(

@@ -47,7 +47,11 @@ CHECK_VIEW = TableSchema(
         Column("last_telemetry_at", "TIMESTAMP", "per active group: its newest heartbeat report (event heartbeat)"),
         Column("telemetry_age_s", "DOUBLE", "per active group: seconds from it to the cluster's newest event time"),
         Column("newest_tick_at", "TIMESTAMP", "per cluster: the newest clock tick ingested"),
-        Column("monitor_lag_s", "DOUBLE", "per cluster: seconds from the newest clock tick ingested to now"),
+        Column(
+            "monitor_lag_s",
+            "DOUBLE",
+            "per cluster: seconds from the newest clock tick ingested (with none: from when ticks were due) to now",
+        ),
     ),
 )
 """The one table the suite validates, built by `pipelines.check.build_check_view`."""
@@ -132,8 +136,9 @@ RULES: tuple[CheckRule, ...] = (
         Severity.WARNING,
         per_group=False,
         tables=(CLOCK_TICKS,),
-        sentence="The newest clock tick ingested is {value:.0f} s old: the monitor is that far behind "
-        "its topics (threshold {threshold:.0f} s).",
+        sentence="No clock tick ingested for {value:.0f} s: the monitor is that far behind its topics, or its "
+        "clock ticks are not delivered (check `radar run`'s output, kafka.security and the Write ACL on the telemetry "
+        "topic; threshold {threshold:.0f} s).",
     ),
 )
 """The default rules (DESIGN §7); `conf/*.yml` `checks.rules` overrides thresholds, severities and enabled."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 
-from emitters.kafka_settings import librdkafka_settings
+from emitters.kafka_settings import client_settings
 from pipelines.config import KafkaConfig
 from pipelines.dump import DumpRecord, dump_line
 
@@ -38,10 +38,10 @@ def parse_time_ms(text: str | None) -> int | None:
 
 
 def consumer_config(kafka: KafkaConfig, bootstrap: str, env: Mapping[str, str]) -> dict[str, str | bool | int]:
-    """librdkafka settings for the configured cluster (`librdkafka_settings`: credentials read from env at run
+    """librdkafka settings for the configured cluster (`client_settings`: credentials read from env at run
     time, never logged) plus a throw-away group that commits nothing and reads committed records only."""
     return {
-        **librdkafka_settings(bootstrap, kafka.security, env),
+        **client_settings(bootstrap, kafka.security, env),
         "group.id": f"radar-capture-{uuid.uuid4()}",
         "enable.auto.commit": False,
         "isolation.level": "read_committed",

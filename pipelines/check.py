@@ -257,6 +257,22 @@ def _newest_tick(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table])
     return _utc(tables[CLOCK_TICKS.name].agg(F.max("tick_time")).first()[0])
 
 
+def _ticks_due_since(spark: SparkSession, config: RadarConfig) -> datetime:
+    """When the clock_ticks table was created: its first tick was due a tick period later."""
+    from delta.tables import DeltaTable
+
+    catalog = TableCatalog(config)
+    location = catalog.location(CLOCK_TICKS)
+    table = (
+        DeltaTable.forPath(spark, str(location))
+        if location is not None
+        else DeltaTable.forName(spark, catalog.name(CLOCK_TICKS))
+    )
+    created = _utc(table.detail().first()["createdAt"])
+    assert created is not None, "a Delta table always has a creation time"
+    return created
+
+
 def _last_heartbeats_of_active_groups(
     tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]
 ) -> dict[str | None, datetime | None] | None:
@@ -340,6 +356,10 @@ def build_check_view(
     if newest_tick is not None:
         cluster_row["newest_tick_at"] = newest_tick
         cluster_row["monitor_lag_s"] = max(0.0, (now - newest_tick).total_seconds())
+    elif CLOCK_TICKS.name in present:
+        # no tick ever arrived (a clock whose producer cannot authenticate, a missing Write ACL): the lag counts from
+        # when ticks were first due, so the rule fails instead of passing for want of a value
+        cluster_row["monitor_lag_s"] = max(0.0, (now - _ticks_due_since(spark, config)).total_seconds())
 
     last_heartbeats = _last_heartbeats_of_active_groups(tables, files)
     if last_heartbeats is not None:

@@ -56,8 +56,11 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _jars(args: argparse.Namespace) -> int:
-    from pipelines.jvm import run_jars
+    from pipelines.jvm import run_jars, spark_connector_jars
 
+    if args.spark_jars:  # for spark-submit --jars: its JVM is started before radar runs
+        print(",".join(str(jar) for jar in spark_connector_jars(_config(args))))
+        return 0
     return run_jars(_config(args), Path(args.export) if args.export else None)
 
 
@@ -74,12 +77,17 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probe(config: RadarConfig, bootstrap: str) -> None:
-    """Fail within kafka.connect_timeout_s, in one sentence, when nothing answers at `bootstrap`."""
-    from emitters.cluster_probe import probe_cluster
-    from emitters.kafka_settings import librdkafka_settings
+def _probe(
+    config: RadarConfig, bootstrap: str, *, read_topics: Sequence[str] = (), describe_groups: bool = False
+) -> None:
+    """Fail within kafka.connect_timeout_s, in one sentence, when nothing answers at `bootstrap`, when it refuses
+    the credentials, or when the principal lacks Read on `read_topics` / Describe on the groups."""
+    from emitters.cluster_probe import probe_access, probe_cluster
+    from emitters.kafka_settings import client_settings
 
-    probe_cluster(librdkafka_settings(bootstrap, config.kafka.security, os.environ), config.kafka.connect_timeout_s)
+    settings = client_settings(bootstrap, config.kafka.security, os.environ)
+    probe_cluster(settings, config.kafka.connect_timeout_s)
+    probe_access(settings, config.kafka.connect_timeout_s, read_topics=read_topics, describe_groups=describe_groups)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -87,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
 
     config = _config(args)
     if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
-        _probe(config, config.kafka.bootstrap_servers)
+        _probe(config, config.kafka.bootstrap_servers, read_topics=[config.kafka.offsets_topic])
     _print_counts("run", run_live(config, stop_after_s=args.stop_after))
     return 0
 
@@ -97,13 +105,10 @@ def _detections(args: argparse.Namespace) -> int:
         from rich.console import Console
 
         from pipelines.detections_view import load_detections, render_detections
-        from pipelines.session import INTERPRETED_MAX_INPUT_BYTES, build_spark_session
-        from pipelines.tables import local_tables_fit
-        from transforms.schemas import DETECTIONS
+        from pipelines.session import build_spark_session
 
     config = _config(args)
-    interpreted = local_tables_fit(config, [DETECTIONS], INTERPRETED_MAX_INPUT_BYTES)
-    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True, interpreted=interpreted)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("load detections"):
         rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
@@ -120,16 +125,15 @@ def _sql(args: argparse.Namespace) -> int:
         from pyspark.errors import AnalysisException
 
         from pipelines.oncall_queries import bind_parameters
-        from pipelines.session import INTERPRETED_MAX_INPUT_BYTES, build_spark_session
+        from pipelines.session import build_spark_session
         from pipelines.table_reference import tables_named_in
-        from pipelines.tables import local_tables_fit, register_existing_tables
+        from pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
     named = tables_named_in(query)
-    interpreted = local_tables_fit(config, named, INTERPRETED_MAX_INPUT_BYTES)
-    spark = build_spark_session(_delta_only(config), quick_start=True, archive_classes=True, interpreted=interpreted)
+    spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("register tables"):
         present = register_existing_tables(spark, config, named)
     try:
@@ -206,7 +210,7 @@ def _capture(args: argparse.Namespace) -> int:
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
     if not bootstrap:
         raise ConfigError("radar capture needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers.")
-    _probe(config, bootstrap)
+    _probe(config, bootstrap, read_topics=args.topic)
     run_capture(
         config.kafka,
         bootstrap,
@@ -227,13 +231,14 @@ def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, 
         raise ConfigError(
             f"radar {command} needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
         )
-    from emitters.kafka_settings import librdkafka_settings
+    from emitters.kafka_settings import client_settings
 
-    settings = dict(librdkafka_settings(bootstrap, config.kafka.security, os.environ))
+    settings = dict(client_settings(bootstrap, config.kafka.security, os.environ))
     if command == "poll-groups":
-        from emitters.cluster_probe import probe_cluster
+        from emitters.cluster_probe import probe_access, probe_cluster
 
         probe_cluster(settings, config.kafka.connect_timeout_s)
+        probe_access(settings, config.kafka.connect_timeout_s, describe_groups=True)
     return settings, args.topic or config.kafka.telemetry_topics[0]
 
 
@@ -393,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     jars = sub.add_parser("jars", help="resolve the JVM artifacts (Spark connectors, Kafka broker); list or export")
     jars.add_argument("--export", metavar="DIR", help="copy the jars into DIR for machines without Maven access")
+    jars.add_argument(
+        "--spark-jars", action="store_true", help="print the Spark connector jars comma-separated (spark-submit --jars)"
+    )
     jars.set_defaults(func=_jars)
 
     run = sub.add_parser(

@@ -1,8 +1,8 @@
 """Typed configuration: one YAML per environment (conf/<env>.yml) plus RADAR__* environment overrides.
 
-Secrets never live in these files: the security section holds only the *names* of environment
-variables or Databricks secret-scope keys, and `kafka_client_options` reads the values at run time. The security
-model and the librdkafka settings builder live in `emitters.kafka_settings` (the emitters must not import pipelines).
+Secrets never live in these files: the security section holds only the *names* of environment variables or
+Databricks secret-scope keys, and `emitters.kafka_settings.client_settings`, the one builder of Kafka client settings,
+reads the values at run time (it lives with the emitters, which must not import pipelines).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Literal, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, resolve_credentials
+from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, client_settings
 
 ENV_PREFIX = "RADAR__"
 ENV_SEPARATOR = "__"
@@ -64,8 +64,20 @@ class KafkaConfig(FrozenSection):
         return not self.bootstrap_servers
 
 
+class LocalTuningConfig(FrozenSection):
+    """The pieces of `pipelines.local_runtime` a local master uses: all by default; one is turned off to measure
+    what it saves (`benchmarks/local_tuning.py`)."""
+
+    worker_daemon: bool = True
+    shell_free_fs: bool = True
+    quick_start: bool = True
+    unix_sockets: bool = True
+    checkpoint_rename: bool = True
+
+
 class SparkConfig(FrozenSection):
-    """Local SparkSession settings; ignored on Databricks, where the runtime owns the session."""
+    """The SparkSession radar builds (any master); ignored on Databricks and under spark-submit, whose session and
+    master are given."""
 
     master: str = "local[2]"
     app_name: str = "rebalance-radar"
@@ -80,13 +92,12 @@ class SparkConfig(FrozenSection):
     kafka_connector_version: str | None = None
     kafka_token_provider_version: str | None = None  # None = kafka_connector_version
     delta_version: str | None = None
-    # The local JVM's heap (driver and executors are one process): Spark's 1g default is exhausted by a 160 MB dump.
+    # The driver JVM's heap (on a local master, executors' too): Spark's 1g default is exhausted by a 160 MB dump.
     driver_memory: str = Field(default="4g", pattern=r"^[1-9][0-9]*[mMgG]$")
     extra_conf: dict[str, str] = Field(default_factory=dict)
-    # `radar sql`, `radar detections` and a short `radar replay` map a class-data archive of their JVM
-    # (`pipelines.class_archive`).
-    class_archive: bool = True
-    class_archive_dir: Path | None = None  # default: class-archives/ beside the jar cache
+    # The Python the executors' workers run (a cluster master); None = the interpreter radar runs with.
+    executor_python: str | None = None
+    local_tuning: LocalTuningConfig = LocalTuningConfig()
     # Level of Spark's JVM logging on the console (`--verbose` sets WARN).
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
 
@@ -343,29 +354,14 @@ def kafka_client_options(
     secret_lookup: SecretLookup | None = None,
     shaded: bool = False,
 ) -> KafkaClientOptions:
-    """The `kafka.*` options for Spark's Kafka source, with credentials from env or the secret scope.
-
-    `shaded=True` uses Databricks' shaded login-module class names. librdkafka clients (capture, poll-groups, the
-    emitters) get theirs from `emitters.kafka_settings.librdkafka_settings` over the same `SecurityConfig`.
-    """
+    """The `kafka.*` options for Spark's Kafka source: the one builder's Java client settings
+    (`emitters.kafka_settings.client_settings`), credentials from env or the secret scope. `shaded=True` uses
+    Databricks' shaded login-module class names."""
     servers = bootstrap_servers or kafka.bootstrap_servers
     if not servers:
         raise ConfigError(
             "kafka.bootstrap_servers is empty: start the embedded broker and pass its "
             "address, or set kafka.bootstrap_servers (RADAR__KAFKA__BOOTSTRAP_SERVERS)."
         )
-    credentials = resolve_credentials(kafka.security, env, secret_lookup)
-    options = {"kafka.bootstrap.servers": servers, "kafka.security.protocol": credentials.protocol}
-    if credentials.sasl_mechanism:
-        module = "plain.PlainLoginModule" if credentials.sasl_mechanism == "PLAIN" else "scram.ScramLoginModule"
-        prefix = "kafkashaded.org.apache.kafka" if shaded else "org.apache.kafka"
-        options["kafka.sasl.mechanism"] = credentials.sasl_mechanism
-        options["kafka.sasl.jaas.config"] = (
-            f'{prefix}.common.security.{module} required username="{credentials.username}" '
-            f'password="{credentials.password}";'
-        )
-    if credentials.truststore_location:
-        options["kafka.ssl.truststore.location"] = credentials.truststore_location
-    if credentials.truststore_password:
-        options["kafka.ssl.truststore.password"] = credentials.truststore_password
-    return KafkaClientOptions(options)
+    settings = client_settings(servers, kafka.security, env, secret_lookup, java=True, shaded=shaded)
+    return KafkaClientOptions({f"kafka.{key}": value for key, value in settings.items()})

@@ -209,8 +209,11 @@ class StatusLine:
         detections: Callable[[], int | None] | None = None,
         stream: TextIO | None = None,
         unit: str = "records",
+        problems: Callable[[], list[str]] | None = None,
     ) -> None:
         self.label = label
+        self.problems = problems
+        self._said: set[str] = set()
         self.queries = tuple(queries)
         self.tallies = {q.name: QueryTally(q.name, unit=unit) for q in self.queries}
         self.detections = detections
@@ -235,6 +238,19 @@ class StatusLine:
             parts.append(f"{self._detections:,} detections")
         return "; ".join(parts)
 
+    def problem_text(self) -> str:
+        """The telemetry paths failing now (`problems`), each said once more as a line of its own when it starts: on a
+        terminal the status line is redrawn, and a failure must not scroll away unseen."""
+        found = self.problems() if self.problems is not None else []
+        for problem in found:
+            if problem.split(" (")[0] not in self._said:
+                self._said.add(problem.split(" (")[0])
+                if self._live is not None:
+                    self._live.console.print(f"{self.label}: {problem}")
+                else:
+                    print(f"{self.label}: {problem}", file=self.stream, flush=True)
+        return "; ".join(f"FAILING: {problem.split(' (')[0]}" for problem in found)
+
     def update(self) -> None:
         for query in self.queries:
             try:
@@ -246,10 +262,11 @@ class StatusLine:
             self._last_detections = time.monotonic()
             self._counting.set()
             threading.Thread(target=self._count_detections, name="radar-status", daemon=True).start()
+        failing = self.problem_text()
         if self._live is not None:
-            self._live.update(f"{self.label}: {self.text()}")
+            self._live.update(f"{self.label}: {'; '.join(filter(None, (self.text(), failing)))}")
         elif time.monotonic() - self._last_plain >= PLAIN_STATUS_EVERY_S:
-            text = self.text()
+            text = "; ".join(filter(None, (self.text(), failing)))
             if text != self._last_text or time.monotonic() - self._last_plain >= PLAIN_STATUS_UNCHANGED_S:
                 self._last_plain, self._last_text = time.monotonic(), text
                 print(f"{self.label}: {text}", file=self.stream, flush=True)

@@ -228,6 +228,7 @@ def run_demo(
     """The demo over `config.data_dir`: broker (the given one, else an embedded one of its own), topics, the
     monitor's stages, the scenario, the live view until the script ends and its detections appear (or
     `catch_up_s` passed), then the report at `report`."""
+    from emitters.kafka_settings import client_settings
     from emitters.log_shipper import start_shipper
     from pipelines.clock import ClockTickEmitter
     from pipelines.detect import DetectStage, KafkaDetectorSources
@@ -256,7 +257,7 @@ def run_demo(
         create_topics(bootstrap, config.kafka.telemetry_topics)
         stack.callback(start_shipper(broker.log_file, bootstrap, telemetry, from_start=from_start).stop)
         ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
-        clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=config.detect.tick_interval_ms)
+        clock = ClockTickEmitter(client_settings(bootstrap), telemetry, interval_ms=config.detect.tick_interval_ms)
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         # The script starts with the broker, while Spark starts: the stages read both topics from the earliest
         # offset, so nothing is missed, and the demo is half a minute shorter.

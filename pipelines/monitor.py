@@ -90,8 +90,8 @@ def _summary_of_rows(rows: pa.Table) -> DetectionSummary:
 
 
 QUICK_START_MAX_DUMP_BYTES = 64 * 1024 * 1024
-"""Dump files up to this size (~200k records) replay in a JVM tuned to start fast (`session.QUICK_START_JAVA_OPTIONS`):
-their replay is short, so start-up dominates; a bigger backlog keeps the JIT that is faster in steady state."""
+"""Dump files up to this size (~200k records) replay as a short command (on a local master, in a JVM tuned to start
+fast): start-up dominates their replay; a bigger backlog keeps the JIT that is faster in steady state."""
 
 
 def replayed_bytes(paths: Sequence[str]) -> int:
@@ -104,24 +104,15 @@ def short_replay(paths: Sequence[str]) -> bool:
     return replayed_bytes(paths) <= QUICK_START_MAX_DUMP_BYTES
 
 
-def tiny_replay(paths: Sequence[str]) -> bool:
-    """Whether replaying `paths` is so small that compiling its plans would cost more than it saves
-    (`session.INTERPRETED_MAX_INPUT_BYTES`: 10k records measured faster interpreted, 50k slower)."""
-    from pipelines.session import INTERPRETED_MAX_INPUT_BYTES
-
-    return replayed_bytes(paths) <= INTERPRETED_MAX_INPUT_BYTES
-
-
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:
     """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
     detection to completion, and print the detections found; returns (rows per table, the summary)."""
     from pipelines.dump import check_dump_files
-    from pipelines.session import build_spark_session, start_python_workers
+    from pipelines.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
-    short = short_replay(paths)  # its time is mostly the JVM's cold start: quick start and a class-data archive
-    spark = build_spark_session(config, quick_start=short, archive_classes=short, interpreted=tiny_replay(paths))
-    start_python_workers(spark)  # its daemon starts while the ingest queries start
+    # a short replay's time is mostly the JVM's cold start
+    spark = build_spark_session(config, quick_start=short_replay(paths))
     ingest_dumps(spark, config, paths)
     with phase("seal replay time"):
         seal_replay_time(spark, config)
@@ -145,7 +136,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     from pipelines.local.topics import create_topics, ensure_offsets_topic
     from pipelines.session import build_spark_session, on_databricks
     from pipelines.source_gaps import SourceGapRecorder
-    from pipelines.sources import kafka_cluster_id, kafka_stream
+    from pipelines.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
 
     with ExitStack() as stack:
         bootstrap = config.kafka.bootstrap_servers
@@ -180,7 +171,11 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         detect = DetectStage(
             spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
         )
-        clock = ClockTickEmitter(bootstrap, telemetry_topics[0], interval_ms=config.detect.tick_interval_ms)
+        clock = ClockTickEmitter(
+            cluster_client_settings(spark, config, bootstrap),
+            telemetry_topics[0],
+            interval_ms=config.detect.tick_interval_ms,
+        )
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
         stages = [ingest, detect]
@@ -196,7 +191,14 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         )
         detections = partial(count_if_exists, spark, config, DETECTIONS)
         verbose = config.spark.log_level != "ERROR"
-        run_until_stopped(queries, label="radar run", stop_after_s=stop_after_s, detections=detections, verbose=verbose)
+        run_until_stopped(
+            queries,
+            label="radar run",
+            stop_after_s=stop_after_s,
+            detections=detections,
+            verbose=verbose,
+            problems=lambda: [problem for problem in (clock.problem(),) if problem],
+        )
         stop_stages(stages)  # the summary and counts below then include the detection stage's drained gold rows
         summary = summarise_detections(spark, config)
         for line in summary.lines():

@@ -24,6 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
+from emitters.kafka_settings import ClientSettings
 from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from pipelines.dump import check_dump_files
 from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows, holds_only_topic
@@ -102,16 +103,26 @@ def kafka_source_options(
     return options
 
 
+def secret_lookup_of(spark: SparkSession, config: RadarConfig) -> SecretLookup | None:
+    """Databricks' secret scope when the config names one and radar runs there; else secrets come from env."""
+    return databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
+
+
+def cluster_client_settings(spark: SparkSession, config: RadarConfig, bootstrap_servers: str) -> ClientSettings:
+    """librdkafka settings for the cluster radar reads (its clock ticks, the cluster id), with the credentials
+    `kafka.security` names: the one builder, as for Spark's source."""
+    from emitters.kafka_settings import client_settings
+
+    return client_settings(bootstrap_servers, config.kafka.security, secret_lookup=secret_lookup_of(spark, config))
+
+
 def kafka_cluster_id(spark: SparkSession, config: RadarConfig, bootstrap_servers: str, timeout_s: float = 30.0) -> str:
     """The Kafka cluster id (Admin describeCluster): a stream checkpoint holds offsets of one cluster only, so a
     checkpoint is named by it and another cluster (a wiped or re-created broker at the same address) starts afresh
     instead of resuming at offsets that do not exist there."""
     from confluent_kafka.admin import AdminClient
 
-    from emitters.kafka_settings import librdkafka_settings
-
-    lookup = databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
-    settings = dict(librdkafka_settings(bootstrap_servers, config.kafka.security, secret_lookup=lookup))
+    settings = dict(cluster_client_settings(spark, config, bootstrap_servers))
     admin = AdminClient({**settings, "log_level": 3})
     try:
         cluster_id = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5).cluster_id
@@ -129,8 +140,9 @@ def kafka_stream(
     spark: SparkSession, config: RadarConfig, topics: Sequence[str], bootstrap_servers: str | None = None
 ) -> DataFrame:
     """A stream of Kafka records from `topics` in the common source schema."""
-    lookup = databricks_secret_lookup(spark) if on_databricks() and config.kafka.security.secret_scope else None
-    options: Mapping[str, str] = kafka_source_options(config, topics, bootstrap_servers, lookup)
+    options: Mapping[str, str] = kafka_source_options(
+        config, topics, bootstrap_servers, secret_lookup_of(spark, config)
+    )
     if any(topic.startswith("__") for topic in topics):
         spark.conf.set(DEPRECATED_OFFSET_FETCHING, "true")
     raw = spark.readStream.format("kafka").options(**options).load()

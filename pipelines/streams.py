@@ -229,6 +229,33 @@ class TableWriter:
         return write_batch
 
 
+KAFKA_ERROR = re.compile(r"org\.apache\.kafka\.common\.errors\.(\w+Exception): ([^\n]*)")
+KAFKA_ACCESS_ADVICE = {
+    "TopicAuthorizationException": "grant the principal radar runs as Read and Describe on that topic "
+    "(kafka-acls.sh --add --allow-principal User:NAME --operation Read --operation Describe --topic TOPIC)",
+    "GroupAuthorizationException": "grant the principal radar runs as Read on the consumer groups of Spark's Kafka "
+    "source (kafka-acls.sh --add --allow-principal User:NAME --operation Read --resource-pattern-type prefixed "
+    "--group spark-kafka-source)",
+    "ClusterAuthorizationException": "grant the principal radar runs as Describe on the cluster",
+    "SaslAuthenticationException": "check the credentials kafka.security names (expired or changed?) and its "
+    "sasl_mechanism",
+    "SslAuthenticationException": "check the CA kafka.security's truststore location names, and the broker's address "
+    "against its certificate",
+}
+"""What to do about a Kafka client error that ends a query: access, not a bug, so a sentence and no plan."""
+
+
+def query_failure_sentence(name: str, error: str) -> str:
+    """A failed query in a sentence: a Kafka access error named with what grants it; otherwise the error itself."""
+    found = KAFKA_ERROR.search(error)
+    if found is not None and found.group(1) in KAFKA_ACCESS_ADVICE:
+        return (
+            f"streaming query {name} stopped: the Kafka cluster refused it ({found.group(1)}: "
+            f"{found.group(2).strip()[:300]}); {KAFKA_ACCESS_ADVICE[found.group(1)]}."
+        )
+    return f"streaming query {name} failed: {error}"
+
+
 @dataclass(frozen=True)
 class RunningQueries:
     """The running queries of one or more stages."""
@@ -272,7 +299,7 @@ class RunningQueries:
                 continue
             error = query.exception()
             if error is not None:
-                raise RuntimeError(f"streaming query {query.name} failed: {error}") from None
+                raise RuntimeError(query_failure_sentence(query.name, str(error))) from None
 
     def active_ids(self) -> frozenset[str]:
         """The ids of the queries still running: those a stop asked for now interrupts."""
@@ -385,9 +412,11 @@ def run_until_stopped(
     poll_s: float = 1.0,
     detections: Callable[[], int | None] | None = None,
     verbose: bool = False,
+    problems: Callable[[], list[str]] | None = None,
 ) -> None:
-    """Keep `queries` running, with a live status line, until Ctrl-C, SIGTERM, `stop_after_s` or a failed query;
-    then stop them within a bound and raise a failure as a sentence.
+    """Keep `queries` running, with a live status line (and `problems`' sentences: a telemetry path failing), until
+    Ctrl-C, SIGTERM, `stop_after_s` or a failed query; then stop them within a bound and raise a failure as a
+    sentence.
 
     The first Ctrl-C / SIGTERM asks for a stop (one line); a second one exits the process at once (one line): the
     unfinished micro-batch is redone on the next start, every table write being idempotent. PySpark's own SIGINT
@@ -405,15 +434,15 @@ def run_until_stopped(
             print(f"\n{label}: stopping; Ctrl-C again to quit at once", file=sys.stderr, flush=True)
         else:
             print(f"{label}: quit; the next start redoes the unfinished micro-batch", file=sys.stderr, flush=True)
-            from pipelines.session import kill_local_jvm
+            from pipelines.session import kill_driver_jvm
 
-            kill_local_jvm()
+            kill_driver_jvm()
             os._exit(130)
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     stopped_by_request: frozenset[str] = frozenset()
     started = time.monotonic()
-    status = StatusLine(label, queries.all, detections=detections)
+    status = StatusLine(label, queries.all, detections=detections, problems=problems)
     try:
         while not requests and queries.all_active:
             if stop_after_s is not None and time.monotonic() - started > stop_after_s:
@@ -426,12 +455,12 @@ def run_until_stopped(
         status.update()
         status.close()
         if not verbose:  # an abandoned micro-batch logs its interruption; it is expected and redone on restart
-            from pipelines.session import running_session, silence_local_jvm_stderr
+            from pipelines.session import running_session, silence_driver_stderr
 
             spark = running_session()
             if spark is not None:
                 spark.sparkContext.setLogLevel("OFF")
-            silence_local_jvm_stderr()  # and its Python workers print tracebacks past log4j
+            silence_driver_stderr()  # and its Python workers print tracebacks past log4j
         stopped_by_request = queries.active_ids()
         problems = queries.stop_within_bound()
         if problems and verbose:

@@ -198,22 +198,6 @@ def _already_ensured(catalog: TableCatalog, table: TableSchema, app_id: str) -> 
     return location is None or (location / "_delta_log").is_dir()
 
 
-def local_tables_fit(config: RadarConfig, tables: Iterable[TableSchema], limit_bytes: int) -> bool:
-    """Whether the local folders of `tables` hold at most `limit_bytes` (every version's files: at least what a query
-    of them reads), counted without Spark and no further than the limit. False for catalog tables."""
-    catalog = TableCatalog(config)
-    if catalog.unity_catalog:
-        return False
-    held = 0
-    for table in tables:
-        location = catalog.location(table)
-        for path in location.rglob("*") if location is not None and location.is_dir() else ():
-            held += path.stat().st_size if path.is_file() else 0
-            if held > limit_bytes:
-                return False
-    return True
-
-
 def register_existing_tables(spark: SparkSession, config: RadarConfig, named: Sequence[TableSchema] = ()) -> list[str]:
     """Register the local tables that exist on disk (for `radar sql` in a fresh session); returns the names of all
     that exist. With `named` (the tables a query mentions), only those are registered: each registration loads the

@@ -11,7 +11,7 @@ from hypothesis import settings
 from pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
 
 SELECTED_MODULES = pytest.StashKey[set[str]]()
-JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings"}
+JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings", "spark_cluster", "incident_tables"}
 
 # Examples are not timed: the live recordings run beside the pure tests (`tests.pipelines.concurrent_recordings`),
 # and a slowed example must not fail as "flaky" by hypothesis' 200 ms deadline.
@@ -45,9 +45,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _starts_a_jvm(item: pytest.Item) -> bool:
-    """Spark, the broker or a CLI subprocess: what the suite marks `spark`, `kafka` or `slow`, or asks for by
-    fixture."""
-    marked = {mark.name for mark in item.iter_markers()} & {"spark", "kafka", "slow"}
+    """Spark, the broker or a CLI subprocess: what the suite marks `spark`, `kafka`, `slow` or `cluster`, or asks for
+    by fixture."""
+    marked = {mark.name for mark in item.iter_markers()} & {"spark", "kafka", "slow", "cluster"}
     return bool(marked) or bool(set(getattr(item, "fixturenames", ())) & JVM_FIXTURES)
 
 
@@ -102,3 +102,21 @@ def kafka_broker(broker_in_background: object) -> object:
 def concurrent_recordings(broker_in_background: object) -> object:
     """The live recordings that wait on Kafka's clocks, started together (`tests.pipelines.concurrent_recordings`)."""
     return broker_in_background.recordings()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The run's only Spark standalone cluster: a Master and two Workers of one core each, from pyspark's own
+    `bin/spark-class`."""
+    from tests.pipelines.standalone_cluster import StandaloneCluster
+
+    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def incident_tables(spark: object, tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The incident dump replayed by `radar replay` in the run's local session (`tests.pipelines.incident_tables`)."""
+    from tests.pipelines.incident_tables import replay_incidents
+
+    return replay_incidents(tmp_path_factory.mktemp("incidents"))

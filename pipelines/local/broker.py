@@ -16,12 +16,22 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
 from pipelines.config import BrokerConfig, RadarConfig, SparkConfig
 from pipelines.jvm import broker_classpath
+from pipelines.local.broker_security import (
+    BrokerTls,
+    Grant,
+    ScramUser,
+    add_scram_users,
+    grant,
+    make_tls,
+    secured_properties,
+)
 
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 BROKER_MAIN_CLASS = "kafka.Kafka"
@@ -159,8 +169,14 @@ class EmbeddedKafka:
         spark: SparkConfig | None = None,
         keep_storage: bool = False,
         progress: TextIO | None = None,
+        secured: bool = False,
     ) -> None:
+        if secured and keep_storage:
+            raise BrokerStartError("A secured embedded broker starts afresh each time; it cannot keep its storage.")
         self.keep_storage = keep_storage
+        self.secured = secured
+        self.tls: BrokerTls | None = None
+        self._internal_port: int | None = None
         self._progress = progress
         self._controller_port: int | None = None
         self.broker = broker
@@ -179,6 +195,22 @@ class EmbeddedKafka:
                 "The embedded broker is not started; call start() or use it as a context manager first."
             )
         return f"{self.broker.host}:{self.port}"
+
+    @property
+    def admin_bootstrap_servers(self) -> str:
+        """Where the broker's own admin connects: the PLAINTEXT listener (for a secured broker, the loopback one
+        whose principal is the super user)."""
+        if self.secured and self._internal_port is not None:
+            return f"{self.broker.host}:{self._internal_port}"
+        return self.bootstrap_servers
+
+    def add_users(self, users: Sequence[ScramUser], grants: Sequence[Grant] = ()) -> None:
+        """SCRAM-SHA-512 users of a secured broker, and their ACLs."""
+        if not self.secured:
+            raise BrokerStartError("Users and ACLs need a secured embedded broker (EmbeddedKafka(secured=True)).")
+        add_scram_users(self.admin_bootstrap_servers, users)
+        if grants:
+            grant(self.admin_bootstrap_servers, grants)
 
     @property
     def pid(self) -> int | None:
@@ -227,6 +259,12 @@ class EmbeddedKafka:
         assert controller_port is not None
         properties_file = self.home / "server.properties"
         properties = server_properties(self.broker, self.port, controller_port, data)
+        if self.secured:  # SASL_SSL for clients; users and ACLs are added over the loopback PLAINTEXT listener
+            self.tls = make_tls(self.home / "tls", self.broker.host)
+            self._internal_port = free_loopback_port(self.broker.host)
+            properties.update(
+                secured_properties(self.broker.host, self.port, self._internal_port, controller_port, self.tls)
+            )
         properties_file.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
         (self.home / "log4j2.properties").write_text(
             log4j2_properties(self.log_file, self.broker.coordinator_log_level)
@@ -322,7 +360,7 @@ class EmbeddedKafka:
             # address, and a broker advertised through a tap (`advertise_through`) is not reachable there until
             # the tap starts, after this; that client then asked only there until the deadline (CI, 2026-11-29).
             admin = AdminClient(
-                {"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
+                {"bootstrap.servers": self.admin_bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
             )  # refused connections while starting are expected
             try:
                 admin.list_topics(timeout=2)

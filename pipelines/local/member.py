@@ -51,12 +51,20 @@ def member_arguments() -> argparse.ArgumentParser:
     parser.add_argument("--instance-id", default=None, help="group.instance.id (static membership)")
     parser.add_argument("--hold-file", default=None, help="once this file exists, stop (SIGSTOP) before a commit")
     parser.add_argument("--run-s", type=float, default=600.0)
+    parser.add_argument(
+        "--security",
+        default=None,
+        help="kafka.security as JSON (names of environment variables, never secrets), e.g. a SASL_SSL cluster's",
+    )
     return parser
 
 
 def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
+    from emitters.kafka_settings import SecurityConfig, client_settings
+
+    security = SecurityConfig.model_validate_json(args.security) if args.security else None
     settings: dict[str, Any] = {
-        "bootstrap.servers": args.bootstrap,
+        **client_settings(args.bootstrap, security),
         "group.id": args.group,
         "client.id": args.client_id,
         "group.protocol": args.protocol,

@@ -326,3 +326,25 @@ def test_checks_config_overrides_rules_and_refuses_unknown_names(radar_config: R
     typo = _with_checks(radar_config, rules={"quarantine_ratio": CheckRuleConfig(threshold=1)})
     with pytest.raises(ConfigError, match="quarantine_ratio"):
         rules_of(typo)
+
+
+@pytest.mark.spark
+def test_monitor_lag_fails_when_no_clock_tick_ever_arrived(
+    spark,  # type: ignore[no-untyped-def]
+    radar_config: RadarConfig,
+    tmp_path: Path,
+) -> None:
+    """A clock whose producer cannot reach the telemetry topic (credentials, a missing Write ACL) leaves clock_ticks
+    empty while records arrive: the rule counts from the table's creation and fails, instead of passing for want of
+    a tick (the deadline rules are blind meanwhile)."""
+    config = radar_config.with_data_dir(tmp_path)
+    src = {"src_topic": "__consumer_offsets", "src_partition": 0}
+    _write(spark, config, OFFSET_COMMITS, [{**src, "src_offset": i, "group_id": "g"} for i in range(3)])
+    ensure_tables(spark, config, [CLOCK_TICKS])
+    created = datetime.now(UTC)
+    report = run_checks(spark, config, now=created + timedelta(minutes=10), env={})
+    lag = {r.rule: r for r in report.results}["monitor_lag"]
+    assert lag.status == "failed" and lag.failing == ("(local)",)
+    opened = {a.rule: a for a in report.opened}["monitor_lag"]
+    assert 590 <= opened.observed_value <= 610  # counted from when the table was made, seconds ago
+    assert "not delivered" in opened.message

@@ -269,7 +269,7 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     (stub / "python3").write_text("#!/bin/sh\necho 'not the python radar runs in' >&2\nexit 1\n")
     (stub / "python3").chmod(0o755)
     (stub / "python").symlink_to(stub / "python3")
-    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.local_filesystem`)
+    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.local_runtime`)
     started = tmp_path / "started.log"
     for command in ("chmod", "readlink", "stat", "ls"):
         real = shutil.which(command)

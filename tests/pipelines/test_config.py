@@ -110,12 +110,12 @@ def test_secret_scope_lookup_and_missing_env() -> None:
         kafka_client_options(config.kafka, env={})
 
 
-def test_librdkafka_settings_read_the_same_security_as_spark() -> None:
+def test_client_settings_read_the_same_security_as_spark() -> None:
     """capture, poll-groups and the emitters authenticate from the same kafka.security as the Spark source."""
-    from emitters.kafka_settings import librdkafka_settings
+    from emitters.kafka_settings import client_settings
 
     security = SecurityConfig(protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", username_env="U", password_env="P")
-    settings = librdkafka_settings("b:9093", security, env={"U": "alice", "P": "s3cr3t-value"})
+    settings = client_settings("b:9093", security, env={"U": "alice", "P": "s3cr3t-value"})
     assert dict(settings) == {
         "bootstrap.servers": "b:9093",
         "security.protocol": "SASL_SSL",
@@ -124,20 +124,20 @@ def test_librdkafka_settings_read_the_same_security_as_spark() -> None:
         "sasl.password": "s3cr3t-value",
     }
     assert "s3cr3t-value" not in repr(settings) and "s3cr3t-value" not in str(settings)
-    assert dict(librdkafka_settings("b:9092")) == {"bootstrap.servers": "b:9092", "security.protocol": "PLAINTEXT"}
+    assert dict(client_settings("b:9092")) == {"bootstrap.servers": "b:9092", "security.protocol": "PLAINTEXT"}
     prod = load_config("conf/prod.yml", env={}).kafka.security
-    scoped = librdkafka_settings("b:9093", prod, env={}, secret_lookup=lambda scope, key: f"{scope}/{key}")
+    scoped = client_settings("b:9093", prod, env={}, secret_lookup=lambda scope, key: f"{scope}/{key}")
     assert scoped["sasl.password"] == "radar-prod/kafka-password"
     with pytest.raises(ConfigError, match=r"RADAR_KAFKA_USERNAME .*is not set"):
-        librdkafka_settings("b:9093", prod, env={})
+        client_settings("b:9093", prod, env={})
 
 
-def test_librdkafka_settings_take_a_pem_ca_and_refuse_a_java_truststore() -> None:
-    from emitters.kafka_settings import librdkafka_settings
+def test_client_settings_take_a_pem_ca_and_refuse_a_java_truststore() -> None:
+    from emitters.kafka_settings import client_settings
 
     security = SecurityConfig(protocol="SSL", ssl_truststore_location_env="CA")
-    assert librdkafka_settings("b:9093", security, env={"CA": "/etc/ca.pem"})["ssl.ca.location"] == "/etc/ca.pem"
+    assert client_settings("b:9093", security, env={"CA": "/etc/ca.pem"})["ssl.ca.location"] == "/etc/ca.pem"
     with pytest.raises(ConfigError, match="not a PEM file"):
-        librdkafka_settings("b:9093", security, env={"CA": "/etc/truststore.jks"})
+        client_settings("b:9093", security, env={"CA": "/etc/truststore.jks"})
     options = kafka_client_options(KafkaConfig(bootstrap_servers="b:9093", security=security), env={"CA": "/x.jks"})
     assert options["kafka.ssl.truststore.location"] == "/x.jks"  # the JVM client reads the Java truststore

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from emitters.kafka_settings import client_settings
 from emitters.log_shipper import LogShipper, start_shipper
 from pipelines.clock import ClockTickEmitter
 from pipelines.config import RadarConfig
@@ -412,7 +413,9 @@ def record_scenarios(context: RecordingContext) -> Recording:
     result = Recording(telemetry)
     out_dir = context.tmp_path_factory.mktemp("detect-live")
     shipper = start_shipper(context.log_file, bootstrap, telemetry, from_start=False)
-    clock = ClockTickEmitter(bootstrap, telemetry, interval_ms=1000, emitter="radar-run@test-detect-live")
+    clock = ClockTickEmitter(
+        client_settings(bootstrap), telemetry, interval_ms=1000, emitter="radar-run@test-detect-live"
+    )
     clock.start()
     # Every scenario has its own group and topic, so the lanes run beside each other, as a real cluster's groups do
     # (and the suite waits for the longest lane, not their sum); each lane stops only its own members. The healthy

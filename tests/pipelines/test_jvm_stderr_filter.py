@@ -9,7 +9,7 @@ import select
 import threading
 import time
 
-from pipelines.console import JvmStderrFilter
+from pipelines.local_runtime import JvmStderrFilter
 
 WORKER = "Streaming TransformWithStateInPandas Python worker"
 CHATTER = [

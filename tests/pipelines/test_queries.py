@@ -21,7 +21,6 @@ from tests.pipelines.incident_tables import (
     B,
     C,
     IncidentTables,
-    replay_incidents,
 )
 from transforms.schemas import DetectionKind, DetectionStatus, Severity
 
@@ -29,8 +28,8 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def incidents(spark: object, tmp_path_factory: pytest.TempPathFactory) -> IncidentTables:
-    return replay_incidents(tmp_path_factory.mktemp("incidents"))
+def incidents(incident_tables: IncidentTables) -> IncidentTables:
+    return incident_tables
 
 
 def run_query(

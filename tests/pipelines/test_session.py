@@ -18,25 +18,26 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from pipelines.config import RadarConfig
-from pipelines.local_filesystem import LOCAL_FILESYSTEM_CONF
-from pipelines.monitor import QUICK_START_MAX_DUMP_BYTES, short_replay, tiny_replay
-from pipelines.python_daemon import WORKER_MODULES, is_spark_archive, worker_python
-from pipelines.session import (
-    CODEGEN_CACHE_ENTRIES,
-    INTERPRETED_CONF,
-    INTERPRETED_MAX_INPUT_BYTES,
-    LOCAL_CHECKPOINT_FILE_MANAGER,
-    PYTHON_DAEMON_MODULE,
-    build_spark_session,
+from pipelines.config import ConfigError, RadarConfig
+from pipelines.local_runtime import (
+    CHECKPOINT_FILE_MANAGER,
+    DAEMON_MODULE,
+    LOCAL_FILESYSTEM_CONF,
+    WORKER_MODULES,
     codegen_compilations,
+    is_spark_archive,
     local_session_conf,
     python_socket_dir,
-    start_python_workers,
-    verify_formats,
+    worker_python,
 )
-from pipelines.tables import TableCatalog, local_tables_fit
-from transforms.schemas import DETECTIONS, OFFSET_COMMITS
+from pipelines.session import (
+    CODEGEN_CACHE_ENTRIES,
+    build_spark_session,
+    check_master,
+    verify_formats,
+    with_extra_conf,
+    with_local_conf,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +47,7 @@ def test_session_settings(spark: SparkSession) -> None:
     assert conf.get("spark.ui.enabled") == "false"
     assert conf.get("spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")
     # checkpoints commit by a FileSystem rename (FileContext's took ~0.1 s a file); restarts: test_ingest_crash
-    assert conf.get("spark.sql.streaming.checkpointFileManagerClass") == LOCAL_CHECKPOINT_FILE_MANAGER
+    assert conf.get("spark.sql.streaming.checkpointFileManagerClass") == CHECKPOINT_FILE_MANAGER
     assert conf.get("spark.jars")
     # Python workers over Unix sockets (over TCP each task's input waited ~41 ms), in this process's own folder
     assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
@@ -95,42 +96,24 @@ def test_python_sockets_fall_back_to_tcp_where_the_temp_folder_is_too_deep(
     shutil.rmtree(short)
 
 
-def test_a_tiny_commands_session_evaluates_interpreted_unless_the_config_says_otherwise(
-    radar_config: RadarConfig, tmp_path: Path
-) -> None:
-    config = radar_config.with_data_dir(tmp_path)
-    compiled = local_session_conf(config, [], quick_start=True)
-    interpreted = local_session_conf(config, [], quick_start=True, interpreted=True)
-    assert not set(INTERPRETED_CONF) & set(compiled)
-    assert {key: interpreted[key] for key in INTERPRETED_CONF} == INTERPRETED_CONF
-    spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.sql.codegen.wholeStage": "true"}})
-    chosen = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], interpreted=True)
-    assert chosen["spark.sql.codegen.wholeStage"] == "true"  # spark.extra_conf has the last word
-
-
 def test_a_thread_without_an_active_session_is_given_the_running_one_unchanged(
     spark: SparkSession, radar_config: RadarConfig
 ) -> None:
     """Spark keeps the active session per thread: in a thread Spark has not run in there is none, and building the
-    session there once applied a tiny command's options (interpreted evaluation) to the running session, for
-    everything that ran after it in the process."""
+    session there must give the running one, its settings unchanged (a short command's hints included)."""
     seen: dict[str, object] = {}
 
     def in_another_thread() -> None:
         seen["active"] = SparkSession.getActiveSession()
-        seen["built"] = build_spark_session(radar_config, quick_start=True, interpreted=True)
+        seen["built"] = build_spark_session(radar_config, quick_start=True)
 
-    before = {key: spark.conf.get(key) for key in INTERPRETED_CONF}
-    assert before == {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+    before = spark.sparkContext.getConf().getAll()
     worker = threading.Thread(target=in_another_thread)
     worker.start()
     worker.join(120)
-    after = {key: spark.conf.get(key) for key in INTERPRETED_CONF}
-    for key, value in before.items():  # a failure here leaves the suite's session as it was
-        spark.conf.set(key, value)
     assert seen["active"] is None  # what the test is about: Spark has no active session in that thread
     assert seen["built"] is spark
-    assert after == before
+    assert spark.sparkContext.getConf().getAll() == before
 
 
 def test_the_local_file_system_classes_stay_on_a_configured_class_path(
@@ -139,44 +122,20 @@ def test_the_local_file_system_classes_stay_on_a_configured_class_path(
     """`fs.file.impl` names classes from the compiled jar: a class path the user configures keeps the jar on it, or
     the JVM would not start (spark-submit reads files through Hadoop before anything else)."""
     config = radar_config.with_data_dir(tmp_path)
-    jar = tmp_path / "radar-local-fs-0.jar"
-    assert "spark.driver.extraClassPath" not in local_session_conf(config, [])
-    alone = local_session_conf(config, [], local_fs_jar=jar)
-    assert alone["spark.driver.extraClassPath"] == str(jar)
-    assert {key: alone[key] for key in LOCAL_FILESYSTEM_CONF} == LOCAL_FILESYSTEM_CONF
-    spark_conf = config.spark.model_copy(update={"extra_conf": {"spark.driver.extraClassPath": "/opt/theirs.jar"}})
-    theirs = local_session_conf(config.model_copy(update={"spark": spark_conf}), [], local_fs_jar=jar)
+    local, _ = local_session_conf(config)
+    jar = local["spark.driver.extraClassPath"]
+    assert {key: local[key] for key in LOCAL_FILESYSTEM_CONF} == LOCAL_FILESYSTEM_CONF
+    theirs = with_extra_conf(local, {"spark.driver.extraClassPath": "/opt/theirs.jar"})
     assert theirs["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/theirs.jar"
+    java = with_local_conf({"spark.driver.extraJavaOptions": "-Dmine=1"}, {"spark.driver.extraJavaOptions": "-Dx=2"})
+    assert java["spark.driver.extraJavaOptions"] == "-Dmine=1 -Dx=2"  # appended, never replaced
 
 
-def test_a_replay_is_interpreted_only_while_its_input_is_tiny(tmp_path: Path) -> None:
-    sample, small = tmp_path / "sample.jsonl", tmp_path / "small.jsonl"
-    sample.write_bytes(b"{}\n" * 10)
-    with small.open("wb") as out:
-        out.truncate(INTERPRETED_MAX_INPUT_BYTES + 1)  # sparse: its size is what counts
-    assert tiny_replay([str(sample)]) and short_replay([str(sample)])
-    assert not tiny_replay([str(small)]) and short_replay([str(small)])
-    assert not tiny_replay([str(sample), str(small)])
-    assert INTERPRETED_MAX_INPUT_BYTES < QUICK_START_MAX_DUMP_BYTES
-
-
-def test_a_query_is_interpreted_only_while_the_tables_it_names_hold_little(
-    radar_config: RadarConfig, tmp_path: Path
-) -> None:
-    config = radar_config.with_data_dir(tmp_path)
-    catalog = TableCatalog(config)
-    assert local_tables_fit(config, [DETECTIONS, OFFSET_COMMITS], 10)  # no folder yet: nothing to read
-    commits, detections = catalog.location(OFFSET_COMMITS), catalog.location(DETECTIONS)
-    assert commits is not None and detections is not None
-    (commits / "_delta_log").mkdir(parents=True)
-    (commits / "_delta_log" / "00000000000000000000.json").write_bytes(b"x" * 6)
-    (detections / "part-0.parquet").parent.mkdir(parents=True)
-    (detections / "part-0.parquet").write_bytes(b"x" * 5)
-    assert local_tables_fit(config, [OFFSET_COMMITS], 6) and not local_tables_fit(config, [OFFSET_COMMITS], 5)
-    assert local_tables_fit(config, [OFFSET_COMMITS, DETECTIONS], 11)
-    assert not local_tables_fit(config, [OFFSET_COMMITS, DETECTIONS], 10)  # the tables' bytes add up
-    storage = config.storage.model_copy(update={"catalog": "main", "schema_name": "radar"})
-    assert not local_tables_fit(config.model_copy(update={"storage": storage}), [OFFSET_COMMITS], 10**12)  # unknown
+def test_a_master_spark_does_not_know_is_one_sentence() -> None:
+    for master in ("local", "local[2]", "local[*]", "spark://h:7077", "k8s://https://h:6443", "yarn"):
+        check_master(master)
+    with pytest.raises(ConfigError, match=r"spark.master 'sprak://h:7077' is not a Spark master: use local\[N\]"):
+        check_master("sprak://h:7077")
 
 
 def test_delta_round_trip(spark: SparkSession, radar_config: RadarConfig) -> None:
@@ -215,7 +174,7 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     maps = (daemon / "maps").read_text().splitlines()
     arrow_in_daemon = any("libarrow" in line for line in maps)
     pandas_in_daemon = any("/pandas/_libs/" in line for line in maps)
-    daemon_module = "pipelines.python_daemon" in (daemon / "cmdline").read_bytes().decode(errors="replace")
+    daemon_module = DAEMON_MODULE in (daemon / "cmdline").read_bytes().decode(errors="replace")
     yield pa.RecordBatch.from_pylist(
         [
             {
@@ -231,7 +190,7 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
 
 
 def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> None:
-    """The workers run `pipelines.python_daemon`: no spark-core jar, pyspark or py4j zip on their path (each task
+    """The workers run the local runtime's daemon: no spark-core jar, pyspark or py4j zip on their path (each task
     re-read their directories), pyspark imported from a directory, the one the driver imports it from, and the
     modules radar's tasks use already imported, and frozen, when a worker starts."""
     import pyspark
@@ -261,12 +220,6 @@ def test_the_jvm_writes_both_its_streams_to_the_filter_not_to_this_processs_own(
     filtered = os.readlink(f"/proc/self/fd/{process.stdout.fileno()}")
     assert filtered.startswith("pipe:")
     assert os.readlink(jvm_fds / "1") == os.readlink(jvm_fds / "2") == filtered
-
-
-def test_a_commands_python_workers_start_in_the_background(spark: SparkSession) -> None:
-    """`start_python_workers` runs its one-row Python task in a thread of its own and says how it ended."""
-    started = start_python_workers(spark)
-    assert started.result(timeout=120) is None
 
 
 def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
@@ -376,7 +329,30 @@ def test_a_stateful_querys_python_runs_without_sparks_archives_in_the_sessions_o
     planning = [r for r in reports if r["main"] == "pyspark.sql.streaming.transform_with_state_driver_worker"]
     assert planning, reports
     assert [entry for r in planning for entry in r["path"] if is_spark_archive(entry)] == []
-    tasks = [r for r in reports if r["main"] == PYTHON_DAEMON_MODULE]
+    tasks = [r for r in reports if r["main"] == DAEMON_MODULE]
     assert tasks, reports
     arrow_daemon = spark.range(1, numPartitions=1).mapInArrow(_daemon_of_a_worker, "parent long").collect()[0].parent
     assert {r["parent"] for r in tasks} == {arrow_daemon}
+
+
+_NO_JARS_SESSION = """
+from pyspark.sql import SparkSession
+from pipelines.session import SparkSessionError, verify_formats
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+try:
+    verify_formats(spark, ("kafka", "delta"))
+except SparkSessionError as error:
+    print(error)
+"""
+
+
+def test_a_session_without_the_connector_jars_is_told_so_in_one_sentence(tmp_path: Path) -> None:
+    """Spark starts a session whose jars are missing with only a WARN: the check (public API: a Kafka relation
+    described without connecting, a Delta read of a missing path) says which formats do not resolve and what to do."""
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_JARS_SESSION], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    said = done.stdout.strip()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert said.startswith("format('kafka') does not resolve; format('delta') does not resolve. The connector jars")
+    assert "radar jars" in said and len(said.splitlines()) == 1

@@ -145,3 +145,19 @@ def test_a_first_entry_a_stop_abandoned_does_not_block_the_next_start(spark: Spa
     assert "0" in written and not set(ABANDONED_FIRST_ENTRY) & set(written)
     assert clear_abandoned_log_writes(checkpoint) == []  # the entries and their checksums are kept
     assert sorted(path.name for path in (checkpoint / "offsets").iterdir()) == written
+
+
+def test_a_query_the_kafka_cluster_refuses_ends_in_a_sentence_that_names_the_grant() -> None:
+    """Spark's error for a Kafka ACL the principal lacks (its whole plan after it) becomes what to grant."""
+    from pipelines.streams import query_failure_sentence
+
+    error = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: org.apache.kafka.common.errors."
+        "TopicAuthorizationException: Not authorized to access topics: [__consumer_offsets]\n=== Streaming Query ===\n"
+        "Logical Plan:\n~WriteToMicroBatchDataSourceV1 ForeachBatchSink"
+    )
+    said = query_failure_sentence("radar-offsets", error)
+    assert said.startswith("streaming query radar-offsets stopped: the Kafka cluster refused it (TopicAuthorization")
+    assert "[__consumer_offsets]" in said and "--operation Read" in said and "Logical Plan" not in said
+    other = query_failure_sentence("radar-offsets", "[DIVIDE_BY_ZERO] something else")
+    assert other == "streaming query radar-offsets failed: [DIVIDE_BY_ZERO] something else"

@@ -1,0 +1,229 @@
+"""radar on a real Spark standalone cluster (a Master and two one-core Workers from pyspark's `bin/spark-class`), as
+its users run it: the commands as they type them, `RADAR__SPARK__MASTER=spark://...`, the connector jars and radar's
+own Python reaching the executors by Spark's own means.
+
+- A replay writes, table by table, the rows the same replay writes on the local master, detections included.
+- `radar run` against a broker detects a member stalled past its session while one Worker is killed mid-run: Spark
+  reschedules the lost tasks on the other, and every commit of the group lands once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.ingest import OFFSETS_QUERY
+from pipelines.local.broker import EmbeddedKafka
+from pipelines.tables import TableCatalog
+from tests.pipelines.group_member import create_topics, start_member
+from tests.pipelines.incident_tables import IncidentTables
+from tests.pipelines.ingest_support import (
+    coordinates,
+    duplicates,
+    end_offsets,
+    isolated_config,
+    kafka_coordinates,
+    offsets_silver_coordinates,
+    table,
+    wait_for,
+)
+from tests.pipelines.standalone_cluster import StandaloneCluster
+from transforms.schemas import DETECTIONS, DETECTOR_OUTPUT, OFFSET_COMMITS, OFFSETS_RAW, TABLES, TableSchema
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+CONF = REPO_ROOT / "conf" / "local.yml"
+RUN_TIMEOUT_S = 300.0  # a cold driver and two executors on a busy 2-core machine
+PROCESSING_TIME_COLUMNS = {DETECTOR_OUTPUT.name: ("staged_at",)}
+"""Columns stamped with the wall clock of the micro-batch that wrote them: the same row, another time."""
+
+
+def radar(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
+
+
+def cluster_env(cluster: StandaloneCluster, **overrides: str) -> dict[str, str]:
+    return os.environ | {"RADAR__SPARK__MASTER": cluster.url, **overrides}
+
+
+def table_rows(spark: SparkSession, config: RadarConfig, schema: TableSchema) -> Counter[tuple[Any, ...]]:
+    """Every row of a local table, as a multiset, less its processing-time columns; a dump file's path is its name
+    (the two replays stage their input under their own data dirs)."""
+    path = TableCatalog(config).location(schema)
+    if path is None or not (path / "_delta_log").is_dir():
+        return Counter()
+    rows = spark.read.format("delta").load(str(path)).drop(*PROCESSING_TIME_COLUMNS.get(schema.name, ()))
+    found: Counter[tuple[Any, ...]] = Counter()
+    for row in rows.collect():
+        values = row.asDict(recursive=True)
+        if values.get("src_file"):
+            values["src_file"] = Path(values["src_file"]).name
+        found[tuple(sorted((key, repr(value)) for key, value in values.items()))] += 1
+    return found
+
+
+def test_a_replay_on_the_cluster_writes_the_rows_the_local_master_writes(
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    spark_cluster: StandaloneCluster,
+    incident_tables: IncidentTables,
+    tmp_path: Path,
+) -> None:
+    dump = incident_tables.data_dir.parent / "incidents.jsonl"
+    data_dir = tmp_path / "on-the-cluster"
+    done = subprocess.run(
+        radar("replay", "--input", str(dump), "--data-dir", str(data_dir)),
+        cwd=tmp_path,
+        env=cluster_env(spark_cluster),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Exception" not in done.stderr, done.stderr[-3000:]
+    compared = []
+    for schema in TABLES.values():
+        local = table_rows(spark, radar_config.with_data_dir(incident_tables.data_dir), schema)
+        clustered = table_rows(spark, radar_config.with_data_dir(data_dir), schema)
+        assert clustered == local, f"{schema.name}: {len(clustered)} rows on the cluster, {len(local)} locally"
+        compared.append((schema.name, sum(local.values())))
+    held = dict(compared)
+    assert held[DETECTIONS.name] >= 3 and held[OFFSETS_RAW.name] > 0, held  # the incidents were found, on both
+
+
+def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_when_a_worker_dies(
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    kafka_broker: EmbeddedKafka,
+    spark_cluster: StandaloneCluster,
+    tmp_path: Path,
+) -> None:
+    from emitters.log_shipper import start_shipper
+
+    bootstrap = kafka_broker.bootstrap_servers
+    tag = uuid.uuid4().hex[:8]
+    topic, group, telemetry = f"work-cluster-{tag}", f"group-cluster-{tag}", f"telemetry-cluster-{tag}"
+    create_topics(bootstrap, {topic: 2, telemetry: 1})
+    config = isolated_config(radar_config, tmp_path / "data", telemetry_topics=(telemetry,))
+    env = cluster_env(
+        spark_cluster,
+        RADAR__KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+        RADAR__KAFKA__TELEMETRY_TOPICS=f"[{telemetry}]",
+        RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
+        RADAR__INGEST__TRIGGER_INTERVAL="2 seconds",
+    )
+    log_path = tmp_path / "run.log"
+    shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
+    members = []
+    with log_path.open("wb") as log:
+        run = subprocess.Popen(
+            radar("--data-dir", str(config.data_dir), "run"),
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_for(
+                lambda: run.poll() is not None or "ingesting from" in log_path.read_text(errors="replace"),
+                RUN_TIMEOUT_S,
+                f"radar run to start its queries on the cluster (log: {log_path})",
+            )
+            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            time.sleep(5)  # its first batches started from `latest`
+            a = start_member(tmp_path, "A", bootstrap, topic, group, "--session-timeout-ms", "3000")
+            members.append(a)
+            a.wait_for("assigned", 60)
+            b = start_member(tmp_path, "B", bootstrap, topic, group, "--session-timeout-ms", "3000")
+            members.append(b)
+            b.wait_for("assigned", 60)
+            time.sleep(2)
+            spark_cluster.kill_worker(0)  # a machine lost mid-run: its executor's tasks go to the other Worker
+            a.signal(signal.SIGSTOP)  # A stalls past its 3 s session: the coordinator expires it
+            time.sleep(8)
+            a.signal(signal.SIGCONT)
+            a.wait_for("commit_error", 30)
+            time.sleep(3)
+            for member in members:
+                member.stop()
+
+            def stalled_member_detected() -> bool:
+                location = TableCatalog(config).location(DETECTIONS)
+                if run.poll() is not None or location is None or not (location / "_delta_log").is_dir():
+                    return run.poll() is not None
+                rows = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()
+                return any(r["member_id"] for r in rows)
+
+            wait_for(stalled_member_detected, 120, f"a detection of {group} (log: {log_path})", poll_s=2)
+            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            written = end_offsets(bootstrap, ["__consumer_offsets"])
+
+            def caught_up() -> bool:  # the offsets query has committed a batch past what the group wrote
+                ends = committed_ends(config)
+                return run.poll() is not None or all(ends.get(key, 0) >= end for key, end in written.items())
+
+            wait_for(caught_up, 120, f"the offsets query to pass {written} (log: {log_path})", poll_s=2)
+        finally:
+            shipper.stop()
+            for member in members:
+                member.stop()
+            if run.poll() is None:
+                run.send_signal(signal.SIGINT)  # the user's Ctrl-C: stop within the bound
+                try:
+                    run.wait(120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(run.pid, signal.SIGKILL)
+                    run.wait(30)
+    output = log_path.read_text(errors="replace")
+    assert run.returncode == 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert spark_cluster.alive_workers() == 1  # the run went on with the Worker it had left
+    detected = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()
+    assert {r["kind"] for r in detected} & {"heartbeat_expiration", "zombie_commit"}, [r.asDict() for r in detected]
+    # every __consumer_offsets record from where the run started to where its last committed batch ended, once
+    truth = {
+        c for c in kafka_coordinates(bootstrap, ["__consumer_offsets"], until=committed_ends(config))
+        if c[2] >= initial_offsets(config).get((c[0], c[1]), 0)
+    }  # fmt: skip
+    bronze = coordinates(table(spark, config, OFFSETS_RAW))
+    assert duplicates(bronze) == [] and set(bronze) == truth
+    silver = offsets_silver_coordinates(spark, config)
+    assert duplicates(silver) == [] and set(silver) == truth
+    assert table(spark, config, OFFSET_COMMITS).where(f"group_id = '{group}'").count() > 0
+
+
+def offsets_checkpoint(config: RadarConfig) -> Path:
+    (found,) = config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")
+    return found / OFFSETS_QUERY
+
+
+def committed_ends(config: RadarConfig) -> dict[tuple[str, int], int]:
+    """Where the offsets query's last committed batch ends (exclusive offsets), from its checkpoint."""
+    if not config.checkpoint_dir.is_dir() or not list(config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")):
+        return {}
+    query = offsets_checkpoint(config)
+    done = [int(p.name) for p in (query / "commits").glob("[0-9]*")]
+    if not done:
+        return {}
+    source = json.loads((query / "offsets" / str(max(done))).read_text().splitlines()[2])
+    return {(topic, int(p)): int(end) for topic, ends in source.items() for p, end in ends.items()}
+
+
+def initial_offsets(config: RadarConfig) -> dict[tuple[str, int], int]:
+    """Where the offsets query started (`startingOffsets: latest`, resolved when it first ran)."""
+    text = (offsets_checkpoint(config) / "sources" / "0" / "0").read_text()
+    source = json.loads(text[text.index("{") :])
+    return {(topic, int(p)): int(start) for topic, starts in source.items() for p, start in starts.items()}

@@ -1,0 +1,299 @@
+"""radar against a Kafka cluster secured as production ones are: the embedded broker with SASL_SSL (SCRAM-SHA-512 over
+TLS, a CA and certificate made for the run) and ACLs, nothing allowed without one.
+
+- `radar run`, the consumer agent and the group poller connect with credentials from the environment (through the
+  one builder of client settings) and a detection is seen.
+- A principal without Read on `__consumer_offsets`, one without Describe on the groups, and wrong credentials each
+  get one sentence naming what is missing, not a hang or a traceback.
+- Clock ticks that cannot be written are said, on the run's status line.
+- The passwords never appear in logs, tables or error messages.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import SparkSession
+
+from emitters.kafka_settings import SecurityConfig, client_settings
+from pipelines.clock import ClockTickEmitter
+from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.console import StatusLine
+from pipelines.local.broker import EmbeddedKafka
+from pipelines.local.broker_security import Grant, ScramUser, monitor_grants
+from pipelines.local.topics import ensure_offsets_topic
+from pipelines.tables import TableCatalog
+from tests.pipelines.group_member import start_member
+from tests.pipelines.ingest_support import table, wait_for
+from transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
+
+pytestmark = [pytest.mark.secured_broker, pytest.mark.kafka]
+
+CONF = REPO_ROOT / "conf" / "local.yml"
+USER_ENV, PASSWORD_ENV, CA_ENV = "RADAR_TEST_KAFKA_USER", "RADAR_TEST_KAFKA_PASSWORD", "RADAR_TEST_KAFKA_CA"
+SECURITY = SecurityConfig(
+    protocol="SASL_SSL",
+    sasl_mechanism="SCRAM-SHA-512",
+    username_env=USER_ENV,
+    password_env=PASSWORD_ENV,
+    ssl_truststore_location_env=CA_ENV,
+)
+RUN_TIMEOUT_S = 240.0
+
+
+@dataclass(frozen=True)
+class SecuredCluster:
+    broker: EmbeddedKafka
+    telemetry: str
+    work_topic: str
+    users: dict[str, ScramUser]
+
+    def env(self, user: str, password: str | None = None) -> dict[str, str]:
+        """The environment a user of this cluster runs radar or a member with: credentials by variable names."""
+        assert self.broker.tls is not None
+        return {
+            USER_ENV: user,
+            PASSWORD_ENV: self.users[user].password if password is None else password,
+            CA_ENV: str(self.broker.tls.ca),
+        }
+
+    def radar_env(self, user: str, password: str | None = None) -> dict[str, str]:
+        return (
+            os.environ
+            | self.env(user, password)
+            | {
+                "RADAR__KAFKA__BOOTSTRAP_SERVERS": self.broker.bootstrap_servers,
+                "RADAR__KAFKA__TELEMETRY_TOPICS": f"[{self.telemetry}]",
+                "RADAR__KAFKA__SECURITY": SECURITY.model_dump_json(exclude_none=True),
+                "RADAR__KAFKA__CONNECT_TIMEOUT_S": "15",
+            }
+        )
+
+    @property
+    def passwords(self) -> list[str]:
+        return [user.password for user in self.users.values()]
+
+
+@pytest.fixture(scope="module")
+def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
+    """A SASL_SSL broker with five principals: `radar` (what `monitor_grants` gives), `app` (a consumer fleet with
+    the agent and the poller), `blind` (radar's grants but Read on __consumer_offsets), `mute` (radar's grants but
+    Write on the telemetry topic), `nogroups` (may describe the cluster, no group)."""
+    tag = uuid.uuid4().hex[:6]
+    telemetry, work = f"radar.telemetry.secured-{tag}", f"work-secured-{tag}"
+    broker = EmbeddedKafka(
+        radar_config.broker, tmp_path_factory.mktemp("secured"), secured=True, progress=io.StringIO()
+    )
+    with broker:
+        admin = AdminClient({"bootstrap.servers": broker.admin_bootstrap_servers})
+        for future in admin.create_topics([NewTopic(telemetry, 1, 1), NewTopic(work, 2, 1)]).values():
+            future.result(30)
+        ensure_offsets_topic(broker.admin_bootstrap_servers, "__consumer_offsets")  # as on any cluster in use
+        names = ("radar", "app", "blind", "mute", "nogroups")
+        users = {name: ScramUser(name, secrets.token_urlsafe(18)) for name in names}
+        full = monitor_grants("radar", "__consumer_offsets", [telemetry])
+        app = [
+            Grant("User:app", "group", "app-", "read", prefixed=True),
+            Grant("User:app", "group", "*", "describe"),
+            Grant("User:app", "topic", work, "read"),
+            Grant("User:app", "topic", work, "describe"),
+            Grant("User:app", "topic", telemetry, "write"),
+            Grant("User:app", "topic", telemetry, "describe"),
+        ]
+        blind = [
+            Grant("User:blind", g.resource, g.name, g.operation, g.prefixed)
+            for g in full
+            if not (g.name == "__consumer_offsets" and g.operation == "read")
+        ]
+        mute = [
+            Grant("User:mute", g.resource, g.name, g.operation, g.prefixed)
+            for g in full
+            if not (g.name == telemetry and g.operation == "write")
+        ]
+        nogroups = [Grant("User:nogroups", "cluster", "kafka-cluster", "describe")]
+        broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups])
+        yield SecuredCluster(broker, telemetry, work, users)
+
+
+def radar_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
+
+
+def assert_no_password(text: str, cluster: SecuredCluster, where: str) -> None:
+    for password in cluster.passwords:
+        assert password not in text, f"a password appears in {where}"
+
+
+def test_a_principal_without_read_on_consumer_offsets_is_told_which_acl_is_missing(
+    secured: SecuredCluster, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        radar_command("--data-dir", str(tmp_path / "data"), "run"),
+        env=secured.radar_env("blind"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "User:blind may not read topic __consumer_offsets" in output
+    assert "--operation Read --topic '__consumer_offsets'" in output
+    assert "Traceback" not in output and len(output.strip().splitlines()) == 1, output
+    assert time.monotonic() - started < 60  # said before any Spark start, not after a hang
+    assert_no_password(output, secured, "the missing-ACL error")
+
+
+def test_wrong_credentials_and_a_missing_describe_on_groups_are_sentences(
+    secured: SecuredCluster, tmp_path: Path
+) -> None:
+    wrong = "not-" + secured.users["radar"].password
+    done = subprocess.run(
+        radar_command("--data-dir", str(tmp_path / "data"), "run"),
+        env=secured.radar_env("radar", password=wrong),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "refused User:radar" in output and "expired or changed?" in output, output
+    assert "Traceback" not in output and wrong not in output
+    assert_no_password(output, secured, "the refused-credentials error")
+    env = secured.radar_env("nogroups")
+    done = subprocess.run(
+        radar_command("poll-groups", "--once", "--group", "any"), env=env, capture_output=True, text=True, timeout=120
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "User:nogroups may not describe group *" in output and "Traceback" not in output, output
+    assert_no_password(output, secured, "the missing-describe error")
+
+
+def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured: SecuredCluster) -> None:
+    settings = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("mute"))
+    clock = ClockTickEmitter(settings, secured.telemetry, interval_ms=200)
+    out = io.StringIO()
+    status = StatusLine("radar run", [], stream=out, problems=lambda: [p for p in (clock.problem(),) if p])
+    with clock:
+        wait_for(lambda: clock.problem() is not None, 60, "the clock to say its ticks fail")
+        status.update()
+    said = out.getvalue()
+    assert clock.ticks == 0 and clock.failures > 0
+    assert "clock ticks to" in said and "are not delivered" in said and "Write ACL" in said, said
+    assert "FAILING: clock ticks" in said, said
+    assert_no_password(said + repr(settings) + str(settings), secured, "the clock's sentence")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker(
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    secured: SecuredCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    group = f"app-group-{uuid.uuid4().hex[:6]}"
+    data_dir = tmp_path / "data"
+    config = radar_config.with_data_dir(data_dir)
+    log_path = tmp_path / "run.log"
+    for key, value in secured.env("app").items():  # the members' own credentials, by variable name
+        monkeypatch.setenv(key.replace("RADAR_TEST_KAFKA", "APP_KAFKA"), value)
+    member_security = SECURITY.model_copy(
+        update={
+            "username_env": "APP_KAFKA_USER",
+            "password_env": "APP_KAFKA_PASSWORD",
+            "ssl_truststore_location_env": "APP_KAFKA_CA",
+        }
+    ).model_dump_json(exclude_none=True)
+    bootstrap = secured.broker.bootstrap_servers
+    members = []
+    with log_path.open("wb") as log:
+        run = subprocess.Popen(
+            radar_command("--data-dir", str(data_dir), "run"),
+            env=secured.radar_env("radar") | {"RADAR__INGEST__TRIGGER_INTERVAL": "2 seconds"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            wait_for(
+                lambda: run.poll() is not None or "ingesting from" in log_path.read_text(errors="replace"),
+                RUN_TIMEOUT_S,
+                f"radar run to start on the secured broker (log: {log_path})",
+            )
+            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+
+            def member(name: str, *extra: str) -> object:
+                started = start_member(
+                    tmp_path, name, bootstrap, secured.work_topic, group, "--security", member_security, *extra
+                )
+                members.append(started)
+                return started
+
+            a = member("A", "--agent-topic", secured.telemetry, "--session-timeout-ms", "3000")
+            a.wait_for("assigned", 60)  # type: ignore[attr-defined]
+            b = member("B", "--session-timeout-ms", "3000")
+            b.wait_for("assigned", 60)  # type: ignore[attr-defined]
+            polled = subprocess.run(
+                radar_command("poll-groups", "--once", "--group", group, "--topic", secured.telemetry),
+                env=secured.radar_env("app") | {USER_ENV: "app"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert polled.returncode == 0, polled.stdout + polled.stderr
+            assert "1 group snapshots" in polled.stderr, polled.stderr
+            assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
+            a.signal(signal.SIGSTOP)  # type: ignore[attr-defined]  # past its 3 s session: expired
+            time.sleep(8)
+            a.signal(signal.SIGCONT)  # type: ignore[attr-defined]
+
+            def detected() -> bool:
+                location = TableCatalog(config).location(DETECTIONS)
+                if run.poll() is not None or location is None or not (location / "_delta_log").is_dir():
+                    return run.poll() is not None
+                return table(spark, config, DETECTIONS).where(f"group_id = '{group}'").count() > 0
+
+            wait_for(detected, 150, f"a detection of {group} (log: {log_path})", poll_s=2)
+            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+        finally:
+            for started in members:
+                started.stop()  # type: ignore[attr-defined]
+            if run.poll() is None:
+                run.send_signal(signal.SIGINT)
+                try:
+                    run.wait(120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(run.pid, signal.SIGKILL)
+                    run.wait(30)
+    output = log_path.read_text(errors="replace")
+    assert run.returncode == 0, output[-3000:]
+    kinds = {r["kind"] for r in table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()}
+    assert kinds, output[-3000:]
+    events = table(spark, config, HEARTBEAT_EVENTS).where(f"group_id = '{group}'").collect()
+    assert events, "no telemetry of the group from the agent and the poller on the secured telemetry topic"
+    # the passwords: not in radar's console, not in Spark's logs, not in any table
+    assert_no_password(output, secured, "radar run's output")
+    for log_file in data_dir.rglob("*.log"):
+        assert_no_password(log_file.read_text(errors="replace"), secured, str(log_file))
+    for schema in TABLES.values():
+        location = TableCatalog(config).location(schema)
+        if location is not None and (location / "_delta_log").is_dir():
+            rows = "\n".join(spark.read.format("delta").load(str(location)).toJSON().collect())
+            assert_no_password(rows, secured, f"table {schema.name}")
+    assert json.loads(SECURITY.model_dump_json())["password_env"] == PASSWORD_ENV  # only names are configured
