@@ -147,11 +147,14 @@ def verify_formats(spark: SparkSession, formats: tuple[str, ...]) -> None:
                 reader.option("kafka.bootstrap.servers", "127.0.0.1:9").load().schema  # noqa: B018 - the probe
             else:
                 spark.read.format("delta").load(str(Path(spark.conf.get("spark.sql.warehouse.dir")) / "no-such"))
-        except PySparkException as error:  # any other answer comes from the format's own reader: it resolved
-            if (error.getCondition() or "") in FORMAT_NOT_FOUND or "ClassNotFound" in str(error):
+        except Exception as error:  # any answer but "not found" comes from the format's own reader: it resolved
+            text = str(error)
+            condition = error.getCondition() if isinstance(error, PySparkException) else None
+            if condition in FORMAT_NOT_FOUND or any(mark in text for mark in (*FORMAT_NOT_FOUND, "ClassNotFound")):
                 problems.append(f"format('{name}') does not resolve")
-        except Exception as error:  # a Java error a class missing in the middle of the connector leaves
-            problems.append(f"format('{name}') does not resolve ({str(error).strip().splitlines()[0][:200]})")
+            elif not isinstance(error, PySparkException):  # a Java error: a class missing inside the connector
+                cause = next((line for line in text.splitlines() if "Error" in line or "Exception" in line), text)
+                problems.append(f"format('{name}') does not resolve ({cause.strip()[:200]})")
     if problems:
         how = (
             "pass the connector jars to spark-submit with --jars (`radar jars --spark-jars` prints them)"

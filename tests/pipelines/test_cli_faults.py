@@ -278,15 +278,9 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
         (stub / command).chmod(0o755)
     script = Path(sys.executable).parent / "radar"
     assert script.is_file(), f"the console script is not next to {sys.executable}"
-    # a class-data archive of its own: this is a first replay, which saves one as it exits (the JVM's end once made
-    # PySpark's accumulator server print an EOFError traceback there)
     temp = tmp_path / "tmp"  # the process's temp folder: its Python sockets' folder is made there
     temp.mkdir()
-    env = radar_env(
-        PATH=f"{stub}{os.pathsep}{os.environ['PATH']}",
-        RADAR__SPARK__CLASS_ARCHIVE_DIR=str(tmp_path / "archives"),
-        TMPDIR=str(temp),
-    )
+    env = radar_env(PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(temp))
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
     done = subprocess.run(
@@ -301,9 +295,8 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     assert "offset_commits=7" in done.stderr
     assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
-    assert "class-data archive" in done.stderr  # the first-run path was taken
     # no spark-warehouse, derby.log, .radar
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["archives", "bin", "data", "started.log", "tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "data", "started.log", "tmp"]
     assert (tmp_path / "data" / "tables" / "offset_commits" / "_delta_log").is_dir()  # under --data-dir
     # the JVM copies its connector jars (Spark's `chmod a+x` of each); nothing under the data dir started a command
     started_commands = started.read_text().splitlines()
