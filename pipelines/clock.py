@@ -13,10 +13,15 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from emitters.cluster_probe import client_logger
 from transforms.telemetry.clock import clock_tick_record
+
+
+def client_error_text(error: object) -> str:
+    """A librdkafka error as its own sentence (`KafkaError.str()`), anything else as text."""
+    return error.str() if isinstance(error, KafkaError) else str(error)
 
 
 def default_emitter_name() -> str:
@@ -68,10 +73,15 @@ class ClockTickEmitter:
             self.last_error = None
         else:
             self.failures += 1
-            self.last_error = str(error)
+            self.last_error = client_error_text(error)
 
     def _client_error(self, error: object) -> None:
-        self.last_error = str(error)
+        self.last_error = client_error_text(error)
+
+    @property
+    def running(self) -> bool:
+        """The ticking thread is alive (a refused tick must never end it)."""
+        return self._thread.is_alive()
 
     def problem(self, after_s: float | None = None) -> str | None:
         """A sentence when no tick was delivered for `after_s` (default: five periods) and something failed; None
@@ -88,9 +98,15 @@ class ClockTickEmitter:
         )
 
     def emit_once(self, now_ms: int | None = None) -> None:
-        """Produce one tick stamped `now_ms` (default: the wall clock)."""
+        """Produce one tick stamped `now_ms` (default: the wall clock). A tick the client refuses at once (a topic
+        it already knows it may not write, a full queue) counts as a failure, as a refused delivery does: the clock
+        keeps ticking, and `problem()` says it."""
         stamp = int(time.time() * 1000) if now_ms is None else now_ms
-        self._producer.produce(self._topic, clock_tick_record(stamp, self.emitter), on_delivery=self._delivered)
+        try:
+            self._producer.produce(self._topic, clock_tick_record(stamp, self.emitter), on_delivery=self._delivered)
+        except (KafkaException, BufferError) as error:
+            self.failures += 1
+            self.last_error = client_error_text(error.args[0] if error.args else error)
         self._producer.poll(0)
 
     def _run(self) -> None:

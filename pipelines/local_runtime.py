@@ -40,11 +40,12 @@ if TYPE_CHECKING:
     from pipelines.config import RadarConfig
 
 # A JVM that lives for one short command spends most of its time in cold code: C2 compiler threads then compete
-# with the work for the cores (measured on 2 cores: `radar sql` 52-75 s -> 33-35 s under load). A long-running
+# with the work for the cores. A long-running
 # JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # Checkpoint files through Hadoop's FileSystem rename, not FileContext's: on a local disk the FileContext commit of
-# one small file took ~0.1 s. A POSIX rename is atomic, and only this process writes its checkpoints.
+# one small file costs a live micro-batch noticeably. A POSIX rename is atomic, and only this process writes its
+# checkpoints.
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 DAEMON_MODULE = "pipelines.local_runtime"
 # One daemon for every Python task: Spark keeps a daemon per set of worker environment variables, and sets
@@ -67,7 +68,7 @@ def local_session_conf(config: RadarConfig, *, quick_start: bool = False) -> tup
         conf[SIMPLIFIED_TRACEBACK] = "false"
     socket_dir = python_socket_dir() if tuning.unix_sockets else None
     if socket_dir is not None:
-        # over TCP every task's input reached its Python function ~41 ms late (Nagle against delayed ACKs)
+        # over loopback TCP every task's input reached its Python function late (Nagle against delayed ACKs)
         conf["spark.python.unix.domain.socket.enabled"] = "true"
         conf["spark.python.unix.domain.socket.dir"] = str(socket_dir)
     if tuning.checkpoint_rename:
@@ -310,14 +311,14 @@ def worker_python(cache_dir: Path) -> str:
 WORKER_MODULES = (
     "pyarrow",
     "pyarrow.compute",
-    "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list: ~0.3 s in every new worker
+    "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list, in every new worker
     "transforms.offsets_batch",
     "transforms.telemetry.batch",
     "pipelines.detect",
 )
 """What the workers of a radar session import for their tasks (the decode, the telemetry parse, the detection
 operator, whose pickled processor names `pipelines.detect`). Imported once by the daemon, before it forks a worker
-per task slot: each worker starts with them in memory (~0.6 s of CPU a worker; a short replay forks several)."""
+per task slot: each worker starts with them in memory instead of importing them again."""
 
 
 def import_worker_modules() -> None:
@@ -337,10 +338,9 @@ def freeze_imported_objects() -> None:
     it forks from here on.
 
     Why: with worker reuse, pyspark's daemon runs a full `gc.collect()` in a worker after each of its tasks, and a
-    full collection walks every object the worker holds, nearly all of them the modules imported above (~65k
-    objects). In the workers of a warm session running 1-task jobs, that was most of their CPU time (`py-spy`:
-    1291 of 1587 samples in that `gc.collect()`, ~6.5 s of CPU in the 15 s recorded; none frozen), and a 1-task
-    `mapInArrow` job took 97 ms against 82 ms frozen. Frozen before the fork (`gc.freeze`, Python's own advice for
+    full collection walks every object the worker holds, nearly all of them the modules imported above. In the
+    workers of a warm session running 1-task jobs, that was most of their CPU time (benchmarks/README.md). Frozen
+    before the fork (`gc.freeze`, Python's own advice for
     forking servers), they are never walked; what a task allocates is collected as before."""
     import gc
 
@@ -350,7 +350,7 @@ def freeze_imported_objects() -> None:
 
 # --- shell_free_fs: Hadoop's local file system without a process per file ----------------------------------------
 # pip's pyspark ships no Hadoop native library, so Hadoop 3.4 sets the permission of every file it creates on a local
-# disk by starting `chmod`, and reads a path's link status on each rename by starting `readlink`: ~5 ms each, ~510
+# disk by starting `chmod`, and reads a path's link status on each rename by starting `readlink`: hundreds
 # in a replay of the sample. The classes in `pipelines/java/` do both through java.nio; they are compiled once, with
 # the JDK's `javac`, into the jar cache, against the Hadoop jar pyspark ships.
 

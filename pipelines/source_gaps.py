@@ -33,15 +33,28 @@ class SourceGapListener(StreamingQueryListener):
     def __init__(self, config: RadarConfig, found: queue.Queue[SourceGap | None], label: str) -> None:
         self.config, self.found, self.label = config, found, label
         self.said: set[tuple[Any, ...]] = set()
+        self.started: set[str] = set()
+        self.terminated: set[str] = set()
+        self.changed = threading.Condition()
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's listener interface
-        pass
+        with self.changed:
+            self.started.add(str(event.runId))
+            self.changed.notify_all()
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-        pass
+        with self.changed:
+            self.terminated.add(str(event.runId))
+            self.changed.notify_all()
+
+    def wait_for_terminations(self, timeout_s: float) -> bool:
+        """True once every query this listener saw start has been seen to end: a listener receives a query's events
+        in order, so its last progress report has then arrived too."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.started <= self.terminated, timeout=timeout_s)
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
         progress = event.progress
@@ -101,12 +114,11 @@ class SourceGapRecorder:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             self.failures.append(f"{len(gaps)} source gap row(s) not written: {first[:300]}")
 
-    def _wait_for_listener_events(self, timeout_ms: int = 10_000) -> None:
-        """Progress reports reach listeners asynchronously: let the last ones of the stopped queries arrive."""
-        try:
-            self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(timeout_ms)
-        except Exception as error:  # a bus still busy after the bound: said, not raised
-            self.failures.append(f"progress reports still queued after {timeout_ms} ms ({type(error).__name__})")
+    def _wait_for_listener_events(self, timeout_s: float = 10.0) -> None:
+        """Progress reports reach listeners asynchronously: let the last ones of the stopped queries arrive (each
+        query's termination event comes after them)."""
+        if not self._listener.wait_for_terminations(timeout_s):  # a bus still busy after the bound: said, not raised
+            self.failures.append(f"progress reports of a stopped query still queued after {timeout_s:.0f} s")
 
     def __enter__(self) -> Self:
         self.spark.streams.addListener(self._listener)
