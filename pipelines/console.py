@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import sys
 import threading
 import time
@@ -88,54 +87,6 @@ def quiet_python_logging(verbose: bool) -> None:
     logging.getLogger("py4j").setLevel(logging.INFO if verbose else logging.CRITICAL)
     for name in PYSPARK_ERROR_LOGGERS:  # created as PySparkLoggers: PySpark passes them keyword arguments
         PySparkLogger.getLogger(name).setLevel(logging.ERROR if verbose else logging.CRITICAL)
-
-
-TWS_WORKER_CHATTER = (
-    b"Starting Streaming TransformWithStateInPandas Python worker.",
-    b"Streaming TransformWithStateInPandas Python worker ",
-)
-"""What pyspark's transformWithState driver worker prints to stdout on every query start (its UDF, the state server
-port, the key schema), which the JVM copies verbatim onto its stderr: start-up noise, never an error (its errors
-reach the driver as exceptions)."""
-
-
-def is_worker_chatter(line: bytes) -> bool:
-    return line.lstrip().startswith(TWS_WORKER_CHATTER)
-
-
-class JvmStderrFilter:
-    """Copies the driver JVM's stderr (and its stdout, in the same pipe) to this process's stderr, line by line, minus
-    the transformWithState worker's start-up prints (and the blank line each print ends with). Everything else
-    passes unchanged: log4j output at the configured level, errors, stack traces."""
-
-    def __init__(self, source: Any, target_fd: int) -> None:
-        self._source = source
-        self._target_fd = target_fd
-        self.dropped = 0
-        self._silenced = threading.Event()
-        self._thread = threading.Thread(target=self._pump, name="radar-jvm-stderr", daemon=True)
-
-    def start(self) -> JvmStderrFilter:
-        self._thread.start()
-        return self
-
-    def silence(self) -> None:
-        """Drop every line from now on, still draining the pipe (a JVM whose stderr fills up blocks)."""
-        self._silenced.set()
-
-    def _pump(self) -> None:
-        skip_blank = False
-        for line in iter(self._source.readline, b""):
-            if self._silenced.is_set() or is_worker_chatter(line):
-                self.dropped += 1
-                skip_blank = True
-                continue
-            if skip_blank and not line.strip():
-                skip_blank = False
-                continue
-            skip_blank = False
-            with contextlib.suppress(OSError):  # our stderr is gone: keep draining, the JVM must never block
-                os.write(self._target_fd, line)
 
 
 def offsets_behind(source: Mapping[str, Any]) -> int | None:

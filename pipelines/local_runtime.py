@@ -2,8 +2,9 @@
 start-up tuning of a laptop's few cores. Nothing here runs for a cluster master, spark-submit or Databricks
 (`pipelines.session` decides), and this is the only module that uses PySpark's private API.
 
-Each tuning piece can be turned off (`spark.local_tuning`), and stays only while `benchmarks/local_tuning.py` shows
-it saves at least 10 % of what a user waits for (a replay of the sample; benchmarks/README.md has the numbers):
+Each tuning piece can be turned off (`spark.local_tuning`), and stays only while turning it off costs at least 10 % of
+what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or live detection's p95
+(`benchmarks/detect.py --live`); benchmarks/README.md has the numbers:
 
 - `worker_daemon`: Spark's Python workers start from a daemon that imports radar's worker modules once, without
   Spark's archives on their import path (a launcher script does the same for the workers Spark starts without it);
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     from pipelines.config import RadarConfig
 
 # A JVM that lives for one short command spends most of its time in cold code: C2 compiler threads then compete
-# with the work for the cores. A long-running
-# JVM (`radar run`, a big replay) keeps the default tiered compilation, whose C2 code is faster in steady state.
+# with the work for the cores. A long-running JVM (`radar run`, a big replay) keeps the default tiered compilation,
+# whose C2 code is faster in steady state.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # Checkpoint files through Hadoop's FileSystem rename, not FileContext's: on a local disk the FileContext commit of
 # one small file costs a live micro-batch noticeably. A POSIX rename is atomic, and only this process writes its

@@ -67,17 +67,30 @@ class StandaloneCluster:
         self.master = self._start(
             "master", MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.web_port)
         )
-        worker_args = ("--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory, "--webui-port", "0")
         for n in range(self.workers):
-            self.worker_processes.append(self._start(f"worker-{n}", WORKER_CLASS, *worker_args, self.url))
+            self.worker_processes.append(self._start_worker(n))
+        self._wait_for_workers()
+        return self
+
+    def _start_worker(self, index: int) -> subprocess.Popen[bytes]:
+        worker_args = ("--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory, "--webui-port", "0")
+        return self._start(f"worker-{index}", WORKER_CLASS, *worker_args, self.url)
+
+    def _wait_for_workers(self) -> None:
         deadline = time.monotonic() + 120
         while self.alive_workers() < self.workers:
-            if time.monotonic() > deadline or self.master.poll() is not None:
+            if time.monotonic() > deadline or self.master is None or self.master.poll() is not None:
                 self.__exit__()
                 logs = {p.name: p.read_text(errors="replace")[-1500:] for p in self.folder.glob("*.log")}
                 raise RuntimeError(f"the standalone cluster did not start its {self.workers} workers: {logs}")
             time.sleep(0.5)
-        return self
+
+    def replace_worker(self, index: int) -> None:
+        """A new Worker where one was killed, once the Master counts it: the cluster whole again."""
+        if self.worker_processes[index].poll() is None:
+            return
+        self.worker_processes[index] = self._start_worker(index)
+        self._wait_for_workers()
 
     def kill_worker(self, index: int) -> None:
         """SIGKILL a Worker and its executors at once: a machine lost mid-run."""

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.config import RadarConfig
 from pipelines.ingest import OFFSETS_QUERY
 from pipelines.local.broker import EmbeddedKafka
 from pipelines.tables import TableCatalog
@@ -39,19 +38,15 @@ from tests.pipelines.ingest_support import (
     table,
     wait_for,
 )
+from tests.pipelines.radar_run_process import RadarRun, radar_command
 from tests.pipelines.standalone_cluster import StandaloneCluster
 from transforms.schemas import DETECTIONS, DETECTOR_OUTPUT, OFFSET_COMMITS, OFFSETS_RAW, TABLES, TableSchema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
-CONF = REPO_ROOT / "conf" / "local.yml"
 RUN_TIMEOUT_S = 300.0  # a cold driver and two executors on a busy 2-core machine
 PROCESSING_TIME_COLUMNS = {DETECTOR_OUTPUT.name: ("staged_at",)}
 """Columns stamped with the wall clock of the micro-batch that wrote them: the same row, another time."""
-
-
-def radar(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
 
 
 def cluster_env(cluster: StandaloneCluster, **overrides: str) -> dict[str, str]:
@@ -84,7 +79,7 @@ def test_a_replay_on_the_cluster_writes_the_rows_the_local_master_writes(
     dump = incident_tables.data_dir.parent / "incidents.jsonl"
     data_dir = tmp_path / "on-the-cluster"
     done = subprocess.run(
-        radar("replay", "--input", str(dump), "--data-dir", str(data_dir)),
+        radar_command("replay", "--input", str(dump), "--data-dir", str(data_dir)),
         cwd=tmp_path,
         env=cluster_env(spark_cluster),
         capture_output=True,
@@ -124,25 +119,10 @@ def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_whe
         RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
         RADAR__INGEST__TRIGGER_INTERVAL="2 seconds",
     )
-    log_path = tmp_path / "run.log"
     shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
     members = []
-    with log_path.open("wb") as log:
-        run = subprocess.Popen(
-            radar("--data-dir", str(config.data_dir), "run"),
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            wait_for(
-                lambda: run.poll() is not None or "ingesting from" in log_path.read_text(errors="replace"),
-                RUN_TIMEOUT_S,
-                f"radar run to start its queries on the cluster (log: {log_path})",
-            )
-            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+    try:
+        with RadarRun(config, env, tmp_path / "run.log") as run:
             time.sleep(5)  # its first batches started from `latest`
             a = start_member(tmp_path, "A", bootstrap, topic, group, "--session-timeout-ms", "3000")
             members.append(a)
@@ -159,38 +139,23 @@ def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_whe
             time.sleep(3)
             for member in members:
                 member.stop()
-
-            def stalled_member_detected() -> bool:
-                location = TableCatalog(config).location(DETECTIONS)
-                if run.poll() is not None or location is None or not (location / "_delta_log").is_dir():
-                    return run.poll() is not None
-                rows = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()
-                return any(r["member_id"] for r in rows)
-
-            wait_for(stalled_member_detected, 120, f"a detection of {group} (log: {log_path})", poll_s=2)
-            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            run.wait_for_detection(spark, group)
             written = end_offsets(bootstrap, ["__consumer_offsets"])
 
             def caught_up() -> bool:  # the offsets query has committed a batch past what the group wrote
                 ends = committed_ends(config)
-                return run.poll() is not None or all(ends.get(key, 0) >= end for key, end in written.items())
+                return not run.alive() or all(ends.get(key, 0) >= end for key, end in written.items())
 
-            wait_for(caught_up, 120, f"the offsets query to pass {written} (log: {log_path})", poll_s=2)
-        finally:
-            shipper.stop()
-            for member in members:
-                member.stop()
-            if run.poll() is None:
-                run.send_signal(signal.SIGINT)  # the user's Ctrl-C: stop within the bound
-                try:
-                    run.wait(120)
-                except subprocess.TimeoutExpired:
-                    os.killpg(run.pid, signal.SIGKILL)
-                    run.wait(30)
-    output = log_path.read_text(errors="replace")
-    assert run.returncode == 0, output[-3000:]
-    assert "Traceback" not in output, output[-3000:]
-    assert spark_cluster.alive_workers() == 1  # the run went on with the Worker it had left
+            wait_for(caught_up, 120, f"the offsets query to pass {written} (log: {run.log_path})", poll_s=2)
+            workers_left = spark_cluster.alive_workers()
+    finally:
+        shipper.stop()
+        for member in members:
+            member.stop()
+        spark_cluster.replace_worker(0)  # whole again for what runs after
+    assert run.returncode == 0, run.output[-3000:]
+    assert "Traceback" not in run.output, run.output[-3000:]
+    assert workers_left == 1  # the run went on with the Worker it had left
     detected = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()
     assert {r["kind"] for r in detected} & {"heartbeat_expiration", "zombie_commit"}, [r.asDict() for r in detected]
     # every __consumer_offsets record from where the run started to where its last committed batch ended, once

@@ -89,3 +89,15 @@ def test_two_threads_asking_for_one_set_resolve_it_once(radar_config: RadarConfi
     assert sorted([first.source, second.source]) == ["cache", "maven"]
     assert first.paths == second.paths and all(path.is_file() for path in first.paths)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [tiny.cache_key]
+
+
+def test_the_spark_jars_for_spark_submit_are_one_comma_separated_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """`spark-submit --jars "$(radar jars --spark-jars)"`: the connector jars, existing files, nothing else printed."""
+    from pipelines.cli import main
+
+    assert main(["jars", "--spark-jars"]) == 0
+    printed = capsys.readouterr().out.strip()
+    jars = printed.split(",")
+    assert len(printed.splitlines()) == 1 and all(Path(jar).is_file() for jar in jars)
+    names = " ".join(Path(jar).name for jar in jars)
+    assert "spark-sql-kafka-0-10" in names and "delta-spark" in names

@@ -17,7 +17,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,19 +29,20 @@ from pyspark.sql import SparkSession
 
 from emitters.kafka_settings import SecurityConfig, client_settings
 from pipelines.clock import ClockTickEmitter
-from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.config import RadarConfig
 from pipelines.console import StatusLine
 from pipelines.local.broker import EmbeddedKafka
 from pipelines.local.broker_security import Grant, ScramUser, monitor_grants
+from pipelines.local.scenarios import MemberProcess
 from pipelines.local.topics import ensure_offsets_topic
 from pipelines.tables import TableCatalog
 from tests.pipelines.group_member import start_member
 from tests.pipelines.ingest_support import table, wait_for
+from tests.pipelines.radar_run_process import RadarRun, radar_command
 from transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
 
 pytestmark = [pytest.mark.secured_broker, pytest.mark.kafka]
 
-CONF = REPO_ROOT / "conf" / "local.yml"
 USER_ENV, PASSWORD_ENV, CA_ENV = "RADAR_TEST_KAFKA_USER", "RADAR_TEST_KAFKA_PASSWORD", "RADAR_TEST_KAFKA_CA"
 SECURITY = SecurityConfig(
     protocol="SASL_SSL",
@@ -51,7 +51,6 @@ SECURITY = SecurityConfig(
     password_env=PASSWORD_ENV,
     ssl_truststore_location_env=CA_ENV,
 )
-RUN_TIMEOUT_S = 240.0
 
 
 @dataclass(frozen=True)
@@ -126,10 +125,6 @@ def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory)
         nogroups = [Grant("User:nogroups", "cluster", "kafka-cluster", "describe")]
         broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups])
         yield SecuredCluster(broker, telemetry, work, users)
-
-
-def radar_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
 
 
 def assert_no_password(text: str, cluster: SecuredCluster, where: str) -> None:
@@ -212,7 +207,6 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
     group = f"app-group-{uuid.uuid4().hex[:6]}"
     data_dir = tmp_path / "data"
     config = radar_config.with_data_dir(data_dir)
-    log_path = tmp_path / "run.log"
     for key, value in secured.env("app").items():  # the members' own credentials, by variable name
         monkeypatch.setenv(key.replace("RADAR_TEST_KAFKA", "APP_KAFKA"), value)
     member_security = SECURITY.model_copy(
@@ -223,24 +217,12 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
         }
     ).model_dump_json(exclude_none=True)
     bootstrap = secured.broker.bootstrap_servers
-    members = []
-    with log_path.open("wb") as log:
-        run = subprocess.Popen(
-            radar_command("--data-dir", str(data_dir), "run"),
-            env=secured.radar_env("radar") | {"RADAR__INGEST__TRIGGER_INTERVAL": "2 seconds"},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            wait_for(
-                lambda: run.poll() is not None or "ingesting from" in log_path.read_text(errors="replace"),
-                RUN_TIMEOUT_S,
-                f"radar run to start on the secured broker (log: {log_path})",
-            )
-            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
+    members: list[MemberProcess] = []
+    env = secured.radar_env("radar") | {"RADAR__INGEST__TRIGGER_INTERVAL": "2 seconds"}
+    try:
+        with RadarRun(config, env, tmp_path / "run.log") as run:
 
-            def member(name: str, *extra: str) -> object:
+            def member(name: str, *extra: str) -> MemberProcess:
                 started = start_member(
                     tmp_path, name, bootstrap, secured.work_topic, group, "--security", member_security, *extra
                 )
@@ -248,12 +230,12 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
                 return started
 
             a = member("A", "--agent-topic", secured.telemetry, "--session-timeout-ms", "3000")
-            a.wait_for("assigned", 60)  # type: ignore[attr-defined]
+            a.wait_for("assigned", 60)
             b = member("B", "--session-timeout-ms", "3000")
-            b.wait_for("assigned", 60)  # type: ignore[attr-defined]
+            b.wait_for("assigned", 60)
             polled = subprocess.run(
                 radar_command("poll-groups", "--once", "--group", group, "--topic", secured.telemetry),
-                env=secured.radar_env("app") | {USER_ENV: "app"},
+                env=secured.radar_env("app"),
                 capture_output=True,
                 text=True,
                 timeout=120,
@@ -261,29 +243,14 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
             assert polled.returncode == 0, polled.stdout + polled.stderr
             assert "1 group snapshots" in polled.stderr, polled.stderr
             assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
-            a.signal(signal.SIGSTOP)  # type: ignore[attr-defined]  # past its 3 s session: expired
+            a.signal(signal.SIGSTOP)  # past its 3 s session: expired
             time.sleep(8)
-            a.signal(signal.SIGCONT)  # type: ignore[attr-defined]
-
-            def detected() -> bool:
-                location = TableCatalog(config).location(DETECTIONS)
-                if run.poll() is not None or location is None or not (location / "_delta_log").is_dir():
-                    return run.poll() is not None
-                return table(spark, config, DETECTIONS).where(f"group_id = '{group}'").count() > 0
-
-            wait_for(detected, 150, f"a detection of {group} (log: {log_path})", poll_s=2)
-            assert run.poll() is None, log_path.read_text(errors="replace")[-3000:]
-        finally:
-            for started in members:
-                started.stop()  # type: ignore[attr-defined]
-            if run.poll() is None:
-                run.send_signal(signal.SIGINT)
-                try:
-                    run.wait(120)
-                except subprocess.TimeoutExpired:
-                    os.killpg(run.pid, signal.SIGKILL)
-                    run.wait(30)
-    output = log_path.read_text(errors="replace")
+            a.signal(signal.SIGCONT)
+            run.wait_for_detection(spark, group)
+    finally:
+        for started in members:
+            started.stop()
+    output = run.output
     assert run.returncode == 0, output[-3000:]
     kinds = {r["kind"] for r in table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()}
     assert kinds, output[-3000:]

@@ -1,0 +1,96 @@
+"""`radar run` as a user runs it, for the end-to-end tests: a subprocess started with the README's command, waited on
+until its queries run, asked for a detection of a group, and stopped with the user's Ctrl-C (SIGINT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+
+from pyspark.sql import SparkSession
+
+from pipelines.config import REPO_ROOT, RadarConfig
+from pipelines.tables import TableCatalog
+from tests.pipelines.ingest_support import table, wait_for
+from transforms.schemas import DETECTIONS
+
+CONF = REPO_ROOT / "conf" / "local.yml"
+START_TIMEOUT_S = 300.0  # a cold driver (and executors) on a busy 2-core machine
+STOP_TIMEOUT_S = 120.0
+
+
+def radar_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
+
+
+class RadarRun:
+    """`with RadarRun(config, env, log) as run:` a running `radar run` into `config`'s data dir; `returncode` and
+    `output` once the block is left (the run stopped by SIGINT, as Ctrl-C does)."""
+
+    def __init__(self, config: RadarConfig, env: dict[str, str], log_path: Path) -> None:
+        self.config, self.env, self.log_path = config, env, log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.is_file() else ""
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def alive(self) -> bool:
+        return self.returncode is None
+
+    def __enter__(self) -> RadarRun:
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                radar_command("--data-dir", str(self.config.data_dir), "run"),
+                cwd=self.log_path.parent,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_for(
+                lambda: not self.alive() or "ingesting from" in self.output,
+                START_TIMEOUT_S,
+                f"radar run to start its queries (log: {self.log_path})",
+            )
+            assert self.alive(), self.output[-3000:]
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def wait_for_detection(self, spark: SparkSession, group: str, timeout_s: float = 150.0) -> None:
+        """Until the gold `detections` table has a row of `group` (or the run ended: then it fails, with its log)."""
+
+        def detected() -> bool:
+            location = TableCatalog(self.config).location(DETECTIONS)
+            if not self.alive() or location is None or not (location / "_delta_log").is_dir():
+                return not self.alive()
+            return table(spark, self.config, DETECTIONS).where(f"group_id = '{group}'").count() > 0
+
+        wait_for(detected, timeout_s, f"a detection of {group} (log: {self.log_path})", poll_s=2)
+        assert self.alive(), self.output[-3000:]
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None = None,
+        error: BaseException | None = None,
+        trace: TracebackType | None = None,
+    ) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)  # the user's Ctrl-C: stop within the bound
+        try:
+            process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
