@@ -43,6 +43,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "no_quick_start": {"RADAR__SPARK__LOCAL_TUNING__QUICK_START": "false"},
     # JVM <-> Python workers over Unix sockets
     "no_unix_sockets": {"RADAR__SPARK__LOCAL_TUNING__UNIX_SOCKETS": "false"},
+    # a short command's class-data archive (AppCDS)
+    "no_class_archive": {"RADAR__SPARK__LOCAL_TUNING__CLASS_ARCHIVE": "false"},
     # checkpoint files renamed through Hadoop's FileSystem, not FileContext
     "no_checkpoint_rename": {"RADAR__SPARK__LOCAL_TUNING__CHECKPOINT_RENAME": "false"},
 }

@@ -71,6 +71,7 @@ class LocalTuningConfig(FrozenSection):
     worker_daemon: bool = True
     shell_free_fs: bool = True
     quick_start: bool = True
+    class_archive: bool = True
     unix_sockets: bool = True
     checkpoint_rename: bool = True
 
@@ -98,6 +99,7 @@ class SparkConfig(FrozenSection):
     # The Python the executors' workers run (a cluster master); None = the interpreter radar runs with.
     executor_python: str | None = None
     local_tuning: LocalTuningConfig = LocalTuningConfig()
+    class_archive_dir: Path | None = None  # local_tuning.class_archive's folder; default: class-archives/ by the jars
     # Level of Spark's JVM logging on the console (`--verbose` sets WARN).
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "ERROR"
 

@@ -10,6 +10,7 @@ what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or 
   Spark's archives on their import path (a launcher script does the same for the workers Spark starts without it);
 - `shell_free_fs`: Hadoop's local file system without a `chmod` process per file (classes compiled once with javac);
 - `quick_start`: a short command's JVM compiles with C1 only;
+- `class_archive`: a short command's JVM maps a class-data archive of its classpath (dumped by the first one);
 - `unix_sockets`: the JVM talks to its Python workers over Unix sockets, not loopback TCP;
 - `checkpoint_rename`: checkpoint files are committed by Hadoop's FileSystem rename, not FileContext's.
 
@@ -30,7 +31,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,9 +58,12 @@ DAEMON_MODULE = "pipelines.local_runtime"
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 
 
-def local_session_conf(config: RadarConfig, *, quick_start: bool = False) -> tuple[dict[str, str], dict[str, str]]:
+def local_session_conf(
+    config: RadarConfig, jars: Sequence[Path] = (), *, quick_start: bool = False
+) -> tuple[dict[str, str], dict[str, str]]:
     """The Spark settings and the environment (PYSPARK_PYTHON) a local session adds to the generic ones, per the
-    pieces `spark.local_tuning` leaves on. `quick_start`: the JVM serves one short command."""
+    pieces `spark.local_tuning` leaves on. `quick_start`: the JVM serves one short command (it maps the class-data
+    archive of its classpath, `jars` and the local file system's, or dumps it at exit)."""
     tuning = config.spark.local_tuning
     cache_dir = _cache_dir(config)
     conf: dict[str, str] = {}
@@ -74,14 +81,24 @@ def local_session_conf(config: RadarConfig, *, quick_start: bool = False) -> tup
         conf["spark.python.unix.domain.socket.dir"] = str(socket_dir)
     if tuning.checkpoint_rename:
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
-    if quick_start and tuning.quick_start:
-        conf["spark.driver.extraJavaOptions"] = QUICK_START_JAVA_OPTIONS
     fs_jar = local_filesystem_jar(cache_dir) if tuning.shell_free_fs else None
     if fs_jar is not None:
         # on the JVM's own classpath: spark-submit reads local files through Hadoop before it loads `spark.jars`
         conf["spark.driver.extraClassPath"] = str(fs_jar)
         conf.update(LOCAL_FILESYSTEM_CONF)
+    java_options = []
+    if quick_start and tuning.quick_start:
+        java_options.append(QUICK_START_JAVA_OPTIONS)
+    global _archive
+    _archive = quick_start_archive(config, [*jars, *([fs_jar] if fs_jar else [])]) if quick_start else None
+    if _archive is not None:
+        java_options.append(_archive.java_options)
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     return conf, env
+
+
+_archive: ClassArchive | None = None  # the class-data archive of the session `local_session_conf` set up
 
 
 def _cache_dir(config: RadarConfig) -> Path:
@@ -115,6 +132,8 @@ def launch_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmStderrFi
     SparkContext._ensure_initialized(gateway=gateway)
     global _jvm_stderr
     _jvm_stderr = JvmStderrFilter(gateway.proc.stdout, os.dup(2)).start()  # to where the JVM's stderr would go
+    if _archive is not None and _archive.pending is not None:
+        atexit.register(settle_archive_at_exit, _archive)
     return _jvm_stderr
 
 
@@ -437,6 +456,136 @@ def local_filesystem_jar(cache_dir: Path) -> Path | None:
             file=sys.stderr,
         )
     return None
+
+
+# --- class_archive: the class-data archive (Java's AppCDS) of a short command's JVM --------------------------------
+# Classes a previous command loaded are mapped from one file instead of being read, verified and parsed again, which
+# is much of a cold Spark start. The archive belongs to one Java installation and one classpath (the key hashes both).
+# The first such command with no archive for its key dumps one when its JVM exits (`-XX:ArchiveClassesAtExit`, into a
+# file named after this process), waits for that exit and renames the file into place; only a complete archive is
+# ever under the final name (a truncated one makes the JVM that maps it crash). A clean exit without a dump leaves a
+# marker, and no archive is tried again for the key; a JVM killed by Ctrl-C leaves nothing, and the next command
+# tries again.
+
+ARCHIVE_SUFFIX = ".jsa"
+FAILED_SUFFIX = ".failed"
+KEPT_ARCHIVES = 4  # a few classpaths (delta only for sql, every connector for a replay); older ones are removed
+DUMP_WAIT_S = 180.0
+STALE_DUMP_S = 3600.0
+# Java's own notes about classes it cannot archive (signed jars, old class versions) are not for users.
+QUIET_CDS_LOGGING = "-Xlog:cds*=off"
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """The archive of one Java + classpath: mapped when it exists, else dumped by this process's JVM at exit."""
+
+    path: Path
+    pending: Path | None  # where this JVM dumps, when there is no archive yet
+
+    @property
+    def java_options(self) -> str:
+        if self.pending is None:
+            return f"-XX:SharedArchiveFile={self.path} {QUIET_CDS_LOGGING}"
+        return f"-XX:ArchiveClassesAtExit={self.pending} {QUIET_CDS_LOGGING}"
+
+
+def java_identity() -> str:
+    """What the Spark launcher will run: `$JAVA_HOME/bin/java`, else `java` on the PATH, with its size and time."""
+    java_home = os.environ.get("JAVA_HOME")
+    found = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not found or not Path(found).exists():
+        return "java: not found"
+    real = Path(found).resolve()
+    stat = real.stat()
+    return f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def archive_key(jars: Sequence[Path], spark_home: Path) -> str:
+    """A hash of the Java installation, Spark's own jars and the connector jars (names and sizes, in order)."""
+    digest = hashlib.sha256(java_identity().encode())
+    for jar in [*sorted((spark_home / "jars").glob("*.jar")), *jars]:
+        size = jar.stat().st_size if jar.exists() else -1
+        digest.update(f"\n{jar.name}:{size}".encode())
+    return digest.hexdigest()[:24]
+
+
+def class_archive(archive_dir: Path, jars: Sequence[Path], spark_home: Path) -> ClassArchive | None:
+    """The archive to map or to dump for this classpath; None when a dump for it failed before."""
+    key = archive_key(jars, spark_home)
+    path = archive_dir / f"{key}{ARCHIVE_SUFFIX}"
+    if path.is_file():
+        return ClassArchive(path, None)
+    if (archive_dir / f"{key}{FAILED_SUFFIX}").exists():
+        return None
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    return ClassArchive(path, archive_dir / f"{key}.{os.getpid()}.dumping")
+
+
+def settle_class_archive(archive: ClassArchive, jvm: subprocess.Popen[bytes], wait_s: float = DUMP_WAIT_S) -> bool:
+    """After the command: end the JVM (its stdin closes, as at this process's exit), wait while it writes the
+    archive, and move a complete archive into place. True when an archive now exists for the key."""
+    if archive.pending is None:
+        return True
+    if jvm.stdin is not None and not jvm.stdin.closed:
+        jvm.stdin.close()  # the gateway's JVM exits with code 0 when its stdin closes
+    try:
+        code = jvm.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        code = None
+    dumped = archive.pending.is_file() and archive.pending.stat().st_size > 0
+    if code == 0 and dumped:
+        os.replace(archive.pending, archive.path)  # atomic: never a partial file under the final name
+        _remove_old_files(archive.path.parent)
+        return True
+    if code == 0:  # a clean exit without an archive: this Java cannot dump one, do not pay for another attempt
+        archive.path.with_suffix(FAILED_SUFFIX).touch()
+    archive.pending.unlink(missing_ok=True)  # killed (Ctrl-C) or still running: the next command tries again
+    return False
+
+
+def _remove_old_files(archive_dir: Path) -> None:
+    """Keep the newest `KEPT_ARCHIVES` archives; drop dumps left by processes that were killed an hour ago or more."""
+    archives = sorted(archive_dir.glob(f"*{ARCHIVE_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in archives[KEPT_ARCHIVES:]:
+        old.unlink(missing_ok=True)
+    for left in archive_dir.glob("*.dumping"):
+        if time.time() - left.stat().st_mtime > STALE_DUMP_S:
+            left.unlink(missing_ok=True)
+
+
+def quick_start_archive(config: RadarConfig, classpath: Sequence[Path]) -> ClassArchive | None:
+    """The class-data archive a short command's JVM maps (or dumps, the first time), unless turned off."""
+    if not config.spark.local_tuning.class_archive:
+        return None
+    from pyspark.find_spark_home import _find_spark_home
+
+    archive_dir = config.spark.class_archive_dir or _cache_dir(config).parent / "class-archives"
+    return class_archive(archive_dir, classpath, Path(_find_spark_home()))
+
+
+def settle_archive_at_exit(archive: ClassArchive) -> None:
+    """At exit: end the JVM (its shutdown hook stops Spark), let it write the archive, move that into place."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        print("radar: saving the JVM's class-data archive once, so later commands start faster ...", file=sys.stderr)
+        _quiet_accumulator_server()
+    if process is not None:
+        settle_class_archive(archive, process)
+
+
+def _quiet_accumulator_server() -> None:
+    """Ending the JVM closes its connection to PySpark's accumulator server, whose handler thread then raises
+    EOFError and socketserver prints the traceback (seen on a first `radar replay`). The command is done: stop the
+    server and keep that expected end off the console."""
+    from pyspark import SparkContext
+
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda _request, _address: None
+        server.shutdown()
 
 
 if __name__ == "__main__":

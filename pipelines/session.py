@@ -247,7 +247,8 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         from pipelines import local_runtime
 
         with phase("local runtime"):
-            local_conf, local_env = local_runtime.local_session_conf(config, quick_start=quick_start)
+            jars = [Path(jar) for jar in conf["spark.jars"].split(",") if jar]
+            local_conf, local_env = local_runtime.local_session_conf(config, jars, quick_start=quick_start)
         conf = with_extra_conf(with_local_conf(conf, local_conf), config.spark.extra_conf)
         os.environ.update(local_env)
         with phase("jvm launch"):
