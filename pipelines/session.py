@@ -61,7 +61,7 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
-KNOWN_MASTER_PREFIXES = ("local[", "spark://", "k8s://", "mesos://")
+KNOWN_MASTER_PREFIXES = ("local[", "spark://", "k8s://")  # Spark 4 has no Mesos
 KNOWN_MASTERS = ("local", "yarn")
 
 
@@ -115,7 +115,7 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
 
 
 def with_local_conf(conf: dict[str, str], local: dict[str, str]) -> dict[str, str]:
-    """`conf` with the local runtime's settings: Java options and class path entries are appended, the rest set."""
+    """`conf` with the local runtime's settings: its Java options appended to radar's, the rest set."""
     merged = dict(conf)
     for key, value in local.items():
         if key == "spark.driver.extraJavaOptions" and merged.get(key):
