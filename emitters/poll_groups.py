@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from emitters.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
@@ -166,11 +166,14 @@ def streams_snapshot_events(
 
 @dataclass(frozen=True, slots=True)
 class PollCounts:
-    """What one poll did: groups described, events queued, groups that failed to describe."""
+    """What polls did: groups described, events queued, groups that failed to describe; once the producer closed,
+    the events it delivered and dropped."""
 
     groups: int
     events: int
     failed: int
+    delivered: int = 0
+    dropped: int = 0
 
 
 class GroupPoller:
@@ -316,8 +319,8 @@ class GroupPoller:
             )
             if once or stop.wait(max(0.0, interval_s - (time.monotonic() - started))):
                 break
-        self.producer.close()
-        return totals
+        sent = self.producer.close()
+        return replace(totals, delivered=sent.delivered, dropped=sent.dropped)
 
 
 def run_poll_groups(
@@ -336,5 +339,5 @@ def run_poll_groups(
         return poller.run(interval_s, once=once, stop=stop)
     except KeyboardInterrupt:
         stop.set()
-        poller.producer.close()
-        return PollCounts(0, 0, 0)
+        sent = poller.producer.close()
+        return PollCounts(0, 0, 0, sent.delivered, sent.dropped)

@@ -254,8 +254,12 @@ def _poll_groups(args: argparse.Namespace) -> int:
         once=args.once,
         client_config=settings,
     )
-    print(f"radar poll-groups: {counts.groups} group snapshots, {counts.events} events to {topic}", file=sys.stderr)
-    return 0
+    print(
+        f"radar poll-groups: {counts.groups} group snapshots, {counts.events} events queued, {counts.delivered} "
+        f"delivered, {counts.dropped} dropped, to {topic}",
+        file=sys.stderr,
+    )
+    return _delivery_exit_code("poll-groups", counts.dropped + counts.failed, "events or group descriptions", topic)
 
 
 def _ship_logs(args: argparse.Namespace) -> int:
@@ -268,7 +272,20 @@ def _ship_logs(args: argparse.Namespace) -> int:
         f"{counts.dropped:,} dropped, to {args.topic}",
         file=sys.stderr,
     )
-    return 0
+    return _delivery_exit_code("ship-logs", counts.dropped, "lines", args.topic)
+
+
+def _delivery_exit_code(command: str, lost: int, what: str, topic: str) -> int:
+    """1 when an emitter lost anything (not delivered, or not described): a script or a supervisor must see it."""
+    if not lost:
+        return 0
+    print(
+        f"radar {command}: {what} that did not reach {topic}: {lost:,}; check the broker is up and reachable from here, that "
+        "the topic exists, and that the principal may write to it (the lines above say which error the client got); "
+        "then run it again.",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _tap(args: argparse.Namespace) -> int:

@@ -90,3 +90,23 @@ def test_radar_ship_logs_without_a_cluster_says_so(tmp_path: Path, capsys: pytes
 
     assert main(["ship-logs", "--log", str(tmp_path / "server.log"), "--once"]) == 2  # conf/local.yml: embedded
     assert "radar ship-logs needs a cluster: pass --bootstrap" in capsys.readouterr().err
+
+
+def test_radar_ship_logs_once_to_a_dead_broker_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing delivered is a failure a script or supervisor sees: exit 1 and a sentence, never 0."""
+    import socket
+
+    from pipelines.cli import main
+
+    with socket.socket() as unused:  # a port nothing listens on: the broker is down
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    log = tmp_path / "server.log"
+    _append(log, "[t] INFO [GroupCoordinator 1]: Stabilized group g generation 2\n")
+    argv = ["ship-logs", "--log", str(log), "--bootstrap", f"127.0.0.1:{port}", "--topic", "t", "--once"]
+    assert main([*argv, "-X", "message.timeout.ms=2000"]) == 1
+    err = capsys.readouterr().err
+    assert "0 delivered, 1 dropped" in err
+    assert "lines that did not reach t: 1; check the broker is up" in err
