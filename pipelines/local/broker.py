@@ -52,12 +52,29 @@ def free_loopback_port(host: str) -> int:
 
 
 def loopback_port_is_free(host: str, port: int) -> bool:
+    """Whether a listener could bind `port` now. With SO_REUSEADDR, as the broker's own server socket binds on
+    Linux: the connections of a killed broker linger in TIME_WAIT for a minute, and a probe without it took the
+    port for busy, so the broker moved and every client configured for its address was stranded."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:
             return False
         return True
+
+
+PORT_RELEASE_WAIT_S = 15.0
+"""How long a restart waits for its old port while the process that held it (the killed broker) exits."""
+
+
+def _freed_within(host: str, port: int, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while not loopback_port_is_free(host, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 def random_cluster_id() -> str:
@@ -340,7 +357,17 @@ class EmbeddedKafka:
         ports = []
         for name in ("PLAINTEXT", "CONTROLLER"):
             port = previous.get(name)
-            ports.append(port if port and loopback_port_is_free(host, port) else free_loopback_port(host))
+            if port and _freed_within(host, port, PORT_RELEASE_WAIT_S):
+                ports.append(port)
+                continue
+            ports.append(free_loopback_port(host))
+            if port:
+                print(
+                    f"the embedded broker's {name} port {port} is held by another process; it moves to {ports[-1]}, "
+                    "and clients configured for the old address must be given the new one",
+                    file=sys.stderr if self._progress is None else self._progress,
+                    flush=True,
+                )
         return ports[0], ports[1]
 
     def wait_until_ready(self, started: float) -> None:

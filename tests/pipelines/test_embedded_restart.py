@@ -51,3 +51,28 @@ def test_embedded_broker_keeps_records_and_cluster_id_and_a_new_cluster_is_refus
         kafka_checkpoint_name(config, second_id)
     renamed = config.model_copy(update={"cluster": "local-rebuilt"})
     assert kafka_checkpoint_name(renamed, second_id) == f"kafka-local-rebuilt-{second_id}"
+
+
+def test_a_killed_broker_comes_back_on_its_ports_and_the_same_clients_reconnect(
+    radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """kill -9 of the broker leaves its connections in TIME_WAIT; the restart (a new radar process over the same
+    data dir) binds the same ports anyway, so a client configured for the old address carries on."""
+    config = isolated_config(radar_config, tmp_path / "data")
+    first = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True).start()
+    bootstrap = first.bootstrap_servers
+    create_topic(bootstrap, "survives", 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 120_000})
+    producer.produce("survives", value=b"before")
+    assert producer.flush(30) == 0
+    assert first._process is not None
+    first._process.kill()  # SIGKILL: no clean shutdown, the broker's side of each connection lingers
+    first._process.wait(30)
+    producer.produce("survives", value=b"during the outage")
+    producer.poll(1.0)
+
+    with EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True) as again:
+        assert again.bootstrap_servers == bootstrap
+        assert producer.flush(60) == 0  # the client of the old address delivered what it held through the outage
+        assert end_offsets(bootstrap, ["survives"]) == {("survives", 0): 2}
+    first.stop()
