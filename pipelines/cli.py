@@ -280,9 +280,9 @@ def _delivery_exit_code(command: str, lost: int, what: str, topic: str) -> int:
     if not lost:
         return 0
     print(
-        f"radar {command}: {what} that did not reach {topic}: {lost:,}; check the broker is up and reachable from here, that "
-        "the topic exists, and that the principal may write to it (the lines above say which error the client got); "
-        "then run it again.",
+        f"radar {command}: {what} that did not reach {topic}: {lost:,}; check the broker is up and reachable from "
+        "here, that the topic exists, and that the principal may write to it (the lines above say which error the "
+        "client got); then run it again.",
         file=sys.stderr,
     )
     return 1

@@ -60,6 +60,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from pipelines.config import ConfigError, RadarConfig
+from pipelines.data_dir_locks import writing
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.detection_turn import detection_turn, write_turn
 from pipelines.phases import phase
@@ -71,6 +72,7 @@ from pipelines.tables import (
     ensure_tables,
     held_keys,
     log_says_empty,
+    merge_retrying_conflicts,
     note_written_keys,
     warm_snapshot,
     write_lock,
@@ -528,6 +530,7 @@ def merge_gold(
     table: TableSchema,
     *,
     turn: Callable[[], AbstractContextManager[None]] = nullcontext,
+    alone: bool = False,
 ) -> None:
     """Upsert one table's rows of a batch (the newest version per key, `_merge_into`).
 
@@ -536,16 +539,17 @@ def merge_gold(
     (`tables.held_keys`) and none of the batch's is among them, the rows are inserted with a plain append instead of
     a MERGE, the cheap path for a replay into new tables (an empty table's ids are known without a read). A batch
     redone after a crash runs in a new process, which reads the ids first and finds its rows there: it MERGEs.
-    Tables in a catalog (Databricks) are always MERGEd.
+    Tables in a catalog (Databricks), and tables another process writes meanwhile (not `alone`,
+    `data_dir_locks.writing`: what this process knows may be stale by its commit), are always MERGEd.
 
     `turn` is held for the write alone (the gold query's `write_turn`): the reads before it (the batch's newest
     versions and their keys, the ids the table holds, the table's file list, `tables.warm_snapshot`) run beside
     live detection batches instead of holding them up."""
     location = TableCatalog(config).location(table)
     source = latest_per_key(rows, table).select(*table.column_names)
-    if location is None:
+    if location is None or not alone:
         with turn():
-            _merge_into(source, config, table)
+            merge_retrying_conflicts(partial(_merge_into, source, config, table))
         return
     keys = KEY_COLUMNS[table.name]
     source = source.persist()  # read for its keys, then written
@@ -585,8 +589,8 @@ def _merge_retrying_collisions(source: DataFrame, config: RadarConfig, table: Ta
             return
         except ConcurrentAppendException:
             continue
-    with write_lock(location):
-        _merge_into(source, config, table)
+    with write_lock(location):  # no appender of this process now; another process's commit is retried
+        merge_retrying_conflicts(partial(_merge_into, source, config, table))
 
 
 @dataclass(frozen=True)
@@ -653,14 +657,18 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
     this query's path: a live detection micro-batch runs no MERGE."""
     staged_names = {table.name for table in STAGED_GOLD_TABLES}
 
+    tables_dir = TableCatalog(config).tables_dir
+
     def write(batch: DataFrame, batch_id: int) -> None:
         if staged:
-            with detection_turn():  # the live detection batch runs alone; other writes wait for its end
-                write_batch(batch)
+            # the live detection batch runs alone among this process's writes; other writes wait for its end
+            with detection_turn(), writing(tables_dir) as alone:
+                write_batch(batch, alone)
         else:
-            write_batch(batch)
+            with writing(tables_dir) as alone:
+                write_batch(batch, alone)
 
-    def write_batch(batch: DataFrame) -> None:
+    def write_batch(batch: DataFrame, alone: bool) -> None:
         batch.persist()
         split: DetectionSplit | None = None
         try:
@@ -669,7 +677,8 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             if staged and present & staged_names:
                 to_stage.append(batch.where(F.col("target").isin(*staged_names)))
             location = TableCatalog(config).location(DETECTIONS)
-            if staged and DETECTIONS.name in present and location is not None:
+            # a first row appended blindly only while no other process writes `detections`; otherwise MERGEd
+            if staged and alone and DETECTIONS.name in present and location is not None:
                 split = split_detections(batch.where(F.col("target") == DETECTIONS.name), config, location)
             merged = [
                 t
@@ -681,7 +690,7 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
             # takes the turn for its write alone (`merge_gold`); a live detection batch holds it already
             turn = nullcontext if staged else write_turn
             writes: list[Callable[[], None]] = [
-                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, turn=turn)
+                partial(merge_gold, batch.where(F.col("target") == table.name), config, table, turn=turn, alone=alone)
                 for table in merged
             ]
             if split is not None and split.new is not None:
@@ -789,6 +798,9 @@ class DetectStage(Stage):
     @property
     def staged(self) -> bool:
         return not self.trigger.available_now
+
+    def stream(self) -> tuple[Path, str]:
+        return self.config.checkpoint_dir, self.checkpoint_name
 
     def start_queries(self) -> RunningQueries:
         tables = [*SOURCE_TABLES.values(), *GOLD_TABLES.values(), *([DETECTOR_OUTPUT] if self.staged else [])]

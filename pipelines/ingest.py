@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
@@ -375,6 +376,9 @@ class IngestStage(Stage):
         self.trigger = Trigger(available_now, config.ingest.trigger_interval)
         topics = config.kafka.telemetry_topics if telemetry_topics is None else telemetry_topics
         self.telemetry_topics = tuple(topics)
+
+    def stream(self) -> tuple[Path, str]:
+        return self.config.checkpoint_dir, self.checkpoint_name
 
     def _start(self, rows: DataFrame, query: str, writer: Callable[[str], BatchWriter]) -> StreamingQuery:
         # Delta's txnAppId names the checkpoint (see `TableWriter`): another replay, or `radar run` after a

@@ -485,9 +485,11 @@ class ClassArchive:
 
     @property
     def java_options(self) -> str:
+        from pipelines.session import java_option
+
         if self.pending is None:
-            return f"-XX:SharedArchiveFile={self.path} {QUIET_CDS_LOGGING}"
-        return f"-XX:ArchiveClassesAtExit={self.pending} {QUIET_CDS_LOGGING}"
+            return f"{java_option('-XX:SharedArchiveFile=', self.path)} {QUIET_CDS_LOGGING}"
+        return f"{java_option('-XX:ArchiveClassesAtExit=', self.pending)} {QUIET_CDS_LOGGING}"
 
 
 def java_identity() -> str:

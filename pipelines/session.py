@@ -93,8 +93,9 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         # each micro-batch uploads a changelog of its state changes, not a RocksDB snapshot
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={data_dir / 'derby'} "
-        f"-Dlog4j2.configurationFile=file:{log_conf}",
+        "spark.driver.extraJavaOptions": java_option("-Dderby.system.home=", data_dir / "derby")
+        + " "
+        + java_option("-Dlog4j2.configurationFile=", log_conf.as_uri()),
         "spark.driver.memory": config.spark.driver_memory,
         # The executors' Python workers run this interpreter (or the configured one), not the first python3 on
         # their PATH (which may lack pyarrow or radar).
@@ -112,6 +113,17 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         # reads back: a table's first commit ran a Spark job to list the files of the empty table before it.
         conf[ALL_FILES_IN_CHECKSUM] = "false"
     return conf
+
+
+def java_option(option: str, value: object) -> str:
+    """`option` + `value` as one word of `spark.driver.extraJavaOptions`, which Spark splits at blanks unless
+    quoted: a data dir with a space in its path made the JVM take its second half for a class name, and every
+    command ended in JAVA_GATEWAY_EXITED."""
+    text = str(value)
+    if not any(c.isspace() or c in "\"'\\" for c in text):
+        return f"{option}{text}"
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{option}"{escaped}"'
 
 
 def with_local_conf(conf: dict[str, str], local: dict[str, str]) -> dict[str, str]:

@@ -29,7 +29,8 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
-from pipelines.tables import TableWrite, append_new_records
+from pipelines.data_dir_locks import hold_stream, release_stream, writing
+from pipelines.tables import TableCatalog, TableWrite, append_new_records
 from transforms.schemas import TABLES, TableSchema
 
 BatchWriter = Callable[[DataFrame, int], None]
@@ -193,7 +194,10 @@ class TableWriter:
         if self.tables_ready is not None:
             self.tables_ready.result()  # raises what their creation raised
         ranges_of = source_ranges or {}
-        with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool:
+        with (
+            writing(TableCatalog(self.config).tables_dir) as alone,
+            ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="radar-write") as pool,
+        ):
             futures = [
                 pool.submit(
                     self.write,
@@ -203,11 +207,12 @@ class TableWriter:
                     f"{self.app_id}:{name}",
                     batch_id,
                     ranges=ranges_of.get(name),
+                    alone=alone,
                 )
                 for name, rows in tables.items()
             ]
-        for future in futures:
-            future.result()
+            for future in futures:  # within `writing`: the batch is alone until its last write commits
+                future.result()
 
     def foreach_batch(self, tables_of: BatchTables) -> BatchWriter:
         """A `foreachBatch` body: split the batch into tables (`tables_of`), then write them all.
@@ -358,16 +363,34 @@ class Stage(ABC):
 
     def __init__(self) -> None:
         self._queries: RunningQueries | None = None
+        self._stream_lock: Path | None = None
 
     @abstractmethod
     def start_queries(self) -> RunningQueries:
         """Create the stage's tables if needed and start its queries."""
 
+    def stream(self) -> tuple[Path, str] | None:
+        """(checkpoint dir, checkpoint name) of the stream the stage writes, which one process at a time may run
+        (`data_dir_locks.hold_stream`); None for a stage with no checkpoint of its own."""
+        return None
+
     def start(self) -> RunningQueries:
         if self._queries is not None:
             raise RuntimeError(f"stage {self.name} was already started")
-        self._queries = self.start_queries()
+        stream = self.stream()
+        if stream is not None:
+            self._stream_lock = hold_stream(*stream)  # before any query touches the checkpoint
+        try:
+            self._queries = self.start_queries()
+        except BaseException:
+            self._release_stream()
+            raise
         return self._queries
+
+    def _release_stream(self) -> None:
+        if self._stream_lock is not None:
+            release_stream(self._stream_lock)
+            self._stream_lock = None
 
     @property
     def queries(self) -> RunningQueries:
@@ -378,6 +401,7 @@ class Stage(ABC):
     def stop(self) -> None:
         if self._queries is not None:
             self._queries.stop()
+        self._release_stream()
 
     def __enter__(self) -> Self:
         self.start()

@@ -8,9 +8,12 @@ names are Unity Catalog `catalog.schema.<prefix><name>` managed tables.
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -18,6 +21,7 @@ from typing import Protocol, TypeVar
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
+from pipelines.data_dir_locks import creating_tables
 from pipelines.delta_log import DRIVER_READ_MAX_BYTES, live_files, log_version, record_count, rows_from_files
 from transforms.schemas import RECORD_KEY, TABLES, TableSchema
 
@@ -44,11 +48,17 @@ class TableCatalog:
         """The fully qualified table name to use in SQL."""
         return f"{self.database}.{self.config.storage.table_prefix}{table.name}"
 
-    def location(self, table: TableSchema) -> Path | None:
-        """The folder of a local table; None for Unity Catalog managed tables."""
+    @property
+    def tables_dir(self) -> Path | None:
+        """The folder of the local tables; None for Unity Catalog managed tables."""
         if self.unity_catalog:
             return None
-        return (self.config.data_dir / "tables" / table.name).resolve()
+        return (self.config.data_dir / "tables").resolve()
+
+    def location(self, table: TableSchema) -> Path | None:
+        """The folder of a local table; None for Unity Catalog managed tables."""
+        tables_dir = self.tables_dir
+        return None if tables_dir is None else tables_dir / table.name
 
 
 # Columns the on-call queries filter on, besides a table's event time; Z-ordered when a table has them.
@@ -184,7 +194,12 @@ def _ensure_tables(spark: SparkSession, config: RadarConfig, tables: Iterable[Ta
         return
     if not catalog.unity_catalog:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {LOCAL_DATABASE}")
-    with ThreadPoolExecutor(max_workers=min(ENSURE_THREADS, len(wanted)), thread_name_prefix="radar-ddl") as pool:
+    # one process at a time creates a data dir's tables: two creating the same Delta log raced into
+    # DELTA_PROTOCOL_CHANGED; the second now finds them and only registers them
+    with (
+        nullcontext() if catalog.tables_dir is None else creating_tables(catalog.tables_dir),
+        ThreadPoolExecutor(max_workers=min(ENSURE_THREADS, len(wanted)), thread_name_prefix="radar-ddl") as pool,
+    ):
         for done in [pool.submit(_ensure_table, spark, catalog, table) for table in wanted]:
             done.result()
     for table in wanted:
@@ -448,6 +463,7 @@ def append_new_records(
     /,
     *,
     ranges: Sequence[Row] | None = None,
+    alone: bool = False,
 ) -> None:
     """`append_idempotent`, leaving out rows of records the table already holds (by its `record_key`): the same
     record replayed through another dump file, another set of files or another checkpoint is written once.
@@ -460,8 +476,15 @@ def append_new_records(
     reconstruction (Delta 4.4 looks the id up through `Snapshot.transactions`, a Spark job over the whole log,
     although the checksum file holds it): here the record key already makes a replayed batch write nothing (its
     records are held, so it takes the path below). When the table may hold some of the records, they are left
-    out, nothing is written if none is left, and the rest is appended with the transaction id as before."""
+    out, nothing is written if none is left, and the rest is appended with the transaction id as before.
+
+    All of that holds only while no other process writes the table (`alone`, `data_dir_locks.writing`): what this
+    process knows, and any read before a blind append, may be stale by the time it commits. Otherwise the rows
+    are MERGEd on the record key (`merge_new_records`), which Delta makes exactly-once across writers."""
     location = TableCatalog(config).location(table)
+    if not alone and table.record_key:
+        merge_new_records(df, config, table, ranges)
+        return
     if location is not None and table.record_key[: len(RECORD_KEY)] == RECORD_KEY:
         ranges = source_ranges(df) if ranges is None else list(ranges)
         if any(r["src_partition"] is None or r["low"] is None for r in ranges):
@@ -489,6 +512,88 @@ def append_new_records(
     append_idempotent(_without(df, existing, table), config, table, app_id, version)
 
 
+def delta_conflicts() -> tuple[type[Exception], ...]:
+    """Delta's concurrent-modification errors, by name: in delta-spark 4 they do not share the base class
+    `DeltaConcurrentModificationException` (each derives from PySparkException alone)."""
+    from delta import exceptions
+
+    return tuple(
+        getattr(exceptions, name)
+        for name in (
+            "DeltaConcurrentModificationException",
+            "ConcurrentAppendException",
+            "ConcurrentDeleteReadException",
+            "ConcurrentDeleteDeleteException",
+            "ConcurrentTransactionException",
+            "ConcurrentWriteException",
+            "MetadataChangedException",
+            "ProtocolChangedException",
+        )
+    )
+
+
+MERGE_ATTEMPTS = 8
+"""Tries of a MERGE that another writer's commit made conflict, before the batch fails (and Spark retries it)."""
+
+
+def merge_retrying_conflicts(merge: Callable[[], None], attempts: int = MERGE_ATTEMPTS) -> None:
+    """Run a Delta MERGE again after a concurrent-modification conflict (another process committed to the table
+    while it ran): a failed attempt committed nothing, and the next one reads what the other wrote."""
+    for attempt in range(attempts):
+        try:
+            merge()
+            return
+        except delta_conflicts():
+            if attempt == attempts - 1:
+                raise
+            time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+
+
+def merge_new_records(
+    df: DataFrame, config: RadarConfig, table: TableSchema, ranges: Sequence[Row] | None = None
+) -> None:
+    """Insert the rows whose record key the table does not hold, in one MERGE: Delta's conflict detection makes it
+    exactly-once whatever the number of writers (a concurrent commit fails the attempt, which is run again). The
+    target is read only over the batch's source offsets, where the records carry them, so file statistics skip
+    the rest of the table."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    spark = df.sparkSession
+    rows = df.select(*table.column_names).dropDuplicates(list(table.record_key))
+    condition = F.lit(True)
+    for key in table.record_key:
+        condition = condition & F.col(f"t.{key}").eqNullSafe(F.col(f"s.{key}"))
+    if table.record_key[: len(RECORD_KEY)] == RECORD_KEY:
+        ranges = source_ranges(rows) if ranges is None else list(ranges)
+        if ranges and all(r["src_partition"] is not None and r["low"] is not None for r in ranges):
+            within = F.lit(False)
+            for r in ranges:
+                within = within | (
+                    F.col("t.cluster").eqNullSafe(r["cluster"])
+                    & F.col("t.src_topic").eqNullSafe(r["src_topic"])
+                    & F.col("t.src_partition").eqNullSafe(r["src_partition"])
+                    & F.col("t.src_offset").between(r["low"], r["high"])
+                )
+            condition = condition & within
+    rows = rows.persist()  # read by every attempt
+
+    def merge() -> None:
+        target = (
+            DeltaTable.forName(spark, catalog.name(table))
+            if location is None
+            else DeltaTable.forPath(spark, str(location))
+        )
+        target.alias("t").merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute()
+
+    try:
+        merge_retrying_conflicts(merge)
+    finally:
+        rows.unpersist()
+
+
 def _without(df: DataFrame, existing: DataFrame | None, table: TableSchema) -> DataFrame:
     """`df` less the rows whose record key is among `existing`."""
     if existing is None:
@@ -514,12 +619,15 @@ def upsert_by_key(df: DataFrame, config: RadarConfig, table: TableSchema, keys: 
     )
     condition = " AND ".join(f"t.`{key}` <=> s.`{key}`" for key in keys)
     rows = df.select(*table.column_names).alias("s")
-    target.alias("t").merge(rows, condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    merge_retrying_conflicts(
+        lambda: target.alias("t").merge(rows, condition).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    )
 
 
 class TableWrite(Protocol):
-    """How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id, and the source
-    offsets the rows cover where the stage knows them); must be idempotent for a replayed batch.
+    """How one table takes its rows of one micro-batch: (rows, config, table, app id, batch id, the source offsets
+    the rows cover where the stage knows them, and whether no other process writes meanwhile:
+    `data_dir_locks.writing`); must be idempotent for a replayed batch and across writers.
     `append_new_records` (append, leaving out records the table already holds) is the default."""
 
     def __call__(
@@ -532,6 +640,7 @@ class TableWrite(Protocol):
         /,
         *,
         ranges: Sequence[Row] | None = None,
+        alone: bool = False,
     ) -> None: ...
 
 
@@ -547,6 +656,7 @@ def upserting(keys: Mapping[str, Sequence[str]]) -> TableWrite:
         /,
         *,
         ranges: Sequence[Row] | None = None,
+        alone: bool = False,
     ) -> None:
         upsert_by_key(df, config, table, keys[table.name])
 

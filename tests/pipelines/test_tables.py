@@ -405,7 +405,7 @@ def test_the_first_append_into_a_new_table_reads_nothing(  # type: ignore[no-unt
         group = f"first-append-{tmp_path.name}-{batch_id}"
         context.setJobGroup(group, "an append above the held offsets")
         try:
-            append_new_records(rows, config, QUARANTINE, "run:q", batch_id, ranges=ranges)
+            append_new_records(rows, config, QUARANTINE, "run:q", batch_id, ranges=ranges, alone=True)
         finally:
             context.setLocalProperty("spark.jobGroup.id", None)
         rows.unpersist()
@@ -433,34 +433,41 @@ def test_appends_above_the_held_offsets_skip_the_read_and_another_writer_is_noti
         rows = spark.read.format("delta").load(str(location)).where("src_offset IS NOT NULL")
         return sorted((r[0], r[1]) for r in rows.select("src_partition", "src_offset").collect())
 
-    append_new_records(_quarantine_rows(spark, config, 10), config, QUARANTINE, "run:q", 0)
+    append_new_records(_quarantine_rows(spark, config, 10), config, QUARANTINE, "run:q", 0, alone=True)
     assert held_offsets_known(location) == {(config.cluster, "t", 0): 9}
-    append_new_records(_quarantine_rows(spark, config, 10, first=10), config, QUARANTINE, "run:q", 1)
+    append_new_records(_quarantine_rows(spark, config, 10, first=10), config, QUARANTINE, "run:q", 1, alone=True)
     assert held_offsets_known(location) == {(config.cluster, "t", 0): 19}
     # another writer (another process, a replay) commits offsets 20-25 of partition 0 and 0-4 of partition 1
     append_idempotent(_quarantine_rows(spark, config, 6, first=20), config, QUARANTINE, "other:q", 0)
     append_idempotent(_quarantine_rows(spark, config, 5, partition=1), config, QUARANTINE, "other:q", 1)
     assert held_offsets_known(location) is None
-    append_new_records(_quarantine_rows(spark, config, 10, first=20), config, QUARANTINE, "run:q", 2)
-    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3)
+    append_new_records(_quarantine_rows(spark, config, 10, first=20), config, QUARANTINE, "run:q", 2, alone=True)
+    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3, alone=True)
     assert offsets() == [(0, i) for i in range(30)] + [(1, i) for i in range(8)]
     assert held_offsets_known(location) == {(config.cluster, "t", 0): 29, (config.cluster, "t", 1): 7}
     # the same batch again (a retry after a crash): every record is held, so nothing is committed at all
     version = log_version(location)
-    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3)
+    append_new_records(_quarantine_rows(spark, config, 8, partition=1), config, QUARANTINE, "run:q", 3, alone=True)
     assert log_version(location) == version
     # a batch overlapping what the table holds (a replayed dump under another checkpoint) writes only what is new
-    append_new_records(_quarantine_rows(spark, config, 10, first=25), config, QUARANTINE, "replay:q", 0)
+    append_new_records(_quarantine_rows(spark, config, 10, first=25), config, QUARANTINE, "replay:q", 0, alone=True)
     assert offsets() == [(0, i) for i in range(35)] + [(1, i) for i in range(8)]
     # a dump line that is no record (no topic, partition or offset) bounds nothing; records after it still append
     line = _quarantine_rows(spark, config, 1).selectExpr(
         *[f"CAST(NULL AS {c.ddl}) AS {c.name}" if c.name in ("src_topic", "src_partition", "src_offset") else c.name
           for c in QUARANTINE.columns]
     )  # fmt: skip
-    append_new_records(line, config, QUARANTINE, "replay:q", 1)
-    append_new_records(_quarantine_rows(spark, config, 2, first=35), config, QUARANTINE, "run:q", 4)
+    append_new_records(line, config, QUARANTINE, "replay:q", 1, alone=True)
+    append_new_records(_quarantine_rows(spark, config, 2, first=35), config, QUARANTINE, "run:q", 4, alone=True)
     assert offsets() == [(0, i) for i in range(37)] + [(1, i) for i in range(8)]
     assert spark.read.format("delta").load(str(location)).count() == 37 + 8 + 1
+    # while another process writes the table (not alone), an overlapping batch is MERGEd on the record key: only
+    # what is new is inserted, whatever this process knows
+    append_new_records(_quarantine_rows(spark, config, 10, first=30), config, QUARANTINE, "other:q", 2)
+    assert offsets() == [(0, i) for i in range(40)] + [(1, i) for i in range(8)]
+    assert spark.read.format("delta").load(str(location)).count() == 40 + 8 + 1
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{location}` LIMIT 1").first()
+    assert history is not None and history["operation"] == "MERGE"
 
 
 @pytest.mark.spark
