@@ -304,11 +304,16 @@ def _check(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipelines.check import render_check_report, run_checks
+    from pipelines.run_status import read_run_status
     from pipelines.session import build_spark_session
 
     config = _config(args)
     report = run_checks(build_spark_session(config), config)
-    render_check_report(report, Console(stderr=False))
+    console = Console(stderr=False)
+    render_check_report(report, console)
+    run = read_run_status(config.data_dir)
+    for line in run.lines() if run is not None else ["no radar run has written to this data dir yet"]:
+        console.print(line, markup=False, highlight=False)
     return 1 if report.failed_critical else 0
 
 

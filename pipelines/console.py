@@ -14,11 +14,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pyspark.sql.streaming import StreamingQuery
+
+if TYPE_CHECKING:
+    from pipelines.run_status import QueryStatus
 
 # Spark WARNs that are expected in normal operation and say nothing actionable, muted even with --verbose.
 EXPECTED_WARNING_LOGGERS = (
@@ -122,14 +125,21 @@ class QueryTally:
     """What one query did so far: records per batch id (recentProgress keeps only the last few batches)."""
 
     name: str
-    records_by_batch: dict[int, int] = field(default_factory=dict)
+    records: int = 0
+    batches: int = 0
+    last_batch_id: int = -1  # what was counted: a monitor that runs for months keeps no entry per batch
+    last_batch_at: str | None = None  # the newest progress's timestamp (ISO, UTC)
     rate: float = 0.0
     behind: int | None = None
     unit: str = "records"  # what its input rows are: a replay's file streams read files (or pieces of one)
 
     def update(self, query: StreamingQuery) -> None:
         for progress in query.recentProgress:
-            self.records_by_batch[progress.batchId] = int(progress.numInputRows or 0)
+            if progress.batchId > self.last_batch_id:
+                self.records += int(progress.numInputRows or 0)
+                self.batches += 1
+                self.last_batch_id = progress.batchId
+                self.last_batch_at = progress.timestamp
         last = query.lastProgress
         if last is None:
             return
@@ -138,14 +148,10 @@ class QueryTally:
         known = [b for b in behind if b is not None]
         self.behind = sum(known) if known else None
 
-    @property
-    def records(self) -> int:
-        return sum(self.records_by_batch.values())
-
     def describe(self, with_rate: bool = True) -> str:
         rate = f" ({self.rate:,.0f}/s)" if with_rate else ""
         behind = "" if self.behind is None else f", {self.behind:,} behind"
-        return f"{self.name}: {self.records:,} {self.unit}{rate} in {len(self.records_by_batch)} batches{behind}"
+        return f"{self.name}: {self.records:,} {self.unit}{rate} in {self.batches} batches{behind}"
 
 
 class StatusLine:
@@ -221,6 +227,22 @@ class StatusLine:
             if text != self._last_text or time.monotonic() - self._last_plain >= PLAIN_STATUS_UNCHANGED_S:
                 self._last_plain, self._last_text = time.monotonic(), text
                 print(f"{self.label}: {text}", file=self.stream, flush=True)
+
+    def query_statuses(self) -> list[QueryStatus]:
+        """Each query as the run's status file records it (`pipelines.run_status`)."""
+        from pipelines.run_status import QueryStatus
+
+        statuses = []
+        for query in self.queries:
+            tally = self.tallies[query.name]
+            try:
+                active = bool(query.isActive)
+            except Exception:  # the session is going away: a query we cannot ask is no longer running
+                active = False
+            statuses.append(
+                QueryStatus(name=query.name, active=active, batches=tally.batches, last_batch_at=tally.last_batch_at)
+            )
+        return statuses
 
     def _count_detections(self) -> None:
         """In the background: a count is a Spark job, and the status must not wait for it."""

@@ -64,7 +64,7 @@ from pipelines.data_dir_locks import writing
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.detection_turn import detection_turn, write_turn
 from pipelines.phases import phase
-from pipelines.streams import RunningQueries, Stage, Trigger, start_query
+from pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query
 from pipelines.tables import (
     HeldKeys,
     TableCatalog,
@@ -826,9 +826,10 @@ class DetectStage(Stage):
             self.trigger,
         )
         if not self.staged:
-            return RunningQueries((query,))
+            return RunningQueries((query,), failure_log_of(self.config))
         gold_trigger = Trigger(False, self.config.detect.gold_trigger_interval)
-        return RunningQueries((query, start_gold_query(self.spark, self.config, self.checkpoint_name, gold_trigger)))
+        gold = start_gold_query(self.spark, self.config, self.checkpoint_name, gold_trigger)
+        return RunningQueries((query, gold), failure_log_of(self.config))
 
     @property
     def detection_query(self) -> StreamingQuery:
@@ -846,7 +847,7 @@ class DetectStage(Stage):
         run leaves `rebalances` and `group_health` complete. A failure here is left for the next start to redo."""
         with phase("drain detector_output"):
             drain = start_gold_query(self.spark, self.config, self.checkpoint_name, Trigger(True))
-            RunningQueries((drain,)).await_all_or_raise()
+            RunningQueries((drain,), failure_log_of(self.config)).await_all_or_raise()
 
 
 def start_detect(

@@ -33,6 +33,7 @@ from pipelines.streams import (
     Stage,
     TableWriter,
     Trigger,
+    failure_log_of,
     start_query,
 )
 from pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
@@ -402,7 +403,7 @@ class IngestStage(Stage):
             telemetry_rows = rows.where(wanted & F.col("source_error").isNull())
             writer = partial(telemetry_batch_writer, self.config, from_kafka=self.from_kafka, tables_ready=tables)
             started.append(self._start(telemetry_rows, TELEMETRY_QUERY, writer))
-        running = RunningQueries(tuple(started))
+        running = RunningQueries(tuple(started), failure_log_of(self.config))
         # The queries start up and read their first batch meanwhile; the stage counts as started once its tables
         # exist, as callers read them (a run's status, tests polling a table). A failure stops the queries.
         try:

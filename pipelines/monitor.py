@@ -24,6 +24,7 @@ from pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
 from pipelines.phases import phase
+from pipelines.run_status import RunStatusFile
 from pipelines.streams import run_until_stopped, start_stages, stop_stages
 from pipelines.tables import TableCatalog, count_if_exists, log_says_empty
 from transforms.schemas import DETECTIONS
@@ -198,6 +199,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
             detections=detections,
             verbose=verbose,
             problems=lambda: [problem for problem in (clock.problem(),) if problem],
+            status_file=RunStatusFile(config.data_dir),  # what `radar check` says of this run
         )
         stop_stages(stages)  # the summary and counts below then include the detection stage's drained gold rows
         summary = summarise_detections(spark, config)

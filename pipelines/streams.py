@@ -30,6 +30,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from pipelines.config import RadarConfig
 from pipelines.data_dir_locks import hold_stream, release_stream, writing
+from pipelines.run_status import RunStatusFile
 from pipelines.tables import TableCatalog, TableWrite, append_new_records
 from transforms.schemas import TABLES, TableSchema
 
@@ -250,25 +251,62 @@ KAFKA_ACCESS_ADVICE = {
 """What to do about a Kafka client error that ends a query: access, not a bug, so a sentence and no plan."""
 
 
-def query_failure_sentence(name: str, error: str) -> str:
-    """A failed query in a sentence: a Kafka access error named with what grants it; otherwise the error itself."""
+def query_failure_sentence(name: str, error: str, failure_log: Path | None = None) -> str:
+    """A failed query in a sentence: a Kafka access error named with what grants it; otherwise the error's condition
+    and innermost cause, where its whole text is (`failure_log`), and what to do."""
     found = KAFKA_ERROR.search(error)
     if found is not None and found.group(1) in KAFKA_ACCESS_ADVICE:
         return (
             f"streaming query {name} stopped: the Kafka cluster refused it ({found.group(1)}: "
             f"{found.group(2).strip()[:300]}); {KAFKA_ACCESS_ADVICE[found.group(1)]}."
         )
-    return f"streaming query {name} failed: {error}"
+    condition = re.search(r"\[([A-Z][A-Z_.]+)\]", error)
+    # the innermost cause a user can act on: the last `SomeError: message` line (a Python traceback's own last
+    # line, or a Java "Caused by:"), else the first line
+    causes = re.findall(r"^(?:Caused by: )?([\w.$]*(?:Exception|Error)): (.+)$", error, flags=re.MULTILINE)
+    lines = error.strip().splitlines()
+    cause = f"{causes[-1][0].rsplit('.', 1)[-1]}: {causes[-1][1]}" if causes else (lines[0] if lines else "no message")
+    said = f"{condition.group(1)}, {cause.strip()}" if condition and condition.group(1) not in cause else cause.strip()
+    where = f"; the full error is in {failure_log}" if failure_log is not None else ""
+    return (
+        f"streaming query {name} failed ({said[:400]}){where}. Its checkpoint resumes where it stopped: start radar "
+        "again (a supervisor or a Databricks continuous job does so by itself)."
+    )
+
+
+FAILURE_LOG = Path("logs") / "query-failures.log"
+"""Under the data dir: every failed query's whole error (Java stack, query state and plan), for the sentence."""
+
+
+def failure_log_of(config: RadarConfig) -> Path:
+    return config.data_dir / FAILURE_LOG
+
+
+def keep_failure(failure_log: Path | None, name: str, error: str) -> Path | None:
+    """Append a failed query's whole error to `failure_log`; the log's path, or None where it cannot be written
+    (a read-only data dir: the sentence then stands alone)."""
+    if failure_log is None:
+        return None
+    try:
+        failure_log.parent.mkdir(parents=True, exist_ok=True)
+        with failure_log.open("a", encoding="utf-8") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} streaming query {name} failed\n")
+            log.write(error.rstrip() + "\n")
+    except OSError:
+        return None
+    return failure_log
 
 
 @dataclass(frozen=True)
 class RunningQueries:
-    """The running queries of one or more stages."""
+    """The running queries of one or more stages; a failure is said in a sentence, its whole error kept in
+    `failure_log`."""
 
     all: tuple[StreamingQuery, ...] = ()
+    failure_log: Path | None = None
 
     def __add__(self, other: RunningQueries) -> RunningQueries:
-        return RunningQueries(self.all + other.all)
+        return RunningQueries(self.all + other.all, self.failure_log or other.failure_log)
 
     def __iter__(self) -> Iterator[StreamingQuery]:
         return iter(self.all)
@@ -304,7 +342,9 @@ class RunningQueries:
                 continue
             error = query.exception()
             if error is not None:
-                raise RuntimeError(query_failure_sentence(query.name, str(error))) from None
+                text = str(error)
+                kept = keep_failure(self.failure_log, query.name, text)
+                raise RuntimeError(query_failure_sentence(query.name, text, kept)) from None
 
     def active_ids(self) -> frozenset[str]:
         """The ids of the queries still running: those a stop asked for now interrupts."""
@@ -437,6 +477,7 @@ def run_until_stopped(
     detections: Callable[[], int | None] | None = None,
     verbose: bool = False,
     problems: Callable[[], list[str]] | None = None,
+    status_file: RunStatusFile | None = None,
 ) -> None:
     """Keep `queries` running, with a live status line (and `problems`' sentences: a telemetry path failing), until
     Ctrl-C, SIGTERM, `stop_after_s` or a failed query; then stop them within a bound and raise a failure as a
@@ -467,11 +508,18 @@ def run_until_stopped(
     stopped_by_request: frozenset[str] = frozenset()
     started = time.monotonic()
     status = StatusLine(label, queries.all, detections=detections, problems=problems)
+
+    def report(state: str, error: str | None = None, *, force: bool = False) -> None:
+        if status_file is not None:
+            found = problems() if problems is not None and state == "running" else []
+            status_file.write(state, status.query_statuses(), found, error, force=force)
+
     try:
         while not requests and queries.all_active:
             if stop_after_s is not None and time.monotonic() - started > stop_after_s:
                 break
             status.update()
+            report("running")
             if queries.all:
                 queries.all[0].awaitTermination(poll_s)
             else:
@@ -498,4 +546,9 @@ def run_until_stopped(
         status.finish()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    queries.raise_failures(stopped_by_request)
+    try:
+        queries.raise_failures(stopped_by_request)
+    except RuntimeError as failure:
+        report("failed", str(failure), force=True)
+        raise
+    report("stopped", force=True)

@@ -160,4 +160,25 @@ def test_a_query_the_kafka_cluster_refuses_ends_in_a_sentence_that_names_the_gra
     assert said.startswith("streaming query radar-offsets stopped: the Kafka cluster refused it (TopicAuthorization")
     assert "[__consumer_offsets]" in said and "--operation Read" in said and "Logical Plan" not in said
     other = query_failure_sentence("radar-offsets", "[DIVIDE_BY_ZERO] something else")
-    assert other == "streaming query radar-offsets failed: [DIVIDE_BY_ZERO] something else"
+    assert other.startswith("streaming query radar-offsets failed ([DIVIDE_BY_ZERO] something else). Its checkpoint")
+
+
+def test_any_other_failed_query_is_one_sentence_with_its_cause_and_where_the_whole_error_is(tmp_path: Path) -> None:
+    """The detection query's worker died under load: 216 lines of state and plan became one sentence, and the
+    whole text went to the data dir's failure log."""
+    from pipelines.streams import keep_failure, query_failure_sentence
+
+    error = (
+        "[STREAM_FAILED] Query radar-detect [id = 1, runId = 2] terminated with exception: Job aborted due to stage "
+        "failure: Task 0 in stage 3.0 failed 1 times\norg.apache.spark.SparkException: Job aborted due to stage "
+        "failure\n\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2)\n"
+        "Caused by: org.apache.spark.SparkException: Python worker failed to connect back.\n\tat x.y(Z.java:1)\n"
+        "=== Streaming Query ===\nCurrent State: ACTIVE\nLogical Plan:\n~WriteToMicroBatchDataSourceV1\n" * 3
+    )
+    log = keep_failure(tmp_path / "logs" / "query-failures.log", "radar-detect", error)
+    said = query_failure_sentence("radar-detect", error, log)
+    assert said.startswith("streaming query radar-detect failed (STREAM_FAILED, SparkException: Python worker failed")
+    assert f"the full error is in {tmp_path / 'logs' / 'query-failures.log'}" in said
+    assert "start radar again" in said and "\n" not in said and "Logical Plan" not in said
+    assert log is not None and "Logical Plan:" in log.read_text() and "radar-detect failed" in log.read_text()
+    assert keep_failure(None, "radar-detect", error) is None
