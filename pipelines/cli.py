@@ -30,6 +30,24 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     return config
 
 
+WRITES_DATA_DIR = frozenset({"run", "replay", "check", "maintain"})
+"""The commands that write the data dir's tables or checkpoints; the others only read it (sql, detections,
+report, tables) and serve a read-only data dir."""
+
+
+def refuse_read_only_data_dir(args: argparse.Namespace) -> None:
+    """One sentence, before any work, for a command that must write a data dir it may not."""
+    if args.command not in WRITES_DATA_DIR:
+        return
+    config = _config(args)
+    if not config.data_dir_writable:
+        raise ConfigError(
+            f"the data dir {config.data_dir} is read-only for this user: radar {args.command} writes its tables and "
+            "checkpoints there. Give it a writable --data-dir (or RADAR__STORAGE__DATA_DIR), or use a command that "
+            "only reads (radar sql, radar detections, radar report)."
+        )
+
+
 def _delta_only(config: RadarConfig) -> RadarConfig:
     """`config` for a command that only reads the tables: no Kafka connector jars to load or verify."""
     return config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
@@ -524,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with phase(f"command {args.command}"):
+            refuse_read_only_data_dir(args)
             return int(args.func(args) or 0)
     except (DumpFormatError, ConfigError, FileNotFoundError, ValueError, TimeoutError) as exc:
         print(f"radar {args.command}: {exc}", file=sys.stderr)

@@ -244,6 +244,26 @@ class RadarConfig(FrozenSection):
         location = self.ingest.checkpoint_location
         return location if location.is_absolute() else self.storage.data_dir / location
 
+    @property
+    def data_dir_writable(self) -> bool:
+        """Whether radar may write the data dir (a new one: whether it can be made)."""
+        folder = self.data_dir
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        return os.access(folder, os.W_OK)
+
+    @property
+    def scratch_dir(self) -> Path:
+        """Where a session keeps what it writes beside the tables (Spark's log config and log, its catalog's
+        files): the data dir, or a folder of the temp dir for a read-only data dir, which the read-only commands
+        (sql, detections, report) serve as well."""
+        if self.data_dir_writable:
+            return self.data_dir
+        import hashlib
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / f"radar-{hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]}"
+
     def with_data_dir(self, data_dir: Path) -> RadarConfig:
         """A copy with another data dir (what `--data-dir` does): a relative one is relative to the current folder,
         where the user typed it."""

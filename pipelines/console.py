@@ -8,6 +8,7 @@ matters, so the JVM logs at ERROR by default and the status is one line, redrawn
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import sys
@@ -48,8 +49,18 @@ PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
 DETECTIONS_EVERY_S = 10.0  # counting a Delta table is a Spark job: not on every redraw
 
 
-def log4j2_properties(level: str) -> str:
-    """Spark's driver logging: everything at `level` on stderr, the expected WARNs muted (see above)."""
+SPARK_LOG_BYTES = "10MB"
+SPARK_LOG_FILES = 5
+
+
+def log4j2_properties(level: str, log_file: Path | None = None) -> str:
+    """Spark's driver logging: everything at `level` on stderr, the expected WARNs muted (see above).
+
+    At the default level (ERROR) with a `log_file`, Spark's errors go to that file (rolled at `SPARK_LOG_BYTES`,
+    `SPARK_LOG_FILES` kept) and not to the console: a failed task or query logged its Java stack, state and plan
+    there (a hundred lines and more) before radar's own sentence, which names the file where the whole error is.
+    Only FATAL still reaches the console."""
+    quiet = level.upper() == "ERROR" and log_file is not None
     lines = [
         f"rootLogger.level = {level.lower()}",
         "rootLogger.appenderRef.stderr.ref = console",
@@ -59,6 +70,23 @@ def log4j2_properties(level: str) -> str:
         "appender.console.layout.type = PatternLayout",
         "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex",
     ]
+    if quiet:
+        assert log_file is not None
+        lines += [
+            "rootLogger.appenderRef.stderr.level = fatal",
+            "rootLogger.appenderRef.file.ref = file",
+            "appender.file.type = RollingFile",
+            "appender.file.name = file",
+            f"appender.file.fileName = {log_file}",
+            f"appender.file.filePattern = {log_file}.%i",
+            "appender.file.layout.type = PatternLayout",
+            "appender.file.layout.pattern = %d{yyyy-MM-dd HH:mm:ss} %p %c: %m%n%ex",
+            "appender.file.policies.type = Policies",
+            "appender.file.policies.size.type = SizeBasedTriggeringPolicy",
+            f"appender.file.policies.size.size = {SPARK_LOG_BYTES}",
+            "appender.file.strategy.type = DefaultRolloverStrategy",
+            f"appender.file.strategy.max = {SPARK_LOG_FILES}",
+        ]
     # PySpark's gateway counts as a shell: Spark then sets the console to the level of the shell's logger (WARN if
     # unset) and says so in two lines; at the root's level it does neither.
     for index, name in enumerate(("org.apache.spark.api.python.PythonGatewayServer", "org.apache.spark.repl.Main")):
@@ -71,11 +99,13 @@ def log4j2_properties(level: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_log4j2_properties(folder: Path, level: str) -> Path:
+def write_log4j2_properties(folder: Path, level: str, log_file: Path | None = None) -> Path:
     """The logging config file the driver JVM is started with (`-Dlog4j2.configurationFile`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"log4j2-{level.lower()}.properties"
-    path.write_text(log4j2_properties(level))
+    text = log4j2_properties(level, log_file)
+    path = folder / f"log4j2-{level.lower()}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.properties"
+    if not path.is_file():
+        path.write_text(text)
     return path
 
 

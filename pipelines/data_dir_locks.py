@@ -119,17 +119,23 @@ def release_stream(path: Path) -> None:
 
 @contextmanager
 def creating_tables(tables_dir: Path) -> Iterator[None]:
-    """Hold the data dir's table-creation lock (waiting for another process's creation to finish)."""
+    """Hold the data dir's table-creation lock (waiting for another process's creation to finish). A read-only data
+    dir has no lock file to open: its tables are only registered, never created."""
     path = tables_dir / TABLES_LOCK_NAME
-    fd = _open(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError as error:
-            _unlockable(path, error)
+        fd: int | None = _open(path)
+    except OSError:
+        fd = None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as error:
+                _unlockable(path, error)
         yield
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 # --- whether a write is alone ----------------------------------------------------------------------------------

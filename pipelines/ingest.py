@@ -11,6 +11,8 @@ triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -414,6 +416,38 @@ class IngestStage(Stage):
         return running
 
 
+DATA_DIR_MARK = ".data-dir"
+"""In the checkpoint dir: its absolute path when radar last used it (`set_aside_moved_replay_checkpoints`)."""
+
+
+def set_aside_moved_replay_checkpoints(config: RadarConfig) -> Path | None:
+    """A data dir moved or copied: Spark's file-source checkpoints (a replay's) name the files they read by absolute
+    path, under the old data dir (`Wrong basePath`), so the replay checkpoints are moved aside, said in one line, and
+    the dumps are read again: the tables' record keys keep every record once, and the detections' ids are the
+    same. Kafka and Delta sources record offsets and table ids, which a move leaves true. Returns where they went."""
+    checkpoints = config.checkpoint_dir
+    here = str(checkpoints.resolve())
+    mark = checkpoints / DATA_DIR_MARK
+    before = mark.read_text().strip() if mark.is_file() else None
+    aside = None
+    if before is not None and before != here:
+        stale = sorted(p for p in checkpoints.glob("replay-*") if p.is_dir())
+        if stale:
+            aside = checkpoints / "moved" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            aside.mkdir(parents=True)
+            for folder in stale:
+                folder.rename(aside / folder.name)
+            print(
+                f"radar replay: this data dir was at {before.removesuffix('/checkpoints')}; the replay checkpoints "
+                f"there name files under that path, so they are set aside in {aside} and the dumps are read again "
+                "(no record is written twice)",
+                file=sys.stderr,
+            )
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    mark.write_text(here + "\n")
+    return aside
+
+
 def replay_checkpoint_name(paths: Sequence[str]) -> str:
     """One checkpoint per set of dump files: replaying the same files again writes nothing twice."""
     from pipelines.sources import replay_staging_dir
@@ -459,6 +493,7 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
     dumps it read in pieces are deleted (`pipelines.sources.PIECE_BYTES`)."""
     from pipelines.sources import remove_pieces, replay_files
 
+    set_aside_moved_replay_checkpoints(config)
     staging_root = config.data_dir / "replay-inputs"
     files = replay_files(spark, paths, staging_root=staging_root)
     stage = IngestStage(

@@ -75,10 +75,14 @@ def check_master(master: str) -> None:
     )
 
 
+SPARK_LOG = Path("logs") / "spark.log"
+"""Under the data dir: Spark's own errors at the default log level (`console.log4j2_properties`)."""
+
+
 def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
     """What every session radar builds is started with, whatever its master (`spark.extra_conf` applied last)."""
-    data_dir = config.data_dir.expanduser().resolve()
-    log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level)
+    data_dir = config.scratch_dir.expanduser().resolve()  # the data dir, unless it is read-only
+    log_conf = write_log4j2_properties(data_dir / "spark", config.spark.log_level, data_dir / SPARK_LOG)
     conf = {
         "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),

@@ -56,9 +56,7 @@ def test_two_replays_at_once_into_one_new_data_dir_write_every_record_once(
             args = ["--data-dir", str(config.data_dir), "replay"]
             for path in paths:
                 args += ["--input", str(path)]
-            processes.append(
-                subprocess.Popen(radar_command(*args), stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
-            )
+            processes.append(subprocess.Popen(radar_command(*args), stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path))
         time.sleep(0.5)
     for process in processes:
         process.wait(600)
