@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -297,6 +298,15 @@ def keep_failure(failure_log: Path | None, name: str, error: str) -> Path | None
     return failure_log
 
 
+def wait_a_while(query: StreamingQuery, timeout_s: float) -> None:
+    """Up to `timeout_s`, or until `query` ends; a query that failed raises here in pyspark, which the caller's next
+    look at the queries finds and says as a sentence (`raise_failures`), never as a Py4J traceback."""
+    from pyspark.errors import StreamingQueryException
+
+    with contextlib.suppress(StreamingQueryException):
+        query.awaitTermination(timeout_s)
+
+
 @dataclass(frozen=True)
 class RunningQueries:
     """The running queries of one or more stages; a failure is said in a sentence, its whole error kept in
@@ -375,7 +385,7 @@ class RunningQueries:
         try:
             while active := [q for q in self.all if q.isActive]:
                 status.update()
-                active[0].awaitTermination(poll_s)
+                wait_a_while(active[0], poll_s)
             status.update()
         finally:
             status.finish()
@@ -521,7 +531,7 @@ def run_until_stopped(
             status.update()
             report("running")
             if queries.all:
-                queries.all[0].awaitTermination(poll_s)
+                wait_a_while(queries.all[0], poll_s)
             else:
                 time.sleep(poll_s)
         status.update()

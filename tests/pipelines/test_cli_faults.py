@@ -4,6 +4,8 @@ reproduces what a user saw and asserts a bounded, one-sentence, traceback-free o
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -181,6 +183,58 @@ def test_second_ctrl_c_quits_at_once(radar_run: RadarRun) -> None:
     assert not [line for line in later if any(noise in line for noise in SPARK_NOISE)], "\n".join(later)
     assert len(later) <= 4, "\n".join(later)
     assert any("quit" in line for line in later)
+
+
+def python_workers_of(root: int) -> list[int]:
+    """The pids of Spark's Python workers below `root`: the processes a worker daemon forked (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        for child in children.get(pid, []):
+            stack.append(child)
+            parent = commands.get(pid, "")
+            if "pyspark.worker" in parent or "pyspark.daemon" in parent:  # forked by a daemon: a task's worker
+                found.append(child)
+    return found
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(radar_run: RadarRun, tmp_path: Path) -> None:
+    """A failed query is a failed run: radar run exits 1 within seconds (its supervisor or a continuous job starts
+    it again, and its checkpoints resume), says so in one sentence, and keeps the whole error in the data dir."""
+    radar_run.wait_for("ingesting from", timeout_s=400)
+    radar_run.wait_for("radar-detect", timeout_s=240)  # a status line: the queries run
+    deadline = time.monotonic() + 180
+    while radar_run.process.poll() is None and time.monotonic() < deadline:
+        for pid in python_workers_of(radar_run.process.pid):  # killed while they run a task: the task fails
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+    code = radar_run.process.wait(timeout=120)
+    radar_run.reader.join(timeout=10)
+    later = after_start(radar_run.lines)
+    assert code == 1, "\n".join(radar_run.timed[-40:])
+    failure_log = tmp_path / "data" / "logs" / "query-failures.log"
+    said = [line for line in later if "failed (" in line]
+    assert len(said) == 1 and said[0].startswith("radar run: streaming query radar-"), "\n".join(later)
+    assert f"the full error is in {failure_log}. Its checkpoint resumes where it stopped" in said[0]
+    assert not [line for line in later if line.startswith(("\tat ", "Traceback", "Caused by"))], "\n".join(later)
+    assert "Python worker" in failure_log.read_text()
+    status = json.loads((tmp_path / "data" / "logs" / "run-status.json").read_text())
+    assert status["state"] == "failed" and status["error"] == said[0].removeprefix("radar run: ")
 
 
 # --- 3. SQL mistakes; the table reference ---
