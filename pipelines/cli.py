@@ -30,7 +30,7 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     return config
 
 
-WRITES_DATA_DIR = frozenset({"run", "replay", "check", "maintain"})
+WRITES_DATA_DIR = frozenset({"run", "replay", "check", "maintain", "repair-checkpoint"})
 """The commands that write the data dir's tables or checkpoints; the others only read it (sql, detections,
 report, tables) and serve a read-only data dir."""
 
@@ -369,6 +369,36 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _repair_checkpoint(args: argparse.Namespace) -> int:
+    from pipelines.checkpoint_repair import find_damage, set_aside
+    from pipelines.data_dir_locks import hold_stream, release_stream
+
+    config = _config(args)
+    checkpoints = config.checkpoint_dir
+    held = []
+    try:  # no radar may run on the data dir meanwhile: each stream's lock, taken (or its holder named)
+        for lock in sorted(checkpoints.glob("*.lock")) if checkpoints.is_dir() else []:
+            held.append(hold_stream(checkpoints, lock.stem))
+        damage = find_damage(checkpoints) if checkpoints.is_dir() else []
+        if not damage:
+            print(f"radar repair-checkpoint: every checkpoint under {checkpoints} reads as Spark wrote it: no repair.")
+            return 0
+        for found in damage:
+            print(f"radar repair-checkpoint: damaged: {found.line(checkpoints)}")
+        if args.dry_run:
+            print("radar repair-checkpoint: --dry-run: nothing moved; run it without --dry-run to repair.")
+            return 1
+        aside, moved = set_aside(damage, checkpoints)
+        print(
+            f"radar repair-checkpoint: set aside {len(moved)} file(s) in {aside}: the queries redo those batches when "
+            "radar starts again, and write no record twice."
+        )
+        return 0
+    finally:
+        for lock in held:
+            release_stream(lock)
+
+
 def _maintain(args: argparse.Namespace) -> int:
     from pipelines.maintain import check_table_names, retention_hours, run_maintain
     from pipelines.session import build_spark_session
@@ -521,6 +551,12 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="an offline HTML report: rebalance timeline and detections per group")
     report.add_argument("--out", required=True, metavar="FILE.html", help="where to write the report")
     report.set_defaults(func=_report)
+
+    repair = sub.add_parser(
+        "repair-checkpoint", help="set aside the damaged newest batch of any streaming checkpoint (after a crash)"
+    )
+    repair.add_argument("--dry-run", action="store_true", help="only say what is damaged (exit 1 if anything is)")
+    repair.set_defaults(func=_repair_checkpoint)
 
     maintain = sub.add_parser("maintain", help="OPTIMIZE (Z-ordered) and VACUUM every existing table")
     maintain.add_argument("--table", action="append", default=None, help="only this table (repeatable)")

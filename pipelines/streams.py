@@ -252,6 +252,14 @@ KAFKA_ACCESS_ADVICE = {
 """What to do about a Kafka client error that ends a query: access, not a bug, so a sentence and no plan."""
 
 
+CHECKPOINT_DAMAGE = re.compile(
+    r"Checksum error: \S*/(?:offsets|commits|sources)/|CONCURRENT_STREAM_LOG_UPDATE|Log file was malformed"
+    r"|Unexpected end-of-input|JsonParseException|incomplete log file|UNSUPPORTED_LOG_VERSION|Unsupported log version"
+)
+"""How Spark says a query's checkpoint log is damaged (a truncated or half-written entry, or one entry of a batch
+deleted without the other): `pipelines.checkpoint_repair` mends it."""
+
+
 def query_failure_sentence(name: str, error: str, failure_log: Path | None = None) -> str:
     """A failed query in a sentence: a Kafka access error named with what grants it; otherwise the error's condition
     and innermost cause, where its whole text is (`failure_log`), and what to do."""
@@ -269,6 +277,12 @@ def query_failure_sentence(name: str, error: str, failure_log: Path | None = Non
     cause = f"{causes[-1][0].rsplit('.', 1)[-1]}: {causes[-1][1]}" if causes else (lines[0] if lines else "no message")
     said = f"{condition.group(1)}, {cause.strip()}" if condition and condition.group(1) not in cause else cause.strip()
     where = f"; the full error is in {failure_log}" if failure_log is not None else ""
+    if CHECKPOINT_DAMAGE.search(error):
+        return (
+            f"streaming query {name} cannot read its checkpoint ({said[:400]}){where}. Run `radar repair-checkpoint` "
+            "(with the same --data-dir): it sets the damaged batch aside, the batch is redone and no record is "
+            "written twice; then start radar again."
+        )
     return (
         f"streaming query {name} failed ({said[:400]}){where}. Its checkpoint resumes where it stopped: start radar "
         "again (a supervisor or a Databricks continuous job does so by itself)."
