@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -700,6 +701,10 @@ def render_check_report(report: CheckReport, console: Any) -> None:
         console.print(f"note: {line}", markup=False, highlight=False)
 
 
+CHECK_HISTORY = 20
+"""Check reports and errors a run's schedule keeps (for diagnostics), newest last."""
+
+
 class CheckSchedule:
     """Runs `run_checks` every `checks.interval_s` in a background thread of the same SparkSession (inside `radar
     run`); a failed run is one line on stderr and the next one tries again. Its Spark jobs go to their own
@@ -711,8 +716,9 @@ class CheckSchedule:
         self.spark = spark
         self.config = config
         self.interval_s = interval_s if interval_s is not None else config.checks.interval_s
-        self.reports: list[CheckReport] = []
-        self.errors: list[str] = []
+        # the newest few only: a run lasts months, a check runs every minute
+        self.reports: deque[CheckReport] = deque(maxlen=CHECK_HISTORY)
+        self.errors: deque[str] = deque(maxlen=CHECK_HISTORY)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="radar-checks", daemon=True)
 

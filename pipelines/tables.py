@@ -288,6 +288,12 @@ class _KnownAtVersion(Protocol):
 Known = TypeVar("Known", bound=_KnownAtVersion)
 
 
+HELD_KEYS_MAX = 200_000
+"""Keys of one table this process keeps between batches (`HeldKeys`): a run that lasts months must not hold every
+detection id it ever wrote. A larger table's keys are read, used and let go each time (what a version moved by
+another writer costs anyway)."""
+
+
 def _known_at_current_version(
     cache: dict[str, Known], location: Path, empty: Callable[[int], Known], read: Callable[[int], Known]
 ) -> Known | None:
@@ -302,7 +308,10 @@ def _known_at_current_version(
         return known
     # a new table, by its log: nothing to read
     known = empty(version) if live_files(location) == [] and log_version(location) == version else read(version)
-    cache[str(location)] = known
+    if len(getattr(known, "keys", ())) <= HELD_KEYS_MAX:
+        cache[str(location)] = known
+    else:
+        cache.pop(str(location), None)
     return known
 
 
@@ -440,6 +449,9 @@ def note_written_keys(location: Path, before: HeldKeys | None, written: Iterable
     """After a write of `written` keys (append or MERGE): the table holds them too, if the write was the only commit
     since `before`; otherwise what it holds is unknown again."""
     keys = frozenset(written)
+    if before is not None and len(before.keys) + len(keys) > HELD_KEYS_MAX:
+        _HELD_KEYS.pop(str(location), None)  # bounded: read again next time
+        return
     _after_own_write(_HELD_KEYS, location, before, lambda held, version: HeldKeys(version, held.keys | keys))
 
 

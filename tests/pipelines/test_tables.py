@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
+from pipelines import tables
 from pipelines.config import RadarConfig
 from pipelines.delta_log import (
     ColumnMaximum,
@@ -27,6 +28,7 @@ from pipelines.tables import (
     append_new_records,
     ensure_tables,
     ensure_tables_in_background,
+    forget_held_keys,
     held_keys,
     held_offsets_known,
     register_existing_tables,
@@ -168,7 +170,7 @@ def test_a_small_tables_rows_are_read_from_its_files_as_spark_reads_them(  # typ
 
 @pytest.mark.spark
 def test_the_keys_a_small_table_holds_are_read_from_its_files_without_a_spark_job(  # type: ignore[no-untyped-def]
-    spark, radar_config: RadarConfig, tmp_path: Path
+    spark, radar_config: RadarConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`held_keys` after another writer moved the version (a live detection batch after the gold query's MERGE):
     the keys Spark would read, from the table's files, no Spark job on the detection's path."""
@@ -192,6 +194,14 @@ def test_the_keys_a_small_table_holds_are_read_from_its_files_without_a_spark_jo
         assert held is not None and held.version == log_version(location)
         expected = {tuple(r) for r in spark.read.format("delta").load(str(location)).select(*key).collect()}
         assert held.keys == expected == {(config.cluster, g) for g in "abc"[: 2 + batch_id]}
+    assert tables._HELD_KEYS[str(location)].keys == expected  # small: kept for the next batch
+
+    # a run that lasts months keeps no more than HELD_KEYS_MAX keys of a table: the answer is the same, not kept
+    monkeypatch.setattr(tables, "HELD_KEYS_MAX", 2)
+    forget_held_keys(location)
+    held = held_keys(spark, location, key)
+    assert held is not None and held.keys == expected
+    assert str(location) not in tables._HELD_KEYS
 
 
 @pytest.mark.spark
