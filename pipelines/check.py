@@ -701,6 +701,7 @@ def render_check_report(report: CheckReport, console: Any) -> None:
         console.print(f"note: {line}", markup=False, highlight=False)
 
 
+CHECK_STOP_WAIT_S = 5.0
 CHECK_HISTORY = 20
 """Check reports and errors a run's schedule keeps (for diagnostics), newest last."""
 
@@ -744,4 +745,6 @@ class CheckSchedule:
 
     def __exit__(self, *_exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=max(self.config.checks.timeout_s * self.config.checks.attempts, 30.0))
+        # a check under way is not waited for beyond a few seconds (a stop must end within its bound): its thread
+        # ends with the process, and its alerts MERGE either committed whole or not at all
+        self._thread.join(timeout=CHECK_STOP_WAIT_S)

@@ -44,6 +44,8 @@ ticks move time past it anyway.
 from __future__ import annotations
 
 import dataclasses
+import sys
+import time
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -64,7 +66,7 @@ from pipelines.data_dir_locks import writing
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.detection_turn import detection_turn, write_turn
 from pipelines.phases import phase
-from pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query
+from pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query, wait_a_while
 from pipelines.tables import (
     HeldKeys,
     TableCatalog,
@@ -765,6 +767,10 @@ def start_gold_query(
     )
 
 
+DRAIN_BOUND_S = 10.0
+"""How long a stopping run lets the gold query MERGE what is staged (`DetectStage.drain_staged`)."""
+
+
 class DetectStage(Stage):
     """The detection as a stage of a run: its input (`kafka`: the run's Kafka streams, decoded here; else the silver
     Delta streams) -> trackers -> gold.
@@ -837,17 +843,33 @@ class DetectStage(Stage):
         return self.queries.all[0]
 
     def stop(self) -> None:
-        super().stop()
+        if self._queries is not None:
+            self._queries.stop()
         if self.staged and self._queries is not None and not self._drained:
             self.drain_staged()
             self._drained = True  # stopped queries stage nothing more: a second stop has nothing to drain
+        super().stop()  # the stream's lock last: the drain writes its checkpoint
 
     def drain_staged(self) -> None:
         """MERGE what `detector_output` still holds for the gold query (availableNow on its checkpoint): a stopped
-        run leaves `rebalances` and `group_health` complete. A failure here is left for the next start to redo."""
+        run leaves `rebalances` and `group_health` complete. A drain that takes longer than `DRAIN_BOUND_S` is
+        stopped (a stop must end within its bound), and a failure is raised as a sentence: either way the next
+        start's gold query MERGEs what is left."""
         with phase("drain detector_output"):
             drain = start_gold_query(self.spark, self.config, self.checkpoint_name, Trigger(True))
-            RunningQueries((drain,), failure_log_of(self.config)).await_all_or_raise()
+            running = RunningQueries((drain,), failure_log_of(self.config))
+            deadline = time.monotonic() + DRAIN_BOUND_S
+            while drain.isActive and time.monotonic() < deadline:
+                wait_a_while(drain, 1.0)
+            if drain.isActive:
+                running.stop_within_bound()
+                print(
+                    f"radar: the gold tables' last updates take longer than {DRAIN_BOUND_S:.0f} s to write; the next "
+                    "start writes them",
+                    file=sys.stderr,
+                )
+                return
+            running.raise_failures()
 
 
 def start_detect(

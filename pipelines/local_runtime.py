@@ -208,10 +208,25 @@ def is_worker_chatter(line: bytes) -> bool:
     return line.lstrip().startswith(TWS_WORKER_CHATTER)
 
 
+HUNG_UP = (b"BrokenPipeError", b"ConnectionResetError", b"EOFError")
+"""How a Python worker or the worker daemon ends when the JVM closed its socket first (a query stopped, a task
+cancelled, the command over): expected, never an error of radar's, and each one a traceback on the console."""
+CHAINED = (b"During handling of the above exception", b"The above exception was the direct cause")
+HELD_TRACEBACK_LINES = 400  # a traceback longer than this is shown, whatever it ends with
+
+
+def exception_line(line: bytes) -> bool:
+    """The last line of a Python traceback: `Name: message` or `Name`, unindented."""
+    head = line.split(b":", 1)[0].strip()
+    return bool(head) and not line[:1].isspace() and head.replace(b".", b"").replace(b"_", b"").isalnum()
+
+
 class JvmStderrFilter:
     """Copies the driver JVM's stderr (and its stdout, in the same pipe) to this process's stderr, line by line, minus
-    the transformWithState worker's start-up prints (and the blank line each print ends with). Everything else
-    passes unchanged: log4j output at the configured level, errors, stack traces."""
+    the transformWithState worker's start-up prints (and the blank line each print ends with), and minus the Python
+    tracebacks that end in a hung-up connection (`HUNG_UP`: a worker whose JVM side went away; two of them may
+    interleave). Everything else passes unchanged: log4j output at the configured level, errors, stack traces,
+    any other traceback."""
 
     def __init__(self, source: Any, target_fd: int) -> None:
         self._source = source
@@ -219,6 +234,43 @@ class JvmStderrFilter:
         self.dropped = 0
         self._silenced = threading.Event()
         self._thread = threading.Thread(target=self._pump, name="radar-jvm-stderr", daemon=True)
+        self._held: list[bytes] = []  # the lines of the tracebacks being read
+        self._open = 0  # tracebacks begun and not ended
+        self._endings: list[bytes] = []
+        self._after_dropped = False
+
+    def _write(self, line: bytes) -> None:
+        with contextlib.suppress(OSError):  # our stderr is gone: keep draining, the JVM must never block
+            os.write(self._target_fd, line)
+
+    def _traceback(self, line: bytes) -> bool:
+        """Whether `line` belongs to a traceback being held (and is dealt with here)."""
+        if line.startswith(b"Traceback (most recent call last):"):
+            self._open += 1
+        elif not self._open:
+            return False
+        self._held.append(line)
+        if self._open and line.strip() and exception_line(line) and not line.startswith(b"Traceback"):
+            self._endings.append(line)
+            self._open -= 1
+        if self._open and len(self._held) < HELD_TRACEBACK_LINES:
+            return True
+        if self._endings and all(ending.startswith(HUNG_UP) for ending in self._endings) and not self._open:
+            self.dropped += len(self._held)
+            self._after_dropped = True  # its chained exceptions' joining lines go too
+        else:
+            for held in self._held:
+                self._write(held)
+        self._held, self._open, self._endings = [], 0, []
+        return True
+
+    def _joins_dropped(self, line: bytes) -> bool:
+        """A blank line or a chained exception's heading right after a dropped traceback."""
+        if self._after_dropped and (not line.strip() or line.startswith(CHAINED)):
+            self.dropped += 1
+            return True
+        self._after_dropped = False
+        return False
 
     def start(self) -> JvmStderrFilter:
         self._thread.start()
@@ -239,8 +291,10 @@ class JvmStderrFilter:
                 skip_blank = False
                 continue
             skip_blank = False
-            with contextlib.suppress(OSError):  # our stderr is gone: keep draining, the JVM must never block
-                os.write(self._target_fd, line)
+            if not self._traceback(line) and not self._joins_dropped(line):
+                self._write(line)
+        for held in self._held:  # the pipe ended inside a traceback: show what there is
+            self._write(held)
 
 
 # --- worker_daemon -------------------------------------------------------------------------------------------

@@ -75,6 +75,10 @@ def check_master(master: str) -> None:
     )
 
 
+STOP_TIMEOUT_S = 15
+"""How long a stop waits for each query's micro-batch (side by side) before it abandons it (redone at the next
+start): with the gold tables' drain (`detect.DRAIN_BOUND_S`), a stop ends within 30 s."""
+
 SPARK_LOG = Path("logs") / "spark.log"
 """Under the data dir: Spark's own errors at the default log level (`console.log4j2_properties`)."""
 
@@ -106,7 +110,7 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         "spark.pyspark.python": config.spark.executor_python or sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         # Ctrl-C must end `radar run` within a bound: a query whose micro-batch does not stop is abandoned.
-        "spark.sql.streaming.stopTimeout": "30s",
+        "spark.sql.streaming.stopTimeout": f"{STOP_TIMEOUT_S}s",
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
     }
     if "delta" in config.spark.connectors:

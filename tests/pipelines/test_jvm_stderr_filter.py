@@ -76,3 +76,39 @@ def test_a_silenced_filter_drops_everything_after_and_still_drains_the_pipe() ->
         rest = result.read()
     assert first.decode() == KEPT[0]
     assert rest == b""
+
+
+HUNG_UP = [
+    "Traceback (most recent call last):\n",
+    '  File "pyspark/daemon.py", line 229, in manager\n',
+    "Traceback (most recent call last):\n",  # a second worker's, interleaved
+    "    write_int(os.getpid(), outfile)\n",
+    '  File "pyspark/worker.py", line 1900, in main\n',
+    "BrokenPipeError: [Errno 32] Broken pipe\n",
+    '  File "pyspark/serializers.py", line 597, in write_int\n',
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n",
+    "\n",
+    "During handling of the above exception, another exception occurred:\n",
+    "\n",
+    "Traceback (most recent call last):\n",
+    '  File "pyspark/daemon.py", line 230, in manager\n',
+    "BrokenPipeError: [Errno 32] Broken pipe\n",
+]
+
+
+def test_tracebacks_of_hung_up_workers_are_dropped_and_any_other_traceback_passes() -> None:
+    """A worker or the daemon whose JVM side closed first (a stop, a cancelled task) ends in BrokenPipeError: two
+    interleaved tracebacks at the end of a healthy demo; dropped, chained exceptions and all. A traceback that ends
+    otherwise is shown whole, even after one that was dropped."""
+    jvm_read, jvm_write = os.pipe()
+    out_read, out_write = os.pipe()
+    with os.fdopen(jvm_read, "rb") as source:
+        stderr_filter = JvmStderrFilter(source, out_write).start()
+        os.write(jvm_write, "".join([KEPT[0], *HUNG_UP, *KEPT[1:]]).encode())
+        os.close(jvm_write)
+        stderr_filter._thread.join(timeout=10)
+    os.close(out_write)
+    with os.fdopen(out_read, "rb") as result:
+        shown = result.read().decode()
+    assert shown == "".join(KEPT)
+    assert stderr_filter.dropped == len(HUNG_UP)
