@@ -162,6 +162,9 @@ class QueryTally:
     rate: float = 0.0
     behind: int | None = None
     unit: str = "records"  # what its input rows are: a replay's file streams read files (or pieces of one)
+    batch_ms: int | None = None  # the newest micro-batch's duration
+    state_rows: int | None = None  # what a stateful query's state holds now (rows, bytes in memory)
+    state_bytes: int | None = None
 
     def update(self, query: StreamingQuery) -> None:
         for progress in query.recentProgress:
@@ -174,6 +177,11 @@ class QueryTally:
         if last is None:
             return
         self.rate = float(last.processedRowsPerSecond or 0.0)
+        duration = (last.durationMs or {}).get("triggerExecution")
+        self.batch_ms = int(duration) if duration is not None else None
+        if last.stateOperators:
+            self.state_rows = sum(int(op.numRowsTotal or 0) for op in last.stateOperators)
+            self.state_bytes = sum(int(op.memoryUsedBytes or 0) for op in last.stateOperators)
         behind = [offsets_behind(source) for source in last.sources]
         known = [b for b in behind if b is not None]
         self.behind = sum(known) if known else None
@@ -270,7 +278,16 @@ class StatusLine:
             except Exception:  # the session is going away: a query we cannot ask is no longer running
                 active = False
             statuses.append(
-                QueryStatus(name=query.name, active=active, batches=tally.batches, last_batch_at=tally.last_batch_at)
+                QueryStatus(
+                    name=query.name,
+                    active=active,
+                    batches=tally.batches,
+                    records=tally.records,
+                    last_batch_at=tally.last_batch_at,
+                    batch_ms=tally.batch_ms,
+                    state_rows=tally.state_rows,
+                    state_bytes=tally.state_bytes,
+                )
             )
         return statuses
 

@@ -27,7 +27,11 @@ class QueryStatus(BaseModel):
     name: str
     active: bool
     batches: int
+    records: int = 0
     last_batch_at: str | None = None
+    batch_ms: int | None = None  # the newest micro-batch's duration
+    state_rows: int | None = None  # a stateful query's state now
+    state_bytes: int | None = None
 
 
 class RunStatus(BaseModel):
