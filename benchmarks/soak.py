@@ -286,6 +286,7 @@ def main() -> int:
                 time.sleep(0.2)
         finally:
             stop.set()
+            maintainer.join(timeout=600)  # a maintain under way finishes, and is counted
             producer.flush(30)
             stop_began = time.monotonic()
             if run.poll() is None:
