@@ -30,7 +30,7 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     return config
 
 
-WRITES_DATA_DIR = frozenset({"run", "replay", "check", "maintain", "repair-checkpoint"})
+WRITES_DATA_DIR = frozenset({"run", "replay", "check", "maintain", "repair-checkpoint", "demo"})
 """The commands that write the data dir's tables or checkpoints; the others only read it (sql, detections,
 report, tables) and serve a read-only data dir."""
 
@@ -315,7 +315,7 @@ def _tap(args: argparse.Namespace) -> int:
     settings, args.topic = _emitter_cluster(args, "tap")
     stats = asyncio.run(run(args, settings))
     print(json.dumps({"stopped": asdict(stats)}), flush=True)
-    return 0
+    return _delivery_exit_code("tap", stats.dropped, "mirrored group-protocol events", args.topic)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -371,13 +371,13 @@ def _report(args: argparse.Namespace) -> int:
 
 def _repair_checkpoint(args: argparse.Namespace) -> int:
     from pipelines.checkpoint_repair import find_damage, set_aside
-    from pipelines.data_dir_locks import hold_stream, release_stream
+    from pipelines.data_dir_locks import STREAM_LOCKS, hold_stream, release_stream
 
     config = _config(args)
     checkpoints = config.checkpoint_dir
     held = []
     try:  # no radar may run on the data dir meanwhile: each stream's lock, taken (or its holder named)
-        for lock in sorted(checkpoints.glob("*.lock")) if checkpoints.is_dir() else []:
+        for lock in sorted((checkpoints / STREAM_LOCKS).glob("*.lock")):
             held.append(hold_stream(checkpoints, lock.stem))
         damage = find_damage(checkpoints) if checkpoints.is_dir() else []
         if not damage:

@@ -1,8 +1,8 @@
 """Who may write a data dir, enforced with the operating system's file locks (`flock`), so that two radar processes
 on one data dir never write a record twice and say so in a sentence where they must not run together.
 
-- **A stream has one writer** (`hold_stream`): one lock file per checkpoint name (`checkpoints/NAME.lock`) for the
-  life of the stages that use it. A second `radar run` on the same Kafka cluster, or a second replay of the same
+- **A stream has one writer** (`hold_stream`): one lock file per checkpoint name (`checkpoints/.locks/NAME.lock`)
+  for the life of the stages that use it. A second `radar run` on the same Kafka cluster, or a second replay of the same
   dump files, is refused with the pid and command of the one that holds it.
 - **Tables are created by one process at a time** (`creating_tables`): two processes creating a fresh data dir's
   tables at once made one of them fail (`DELTA_PROTOCOL_CHANGED`).
@@ -68,8 +68,12 @@ _streams: dict[str, tuple[int, int]] = {}  # lock file -> (fd, users in this pro
 _streams_guard = threading.Lock()
 
 
+STREAM_LOCKS = ".locks"
+"""Under the checkpoint dir, apart from the checkpoints (whose names others glob, e.g. `kafka-<cluster>-*`)."""
+
+
 def stream_lock_file(checkpoint_dir: Path, checkpoint_name: str) -> Path:
-    return checkpoint_dir / f"{checkpoint_name}.lock"
+    return checkpoint_dir / STREAM_LOCKS / f"{checkpoint_name}.lock"
 
 
 def hold_stream(checkpoint_dir: Path, checkpoint_name: str) -> Path:

@@ -598,7 +598,8 @@ def merge_new_records(
             if location is None
             else DeltaTable.forPath(spark, str(location))
         )
-        target.alias("t").merge(rows.alias("s"), condition).whenNotMatchedInsertAll().execute()
+        # columns may grow between releases, as the appends' mergeSchema allows
+        target.alias("t").merge(rows.alias("s"), condition).withSchemaEvolution().whenNotMatchedInsertAll().execute()
 
     try:
         merge_retrying_conflicts(merge)

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.cli import main
 from pipelines.config import REPO_ROOT
 from tests.pipelines.radar_run_process import radar_command
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SAMPLE = str(REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl")
+CONF = str(REPO_ROOT / "conf" / "local.yml")
 COUNTS = "rows per table: offsets_raw=39, telemetry_raw=3, offset_commits=7, group_metadata=5"
 
 
@@ -31,23 +33,25 @@ def read_only_mount(folder: Path) -> tuple[str, ...]:
 
 
 def test_a_data_dir_moved_to_a_path_with_a_space_and_accents_replays_again_and_serves_reads_read_only(
-    tmp_path: Path,
+    spark: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = tmp_path / "first"
-    done = radar(first, "replay", "--input", SAMPLE)
-    assert done.returncode == 0, done.stderr
+    replay = ["--conf", CONF, "replay", "--input", SAMPLE]
+    assert main(["--data-dir", str(first), *replay]) == 0  # in this process: its session is started already
     data = tmp_path / "on-call data, café"
     shutil.move(first, data)  # a moved (or copied) data dir: Spark's replay checkpoints still name the old path
-    again = radar(data, "replay", "--input", SAMPLE)
-    assert again.returncode == 0, again.stderr
-    assert f"this data dir was at {first}; the replay checkpoints there name files under that path" in again.stderr
-    assert COUNTS in again.stderr  # read again, nothing written twice
-    assert "Traceback" not in again.stderr and "Wrong basePath" not in again.stderr
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), *replay]) == 0
+    again = capsys.readouterr().err
+    assert f"this data dir was at {first}; the replay checkpoints there name files under that path" in again
+    assert COUNTS in again  # read again, nothing written twice
+    assert "Wrong basePath" not in again
 
     probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
     if probe.returncode != 0:
         pytest.skip(f"no unprivileged mount namespace here to make a read-only data dir: {probe.stderr!r}")
     before = sorted(str(p) for p in data.rglob("*"))
+    # a new process (its JVM started with the path's space and accents in its options), on the read-only data dir
     sql = radar(data, "sql", "SELECT count(*) AS n FROM offsets_raw", prefix=read_only_mount(data))
     assert sql.returncode == 0, sql.stderr
     assert "|39 |" in sql.stdout
