@@ -137,7 +137,7 @@ def descendants(root: int) -> dict[int, str]:
 def sample(run_pid: int, config: Any, started: float, sim_hours: float) -> dict[str, Any]:
     below = descendants(run_pid)
     jvm = [pid for pid, cmd in below.items() if "java" in cmd.split(" ")[0] and "org.apache.spark" in cmd]
-    workers = [pid for pid, cmd in below.items() if "pyspark" in cmd or "local_runtime" in cmd]
+    workers = [pid for pid, cmd in below.items() if pid not in jvm and ("pyspark" in cmd or "local_runtime" in cmd)]
     row: dict[str, Any] = {
         "wall_s": round(time.monotonic() - started, 1),
         "simulated_h": round(sim_hours, 3),
