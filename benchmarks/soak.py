@@ -181,7 +181,7 @@ def plot(samples: list[dict[str, Any]], path: Path) -> None:
         for key, value in s.items():
             if key in ("wall_s", "simulated_h") or not isinstance(value, int | float):
                 continue
-            family = key.split(".")[0] if "." in key else "memory (MB)"
+            family = key.split(".")[0] if "." in key else "memory (MB)" if key.endswith("_mb") else "records"
             long.append({"simulated_h": s["simulated_h"], "series": key, "family": family, "value": value})
     data = pd.DataFrame(long)
     chart = (
@@ -197,7 +197,8 @@ def plot(samples: list[dict[str, Any]], path: Path) -> None:
         .resolve_scale(y="independent", color="independent")
         .properties(title="radar run soak: memory, micro-batch time, state and files per table")
     )
-    chart.save(str(path))
+    chart.save(str(path), inline=True)  # offline: the Vega bundle in the page, as the report's (vl-convert)
+    chart.save(str(path.with_suffix(".png")))
 
 
 def main() -> int:
