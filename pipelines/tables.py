@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.data_dir_locks import creating_tables
@@ -250,13 +250,27 @@ def append_rows(
         writer.save(str(location))
 
 
+def within_ranges(ranges: Sequence[Row], prefix: str = "") -> Column:
+    """Rows of a table keyed by source record inside the batch's offset range of each (cluster, topic, partition):
+    the predicate Delta's file statistics skip the rest of the table by (`prefix`: the table's alias and a dot)."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    within = F.lit(False)
+    for r in ranges:
+        within = within | (
+            F.col(f"{prefix}cluster").eqNullSafe(r["cluster"])
+            & F.col(f"{prefix}src_topic").eqNullSafe(r["src_topic"])
+            & F.col(f"{prefix}src_partition").eqNullSafe(r["src_partition"])
+            & F.col(f"{prefix}src_offset").between(r["low"], r["high"])
+        )
+    return within
+
+
 def existing_record_keys(
     df: DataFrame, config: RadarConfig, table: TableSchema, ranges: list[Row] | None = None
 ) -> DataFrame | None:
     """The `record_key` values of `table` among the records of `df`: the table read only over the batch's offset range
     per (cluster, topic, partition), so Delta's file statistics skip the rest. None when the table is empty."""
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
     catalog = TableCatalog(config)
     location = catalog.location(table)
     spark = df.sparkSession
@@ -265,19 +279,10 @@ def existing_record_keys(
     ranges = source_ranges(df) if ranges is None else ranges
     if not ranges:
         return None
-    within = None
-    for r in ranges:
-        one = (
-            F.col("cluster").eqNullSafe(r["cluster"])
-            & F.col("src_topic").eqNullSafe(r["src_topic"])
-            & F.col("src_partition").eqNullSafe(r["src_partition"])
-            & F.col("src_offset").between(r["low"], r["high"])
-        )
-        within = one if within is None else within | one
     rows = spark.read.format("delta").load(str(location)) if location is not None else spark.table(catalog.name(table))
     # read now, outside the append's transaction: a read of the target inside it would make every concurrent
     # append to the table (the other query's quarantine rows) a conflict
-    return rows.where(within).select(*table.record_key).distinct().localCheckpoint(eager=True)
+    return rows.where(within_ranges(ranges)).select(*table.record_key).distinct().localCheckpoint(eager=True)
 
 
 class _KnownAtVersion(Protocol):
@@ -308,10 +313,7 @@ def _known_at_current_version(
         return known
     # a new table, by its log: nothing to read
     known = empty(version) if live_files(location) == [] and log_version(location) == version else read(version)
-    if len(getattr(known, "keys", ())) <= HELD_KEYS_MAX:
-        cache[str(location)] = known
-    else:
-        cache.pop(str(location), None)
+    cache[str(location)] = known
     return known
 
 
@@ -414,7 +416,10 @@ def held_keys(spark: SparkSession, location: Path, key: Sequence[str]) -> HeldKe
         rows = spark.read.format("delta").option("versionAsOf", version).load(str(location)).select(*key).collect()
         return HeldKeys(version, frozenset(tuple(r) for r in rows))
 
-    return _known_at_current_version(_HELD_KEYS, location, lambda version: HeldKeys(version, frozenset()), read)
+    known = _known_at_current_version(_HELD_KEYS, location, lambda version: HeldKeys(version, frozenset()), read)
+    if known is not None and len(known.keys) > HELD_KEYS_MAX:
+        _HELD_KEYS.pop(str(location), None)  # bounded: used now, read again next time
+    return known
 
 
 def warm_snapshot(spark: SparkSession, location: Path) -> None:
@@ -581,15 +586,7 @@ def merge_new_records(
     if table.record_key[: len(RECORD_KEY)] == RECORD_KEY:
         ranges = source_ranges(rows) if ranges is None else list(ranges)
         if ranges and all(r["src_partition"] is not None and r["low"] is not None for r in ranges):
-            within = F.lit(False)
-            for r in ranges:
-                within = within | (
-                    F.col("t.cluster").eqNullSafe(r["cluster"])
-                    & F.col("t.src_topic").eqNullSafe(r["src_topic"])
-                    & F.col("t.src_partition").eqNullSafe(r["src_partition"])
-                    & F.col("t.src_offset").between(r["low"], r["high"])
-                )
-            condition = condition & within
+            condition = condition & within_ranges(ranges, "t.")
     rows = rows.persist()  # read by every attempt
 
     def merge() -> None:
