@@ -151,7 +151,8 @@ def sample(run_pid: int, config: Any, started: float, sim_hours: float) -> dict[
         row[f"batch_ms.{short}"] = query.batch_ms
         if query.state_rows is not None:
             row[f"state_rows.{short}"] = query.state_rows
-            row[f"state_kb.{short}"] = round((query.state_bytes or 0) / 1024, 1)
+            row[f"state_memory_kb.{short}"] = round((query.state_memory_bytes or 0) / 1024, 1)
+            row[f"state_sst_kb.{short}"] = round((query.state_sst_bytes or 0) / 1024, 1)
     catalog = TableCatalog(config)
     for name, table in TABLES.items():
         location = catalog.location(table)

@@ -47,6 +47,7 @@ EXPECTED_ERROR_LOGGERS = (
 PLAIN_STATUS_EVERY_S = 10.0  # without a terminal: a line at most this often, when something changed
 PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
 DETECTIONS_EVERY_S = 10.0  # counting a Delta table is a Spark job: not on every redraw
+ROCKSDB_SST_BYTES = "rocksdbSstFileSize"  # a RocksDB state store's custom metric: the state's size on disk
 
 
 SPARK_LOG_BYTES = "10MB"
@@ -163,8 +164,12 @@ class QueryTally:
     behind: int | None = None
     unit: str = "records"  # what its input rows are: a replay's file streams read files (or pieces of one)
     batch_ms: int | None = None  # the newest micro-batch's duration
-    state_rows: int | None = None  # what a stateful query's state holds now (rows, bytes in memory)
-    state_bytes: int | None = None
+    state_rows: int | None = None  # what a stateful query's state holds now
+    state_memory_bytes: int | None = None
+    """The state store's memory (RocksDB: its block cache and write buffers, bounded by their configured sizes;
+    it grows until they fill, whatever the state's size)."""
+    state_sst_bytes: int | None = None
+    """The state's size on disk (RocksDB's SST files): what grows if the state does."""
 
     def update(self, query: StreamingQuery) -> None:
         for progress in query.recentProgress:
@@ -181,7 +186,10 @@ class QueryTally:
         self.batch_ms = int(duration) if duration is not None else None
         if last.stateOperators:
             self.state_rows = sum(int(op.numRowsTotal or 0) for op in last.stateOperators)
-            self.state_bytes = sum(int(op.memoryUsedBytes or 0) for op in last.stateOperators)
+            self.state_memory_bytes = sum(int(op.memoryUsedBytes or 0) for op in last.stateOperators)
+            self.state_sst_bytes = sum(
+                int((op.customMetrics or {}).get(ROCKSDB_SST_BYTES, 0)) for op in last.stateOperators
+            )
         behind = [offsets_behind(source) for source in last.sources]
         known = [b for b in behind if b is not None]
         self.behind = sum(known) if known else None
@@ -286,7 +294,8 @@ class StatusLine:
                     last_batch_at=tally.last_batch_at,
                     batch_ms=tally.batch_ms,
                     state_rows=tally.state_rows,
-                    state_bytes=tally.state_bytes,
+                    state_memory_bytes=tally.state_memory_bytes,
+                    state_sst_bytes=tally.state_sst_bytes,
                 )
             )
         return statuses

@@ -30,8 +30,9 @@ class QueryStatus(BaseModel):
     records: int = 0
     last_batch_at: str | None = None
     batch_ms: int | None = None  # the newest micro-batch's duration
-    state_rows: int | None = None  # a stateful query's state now
-    state_bytes: int | None = None
+    state_rows: int | None = None  # a stateful query's state now: rows, the store's memory, its size on disk
+    state_memory_bytes: int | None = None
+    state_sst_bytes: int | None = None
 
 
 class RunStatus(BaseModel):

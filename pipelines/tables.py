@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pipelines.config import RadarConfig
 from pipelines.data_dir_locks import creating_tables
 from pipelines.delta_log import DRIVER_READ_MAX_BYTES, live_files, log_version, record_count, rows_from_files
-from transforms.schemas import RECORD_KEY, TABLES, TableSchema
+from transforms.schemas import DETECTOR_OUTPUT, GOLD_TABLES, RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
 
@@ -101,9 +101,23 @@ def stats_columns(table: TableSchema) -> tuple[str, ...]:
 CHECKPOINT_INTERVAL = 100
 
 
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+
+
+def compacts_itself(table: TableSchema) -> bool:
+    """Whether Delta compacts the table's small files after a write (auto compaction, a post-commit hook on the
+    writer's own cluster, here and on Databricks): every table appended to by a micro-batch, so a run that never
+    stops keeps a bounded number of files without an outside `radar maintain`. Not the MERGE targets (a compaction
+    between two MERGEs of another thread is one more conflict to retry), and not `detector_output`, which the live
+    detection micro-batch appends to: the hook would run inside it, on the detection's latency."""
+    return table.name not in GOLD_TABLES and table is not DETECTOR_OUTPUT
+
+
 def table_properties(table: TableSchema) -> dict[str, str]:
     """The Delta properties a new table is created with (a table that exists keeps its own)."""
     properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+    if compacts_itself(table):
+        properties[AUTO_COMPACT] = "true"
     stats = stats_columns(table)
     if stats:
         properties["delta.dataSkippingStatsColumns"] = ",".join(stats)

@@ -509,3 +509,31 @@ def test_creating_tables_runs_no_spark_job(spark, radar_config: RadarConfig, tmp
     # and the tables work: an append after it is read back
     append_idempotent(_quarantine_rows(spark, config, 2), config, QUARANTINE, "test:new", 0)
     assert spark.read.format("delta").load(str(TableCatalog(config).location(QUARANTINE))).count() == 2
+
+
+@pytest.mark.spark
+def test_appended_tables_compact_their_small_files_themselves_and_gold_tables_do_not(  # type: ignore[no-untyped-def]
+    spark, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """A run that never stops keeps files per table bounded without an outside `radar maintain`: Delta's auto
+    compaction after a write, on the tables micro-batches append to. (Delta compacts once a table holds
+    `autoCompact.minNumFiles` small files, 50 by default; lowered here so that a few appends reach it.)"""
+    config = radar_config.with_data_dir(tmp_path / "compacting")
+    ensure_tables(spark, config, [QUARANTINE, GROUP_HEALTH])
+    catalog = TableCatalog(config)
+    for table in (QUARANTINE, GROUP_HEALTH):
+        properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {catalog.name(table)}").collect()}
+        assert properties.get(tables.AUTO_COMPACT) == ("true" if tables.compacts_itself(table) else None), table.name
+    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "4")
+    try:
+        for version in range(6):
+            rows = _quarantine_rows(spark, config, 1, first=version)
+            append_idempotent(rows, config, QUARANTINE, "test:compact", version)
+    finally:
+        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+    location = catalog.location(QUARANTINE)
+    assert location is not None
+    assert len(live_files(location)) <= 3  # six one-row appends, compacted after the fourth
+    assert spark.read.format("delta").load(str(location)).count() == 6
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{location}`").select("operation").collect()
+    assert "OPTIMIZE" in {row["operation"] for row in history}
