@@ -210,7 +210,12 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--commit-interval-s", type=float, default=10.0)
     parser.add_argument("--rebalance-every-min", type=float, default=60.0)
-    parser.add_argument("--maintain-every-min", type=float, default=5.0, help="wall minutes")
+    parser.add_argument(
+        "--maintain-every-min",
+        type=float,
+        default=5.0,
+        help="wall minutes; 0: no outside maintain (auto compaction only)",
+    )
     parser.add_argument("--sample-s", type=float, default=15.0)
     parser.add_argument("--out", default=None, help="JSON (default: benchmarks/results/soak-<time>.json)")
     args = parser.parse_args()
@@ -266,7 +271,8 @@ def main() -> int:
                                   "rc": done.returncode, "tail": done.stderr.strip().splitlines()[-1:]})  # fmt: skip
 
         maintainer = threading.Thread(target=maintain_loop, daemon=True)
-        maintainer.start()
+        if args.maintain_every_min > 0:
+            maintainer.start()
         previous_sim = 0
         next_sample = 0.0
         try:
@@ -288,7 +294,8 @@ def main() -> int:
                 time.sleep(0.2)
         finally:
             stop.set()
-            maintainer.join(timeout=600)  # a maintain under way finishes, and is counted
+            if maintainer.is_alive():
+                maintainer.join(timeout=600)  # a maintain under way finishes, and is counted
             producer.flush(30)
             stop_began = time.monotonic()
             if run.poll() is None:

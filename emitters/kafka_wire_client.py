@@ -25,7 +25,7 @@ from transforms.wire.error_codes import ErrorCode as E
 from transforms.wire.error_codes import error_name
 from transforms.wire.errors import DecodeError
 from transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_header_version
-from transforms.wire.messages.protocol import REQUEST_HEADER
+from transforms.wire.messages import REQUEST_HEADER
 from transforms.wire.writer import write_message
 
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024

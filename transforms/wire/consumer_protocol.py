@@ -12,7 +12,7 @@ from typing import Any
 
 from transforms.wire import primitives as prim
 from transforms.wire.errors import DecodeError
-from transforms.wire.messages.protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from transforms.wire.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from transforms.wire.reader import read_message
 from transforms.wire.spec import MessageSpec
 from transforms.wire.writer import write_message

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from transforms.wire import primitives as prim
 from transforms.wire.errors import DecodeError, DecodeErrorKind
-from transforms.wire.messages import coordinator
+from transforms.wire.messages import COORDINATOR_MESSAGES
 from transforms.wire.reader import read_message
 from transforms.wire.spec import MessageSpec
 from transforms.wire.writer import write_message
@@ -40,8 +40,8 @@ class RecordType:
 
 
 def _record_types() -> dict[int, RecordType]:
-    keys = {m.api_key: m for m in coordinator.MESSAGES if m.kind == "coordinator-key"}
-    values = {m.api_key: m for m in coordinator.MESSAGES if m.kind == "coordinator-value"}
+    keys = {m.api_key: m for m in COORDINATOR_MESSAGES if m.kind == "coordinator-key"}
+    values = {m.api_key: m for m in COORDINATOR_MESSAGES if m.kind == "coordinator-value"}
     if keys.keys() != values.keys():
         raise RuntimeError(f"coordinator keys and values disagree: {sorted(keys.keys() ^ values.keys())}")
     return {

@@ -11,8 +11,7 @@ from typing import Any, Literal
 
 from transforms.wire import primitives as prim
 from transforms.wire.errors import DecodeError, DecodeErrorKind
-from transforms.wire.messages import protocol
-from transforms.wire.messages.protocol import REQUEST_HEADER, RESPONSE_HEADER
+from transforms.wire.messages import PROTOCOL_MESSAGES, REQUEST_HEADER, RESPONSE_HEADER
 from transforms.wire.reader import read_message
 from transforms.wire.spec import MessageSpec
 
@@ -33,8 +32,8 @@ class Api:
 
 
 def _apis() -> dict[int, Api]:
-    requests = {m.api_key: m for m in protocol.MESSAGES if m.kind == "request"}
-    responses = {m.api_key: m for m in protocol.MESSAGES if m.kind == "response"}
+    requests = {m.api_key: m for m in PROTOCOL_MESSAGES if m.kind == "request"}
+    responses = {m.api_key: m for m in PROTOCOL_MESSAGES if m.kind == "response"}
     return {k: Api(k, requests[k].short_name, requests[k], responses[k]) for k in sorted(requests)}  # type: ignore[type-var]
 
 
@@ -68,7 +67,15 @@ def request_header_version(api: Api, api_version: int) -> int:
     return 2 if api.request.is_flexible(api_version) else 1
 
 
+API_VERSIONS_KEY = 18
+
+
 def response_header_version(api: Api, api_version: int) -> int:
+    """Flexible response versions use header v1 (tagged fields), others v0; ApiVersions answers always with v0,
+    whatever its version, so a client that does not know the broker's versions yet can read it (Kafka's
+    generated `ApiMessageType.responseHeaderVersion` says the same)."""
+    if api.key == API_VERSIONS_KEY:
+        return 0
     return 1 if api.response.is_flexible(api_version) else 0
 
 

@@ -1,9 +1,13 @@
 """Message definitions as data: the vocabulary Kafka's own generator uses (fields, types, versions,
-nullable/flexible/tagged versions, defaults), so one reader and one writer can interpret every message.
+nullable/flexible/tagged versions, defaults), read from Kafka's JSON definitions (`message_from_definition`), so
+one reader and one writer can interpret every message.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -19,6 +23,7 @@ FIXED_SIZES: dict[str, int] = {
     "float64": 8,
     "uuid": 16,
 }
+INTEGER_TYPES = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
 VARIABLE_TYPES = frozenset({"string", "bytes", "records"})
 PRIMITIVE_TYPES = frozenset(FIXED_SIZES) | VARIABLE_TYPES
 
@@ -119,37 +124,6 @@ _IMPLICIT_DEFAULTS: dict[str, Any] = {
 }
 
 
-def F(  # noqa: N802 - reads like the JSON definitions it mirrors
-    name: str,
-    type: str,
-    versions: str,
-    *,
-    nullable: str | None = None,
-    tag: int | None = None,
-    tagged: str | None = None,
-    flexible: str | None = None,
-    fields: tuple[FieldSpec, ...] = (),
-    **kwargs: Any,
-) -> FieldSpec:
-    """Build a FieldSpec from the same words Kafka's JSON uses (`F("memberId", "string", "0+")`)."""
-    has_default = "default" in kwargs
-    unknown = set(kwargs) - {"default"}
-    if unknown:
-        raise TypeError(f"unknown field attributes {sorted(unknown)} for {name}")
-    return FieldSpec(
-        name=name,
-        type=type,
-        versions=Versions.parse(versions),
-        nullable=Versions.parse(nullable),
-        tag=tag,
-        tagged=Versions.parse(tagged),
-        flexible=Versions.parse(flexible) if flexible is not None else None,
-        default=kwargs.get("default"),
-        has_default=has_default,
-        fields=fields,
-    )
-
-
 @dataclass(frozen=True)
 class MessageSpec:
     """A whole message (coordinator key/value, request, response, header or embedded data)."""
@@ -196,23 +170,65 @@ class MessageSpec:
         return self.name
 
 
-def M(  # noqa: N802 - reads like the JSON definitions it mirrors
-    name: str,
-    kind: str,
-    *,
-    valid: str,
-    flexible: str,
-    fields: tuple[FieldSpec, ...],
-    api_key: int | None = None,
-    structs: dict[str, tuple[FieldSpec, ...]] | None = None,
-) -> MessageSpec:
-    """Build a MessageSpec from the words of Kafka's JSON (`validVersions`, `flexibleVersions`, ...)."""
+# --- Kafka's JSON definitions ------------------------------------------------------------------------------------
+
+_COMMENT_LINE = re.compile(r"^\s*//.*$", re.MULTILINE)
+
+
+def read_definition(text: str) -> dict[str, Any]:
+    """A Kafka message definition file: JSON with `//` comment lines (Kafka's parser allows them; JSON does not)."""
+    return json.loads(_COMMENT_LINE.sub("", text))
+
+
+def _lower_camel(name: str) -> str:
+    """Kafka's field names are UpperCamel in the JSON and lowerCamel in its generated JSON form (and ours)."""
+    return name[:1].lower() + name[1:]
+
+
+def _definition_default(type_name: str, raw: Any) -> tuple[bool, Any]:
+    """(has a default, its value) for a field's JSON `default`: Kafka's generator reads a JSON null as no default
+    at all, the text "null" as null, and numbers and booleans from their text ("-1", "0x7f", "false")."""
+    if raw is None:
+        return False, None
+    if raw == "null":
+        return True, None
+    if type_name in INTEGER_TYPES:
+        return True, int(raw, 0) if isinstance(raw, str) else int(raw)
+    if type_name == "bool":
+        return True, raw if isinstance(raw, bool) else raw == "true"
+    if type_name == "float64":
+        return True, float(raw)
+    return True, raw
+
+
+def field_from_definition(data: Mapping[str, Any]) -> FieldSpec:
+    """One field of a JSON definition (a tagged-only field may leave out "versions": its tagged versions hold)."""
+    has_default, default = _definition_default(data["type"], data.get("default"))
+    return FieldSpec(
+        name=_lower_camel(data["name"]),
+        type=data["type"],
+        versions=Versions.parse(data.get("versions", data.get("taggedVersions"))),
+        nullable=Versions.parse(data.get("nullableVersions")),
+        tag=data.get("tag"),
+        tagged=Versions.parse(data.get("taggedVersions")),
+        flexible=Versions.parse(data["flexibleVersions"]) if "flexibleVersions" in data else None,
+        default=default,
+        has_default=has_default,
+        fields=tuple(field_from_definition(sub) for sub in data.get("fields", ())),
+    )
+
+
+def message_from_definition(data: Mapping[str, Any]) -> MessageSpec:
+    """A whole JSON definition (`read_definition`) as the interpreter's `MessageSpec`."""
     return MessageSpec(
-        name=name,
-        kind=kind,
-        valid=Versions.parse(valid),
-        flexible=Versions.parse(flexible),
-        fields=fields,
-        api_key=api_key,
-        structs=structs or {},
+        name=data["name"],
+        kind=data["type"],
+        valid=Versions.parse(data["validVersions"]),
+        flexible=Versions.parse(data["flexibleVersions"]),
+        fields=tuple(field_from_definition(f) for f in data["fields"]),
+        api_key=data.get("apiKey"),
+        structs={
+            struct["name"]: tuple(field_from_definition(f) for f in struct["fields"])
+            for struct in data.get("commonStructs", ())
+        },
     )

@@ -27,7 +27,7 @@ from transforms.wire.frame_envelope import (
     encode_frame_envelope,
 )
 from transforms.wire.frames import APIS, APIS_BY_NAME, request_header_version, response_header_version
-from transforms.wire.messages.protocol import REQUEST_HEADER, RESPONSE_HEADER
+from transforms.wire.messages import REQUEST_HEADER, RESPONSE_HEADER
 from transforms.wire.writer import write_message
 
 TS = 1_714_564_800_000

@@ -26,8 +26,9 @@ from transforms.wire.frames import (
     decode_request,
     decode_response,
     request_header_version,
+    response_header_version,
 )
-from transforms.wire.messages.protocol import (
+from transforms.wire.messages import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     REQUEST_HEADER,
@@ -150,7 +151,9 @@ def _protocol_seeds(rng: random.Random) -> list[Seed]:
             seeds.append(
                 Seed(f"{api.name} v{version} response body", _body_decoder(api.key, version, "response"), body)
             )
-            framed = prim.INT32.pack(rng.randrange(2**31)) + (b"\x00" if api.response.is_flexible(version) else b"")
+            # header v1 ends with an empty tagged-field section (ApiVersions always answers with v0)
+            tagged = b"\x00" if response_header_version(api, version) == 1 else b""
+            framed = prim.INT32.pack(rng.randrange(2**31)) + tagged
             framed = prim.INT32.pack(len(framed) + len(body)) + framed + body
             seeds.append(Seed(f"{api.name} v{version} framed response", _response_decoder(api.key, version), framed))
     for spec, decoder in (

@@ -29,10 +29,12 @@ from transforms.wire.consumer_protocol import EmbeddedDecode
 from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
 from transforms.wire.errors import DecodeError
 from transforms.wire.frames import APIS, decode_body, decode_request
-from transforms.wire.messages.coordinator import GROUP_METADATA_VALUE
-from transforms.wire.messages.protocol import JOIN_GROUP_REQUEST, REQUEST_HEADER
+from transforms.wire.messages import REQUEST_HEADER, message
 from transforms.wire.reader import read_message
 from transforms.wire.writer import write_message
+
+GROUP_METADATA_VALUE = message("GroupMetadataValue")
+JOIN_GROUP_REQUEST = message("JoinGroupRequest")
 
 MAX_SECONDS_PER_INPUT = 0.25  # CPU seconds; typical inputs take well under a millisecond: this catches spinning
 SEEDS: list[Seed] = build_seeds(seed=7)

@@ -6,16 +6,12 @@ moment it is declared; the conformance test pins those declarations to Apache Ka
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.data_files import data_path
 from tests.transforms.wire.codec_fuzz import INT_RANGES
 from transforms.wire import primitives as prim
 from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
@@ -26,13 +22,26 @@ from transforms.wire.frames import (
     request_header_version,
     response_header_version,
 )
-from transforms.wire.messages import coordinator, protocol
-from transforms.wire.messages.protocol import REQUEST_HEADER, RESPONSE_HEADER
+from transforms.wire.messages import (
+    COORDINATOR_MESSAGES,
+    DEFINITIONS,
+    PROTOCOL_MESSAGES,
+    REQUEST_HEADER,
+    RESPONSE_HEADER,
+    message,
+)
 from transforms.wire.reader import read_message
-from transforms.wire.spec import F, FieldSpec, M, MessageSpec, Versions
+from transforms.wire.spec import (
+    FieldSpec,
+    MessageSpec,
+    Versions,
+    field_from_definition,
+    message_from_definition,
+    read_definition,
+)
 from transforms.wire.writer import write_message
 
-ALL_MESSAGES: tuple[MessageSpec, ...] = coordinator.MESSAGES + protocol.MESSAGES
+ALL_MESSAGES: tuple[MessageSpec, ...] = COORDINATOR_MESSAGES + PROTOCOL_MESSAGES
 MAX_STRING_CHARS = 12  # short keeps generation fast; non-ASCII code points still reach 4 UTF-8 bytes each
 MAX_BYTES = 24
 MAX_ARRAY = 3
@@ -138,22 +147,47 @@ def test_message_decodes_inside_a_larger_buffer(
 
 
 EVERY_TYPE = ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes")
-POINT = (F("x", "int32", "0+"), F("label", "string", "0+", nullable="0+"))
-EVERY_PRIMITIVE = M(
-    "EveryPrimitiveValue",
-    "data",
-    valid="0-1",
-    flexible="1+",
-    fields=(
-        *(F(f"plain{t.title()}", t, "0+") for t in EVERY_TYPE),
-        *(F(f"nullable{t.title()}", t, "0+", nullable="0+") for t in ("string", "bytes", "records")),
-        *(F(f"arrayOf{t.title()}", f"[]{t}", "0+") for t in EVERY_TYPE),
-        F("nullableArrayOfUuid", "[]uuid", "0+", nullable="0+"),
-        F("nullableStruct", "Point", "0+", nullable="0+", fields=POINT),
-        F("taggedUuids", "[]uuid", "1+", tag=0, tagged="1+"),
-        F("taggedInt64", "int64", "1+", tag=1, tagged="1+", default=-1),
-        F("taggedStruct", "Point", "1+", nullable="1+", tag=2, tagged="1+", default=None, fields=POINT),
-    ),
+POINT = [
+    {"name": "X", "type": "int32", "versions": "0+"},
+    {"name": "Label", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+]
+# A definition in Kafka's JSON words, read by the same interpreter as Kafka's own files.
+EVERY_PRIMITIVE = message_from_definition(
+    {
+        "name": "EveryPrimitiveValue",
+        "type": "data",
+        "validVersions": "0-1",
+        "flexibleVersions": "1+",
+        "fields": [
+            *({"name": f"Plain{t.title()}", "type": t, "versions": "0+"} for t in EVERY_TYPE),
+            *(
+                {"name": f"Nullable{t.title()}", "type": t, "versions": "0+", "nullableVersions": "0+"}
+                for t in ("string", "bytes", "records")
+            ),
+            *({"name": f"ArrayOf{t.title()}", "type": f"[]{t}", "versions": "0+"} for t in EVERY_TYPE),
+            {"name": "NullableArrayOfUuid", "type": "[]uuid", "versions": "0+", "nullableVersions": "0+"},
+            {"name": "NullableStruct", "type": "Point", "versions": "0+", "nullableVersions": "0+", "fields": POINT},
+            {"name": "TaggedUuids", "type": "[]uuid", "versions": "1+", "tag": 0, "taggedVersions": "1+"},
+            {
+                "name": "TaggedInt64",
+                "type": "int64",
+                "versions": "1+",
+                "tag": 1,
+                "taggedVersions": "1+",
+                "default": "-1",
+            },
+            {
+                "name": "TaggedStruct",
+                "type": "Point",
+                "versions": "1+",
+                "nullableVersions": "1+",
+                "tag": 2,
+                "taggedVersions": "1+",
+                "default": "null",
+                "fields": POINT,
+            },
+        ],
+    }
 )
 
 
@@ -222,10 +256,10 @@ def test_framed_response_round_trip(api_key: int, api_version: int, data: st.Dat
     assert (frame.header, frame.body, frame.size, frame.trailing_bytes) == (header, body, len(payload), 0)
 
 
-# --- conformance with Apache Kafka's JSON definitions -------------------------------------------------------------
+# --- the definitions are Kafka's JSON ----------------------------------------------------------------------------
 
-# Deliberate differences, each with its reason (see the comments on these definitions in messages/protocol.py):
-# versions that left Kafka's spec with KIP-896 (Kafka 4.0) are kept because 3.x clients and brokers still send them.
+# How `definitions/radar/` widens Kafka's files, each with its reason (the header of each file there): versions that
+# left Kafka's spec with KIP-896 (Kafka 4.0) are read because 3.x clients and brokers still send them.
 ALLOWED_DIFFERENCES: frozenset[str] = frozenset(
     {
         "OffsetCommitRequest: validVersions ours 0-10, Kafka's 2-10",
@@ -235,24 +269,10 @@ ALLOWED_DIFFERENCES: frozenset[str] = frozenset(
         "OffsetFetchResponse: validVersions ours 0-10, Kafka's 1-10",
     }
 )
-# Definitions tests/data/kafka-spec does not hold: ApiVersions (key 18), which a client needs to pick versions.
-OURS_ONLY: frozenset[tuple[str, Any]] = frozenset({("request", 18), ("response", 18)})
-_COMMENT_LINE = re.compile(r"^\s*//.*$", re.MULTILINE)
 
 
-def load_kafka_definition(path: Path) -> dict[str, Any]:
-    """Kafka's JSON with its `//` comment lines removed (they are not JSON)."""
-    return json.loads(_COMMENT_LINE.sub("", path.read_text()))
-
-
-def _kafka_definitions() -> list[dict[str, Any]]:
-    folders = [data_path("kafka-spec", "coordinator"), data_path("kafka-spec", "coordinator", "removed")]
-    folders.append(data_path("kafka-spec", "protocol"))
-    return [load_kafka_definition(p) for folder in folders for p in sorted(folder.glob("*.json"))]
-
-
-def _lower_camel(name: str) -> str:
-    return name[:1].lower() + name[1:]
+def load_kafka_definition(*parts: str) -> dict[str, Any]:
+    return read_definition(DEFINITIONS.joinpath(*parts).read_text())
 
 
 def _text(versions: Versions) -> str:
@@ -261,24 +281,6 @@ def _text(versions: Versions) -> str:
     if versions.high == 32767:
         return f"{versions.low}+"
     return str(versions.low) if versions.low == versions.high else f"{versions.low}-{versions.high}"
-
-
-def _kafka_default(field: dict[str, Any]) -> Any:
-    """The reader's value for Kafka's `default` text ("-1", "null", "false", "0x7f"), or the implicit default."""
-    type_name: str = field["type"]
-    # Kafka's generator reads a JSON null default as none at all (FieldSpec: `fieldDefault == null ? ""`)
-    if field.get("default") is None:
-        return FieldSpec("implicit", type_name, Versions.parse("0+")).default_value()
-    raw = field["default"]
-    if raw == "null":
-        return None
-    if type_name in INT_RANGES:
-        return int(raw, 0) if isinstance(raw, str) else int(raw)
-    if type_name == "bool":
-        return raw if isinstance(raw, bool) else raw == "true"
-    if type_name == "float64":
-        return float(raw)
-    return raw
 
 
 def _compare_fields(
@@ -290,45 +292,38 @@ def _compare_fields(
     out: list[str],
 ) -> None:
     by_name = {f.name: f for f in ours}
-    for their in theirs:
-        name = _lower_camel(their["name"])
-        mine = by_name.pop(name, None)
+    for their_data in theirs:
+        their = field_from_definition(their_data)
+        mine = by_name.pop(their.name, None)
         if mine is None:
-            out.append(f"{where}.{name}: missing from ours")
+            out.append(f"{where}.{their.name}: missing from ours")
             continue
-        if name != mine.name or not re.fullmatch(r"[a-z][A-Za-z0-9]*", mine.name):
-            out.append(f"{where}.{name}: our name {mine.name!r} is not lowerCamelCase")
-        # Kafka lets a tagged-only field omit "versions"; its generator then uses the tagged versions.
-        their_versions = their.get("versions", their.get("taggedVersions"))
         pairs = {
-            "type": (mine.type, their["type"]),
-            "versions": (_text(mine.versions), _text(Versions.parse(their_versions))),
-            "nullableVersions": (_text(mine.nullable), _text(Versions.parse(their.get("nullableVersions")))),
-            "taggedVersions": (_text(mine.tagged), _text(Versions.parse(their.get("taggedVersions")))),
-            "tag": (mine.tag, their.get("tag")),
-            "flexibleVersions": (
-                None if mine.flexible is None else _text(mine.flexible),
-                None if "flexibleVersions" not in their else _text(Versions.parse(their["flexibleVersions"])),
-            ),
+            "type": (mine.type, their.type),
+            "versions": (_text(mine.versions), _text(their.versions)),
+            "nullableVersions": (_text(mine.nullable), _text(their.nullable)),
+            "taggedVersions": (_text(mine.tagged), _text(their.tagged)),
+            "tag": (mine.tag, their.tag),
+            "flexibleVersions": tuple(None if f.flexible is None else _text(f.flexible) for f in (mine, their)),
+            "default": ((mine.has_default, mine.default), (their.has_default, their.default)),
         }
-        # A struct without a default is the empty struct (`MessageSpec.absent_value`), not compared here.
-        if not mine.is_struct or mine.is_array or their.get("default") is not None:
-            pairs["default"] = (mine.default_value(), _kafka_default(their))
         for attribute, (a, b) in pairs.items():
             if a != b:
-                out.append(f"{where}.{name}: {attribute} ours {a!r}, Kafka's {b!r}")
+                out.append(f"{where}.{their.name}: {attribute} ours {a!r}, Kafka's {b!r}")
         if mine.is_struct:
-            sub_theirs = their.get("fields") or their_structs.get(their["type"].removeprefix("[]"))
+            sub_theirs = their_data.get("fields") or their_structs.get(their.element_type)
             if sub_theirs is None:
-                out.append(f"{where}.{name}: Kafka's struct {their['type']} not found")
+                out.append(f"{where}.{their.name}: Kafka's struct {their.type} not found")
                 continue
-            _compare_fields(f"{where}.{name}", our_spec.struct_fields(mine), sub_theirs, our_spec, their_structs, out)
+            _compare_fields(
+                f"{where}.{their.name}", our_spec.struct_fields(mine), sub_theirs, our_spec, their_structs, out
+            )
     for name, mine in by_name.items():
         out.append(f"{where}.{name}: only in ours (v{_text(mine.versions)} only, Kafka 3.x)")
 
 
 def spec_differences(ours: MessageSpec, theirs: dict[str, Any]) -> list[str]:
-    """Every way our definition differs from Kafka's, one readable line each."""
+    """Every way a definition differs from Kafka's file, one readable line each."""
     out: list[str] = []
     header = {
         "name": (ours.name, theirs["name"]),
@@ -345,42 +340,64 @@ def spec_differences(ours: MessageSpec, theirs: dict[str, Any]) -> list[str]:
     return out
 
 
-def _kafka_identity(definition: dict[str, Any]) -> tuple[str, Any]:
-    """Keys and values pair by apiKey; requests/responses by apiKey too; headers and data by name."""
-    kind = definition["type"]
-    return (kind, definition["apiKey"] if "apiKey" in definition else definition["name"])
+def test_every_definition_file_is_read_and_keys_pair_with_values_and_requests_with_responses() -> None:
+    folders = {"coordinator": COORDINATOR_MESSAGES, "protocol": PROTOCOL_MESSAGES}
+    for folder, read in folders.items():
+        names = sorted(
+            e.name.removesuffix(".json") for e in DEFINITIONS.joinpath(folder).iterdir() if e.name.endswith(".json")
+        )
+        if folder == "coordinator":
+            names += sorted(e.name.removesuffix(".json") for e in DEFINITIONS.joinpath(folder, "removed").iterdir())
+        assert sorted(m.name for m in read) == sorted(names), folder
+    keys = {m.api_key for m in COORDINATOR_MESSAGES if m.kind == "coordinator-key"}
+    assert keys == {m.api_key for m in COORDINATOR_MESSAGES if m.kind == "coordinator-value"}
+    assert keys == set(RECORD_TYPES) == set(range(24))  # 0-23, the two removed types (9, 18) included
+    requests = {m.api_key for m in PROTOCOL_MESSAGES if m.kind == "request"}
+    assert requests == {m.api_key for m in PROTOCOL_MESSAGES if m.kind == "response"} == set(APIS)
+    assert {8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 68, 69, 76, 77, 88, 89} <= requests
 
 
-def _our_identity(spec: MessageSpec) -> tuple[str, Any]:
-    return (spec.kind, spec.api_key if spec.api_key is not None else spec.name)
-
-
-def test_every_definition_matches_kafka_json() -> None:
-    kafka = {_kafka_identity(d): d for d in _kafka_definitions()}
-    ours = {_our_identity(m): m for m in ALL_MESSAGES}
-    assert len(ours) == len(ALL_MESSAGES), "two of our definitions share an identity"
-    assert sorted(ours.keys() - kafka.keys() - OURS_ONLY, key=str) == [], "definitions without a Kafka JSON file"
-    assert ours.keys() >= OURS_ONLY, "an ours-only definition that no longer exists"
-    assert sorted(kafka.keys() - ours.keys(), key=str) == [], "Kafka JSON files without a definition of ours"
-    differences = {
-        line
-        for identity, spec in ours.items()
-        if identity not in OURS_ONLY
-        for line in spec_differences(spec, kafka[identity])
-    }
+def test_the_widened_protocol_files_differ_from_kafkas_only_as_they_say() -> None:
+    widened = sorted(e.name for e in DEFINITIONS.joinpath("radar").iterdir() if e.name.endswith(".json"))
+    assert widened  # else this test compares nothing
+    differences = set()
+    for name in widened:
+        ours = message(name.removesuffix(".json"))
+        assert ours == message_from_definition(load_kafka_definition("radar", name))  # the codec reads ours
+        differences |= set(spec_differences(ours, load_kafka_definition("protocol", name)))
     assert sorted(differences - ALLOWED_DIFFERENCES) == [], "undocumented differences from Kafka's definitions"
     assert sorted(ALLOWED_DIFFERENCES - differences) == [], "allowed differences that no longer exist"
 
 
+def test_kafkas_json_words_become_the_interpreters() -> None:
+    """Kafka's generator rules, as `message_from_definition` reads them: UpperCamel names in lowerCamel, a tagged-only
+    field's versions from its tagged versions, the text "null" a null default but a JSON null no default at all,
+    numbers from their text, common structs by name."""
+    value = message("ConsumerGroupCurrentMemberAssignmentValue")
+    epochs = value.structs["TopicPartitions"][2]
+    assert (epochs.name, epochs.type, epochs.tag, epochs.has_default) == ("assignmentEpochs", "[]int32", 0, False)
+    assert (epochs.versions, epochs.tagged, epochs.nullable) == (Versions.parse("0+"),) * 3
+    offset = message("OffsetCommitValue")
+    leader_epoch = next(f for f in offset.fields if f.name == "leaderEpoch")
+    assert (leader_epoch.versions, leader_epoch.has_default, leader_epoch.default) == (Versions.parse("3+"), True, -1)
+    join = message("JoinGroupRequest")
+    instance = next(f for f in join.fields if f.name == "groupInstanceId")
+    assert (instance.has_default, instance.default, instance.nullable) == (True, None, Versions.parse("5+"))
+    header = message("RequestHeader")
+    client_id = next(f for f in header.fields if f.name == "clientId")
+    assert client_id.flexible == Versions.parse("none")  # a field-level override: never a compact string
+    assert (header.kind, header.api_key, message("ConsumerProtocolAssignment").kind) == ("header", None, "data")
+
+
 def test_conformance_check_notices_a_drifted_definition() -> None:
     """The comparison itself can fail: a changed version range, nullability or tag is reported."""
-    theirs = load_kafka_definition(data_path("kafka-spec", "coordinator", "OffsetCommitValue.json"))
-    drifted = M(
-        "OffsetCommitValue",
-        "coordinator-value",
+    theirs = load_kafka_definition("coordinator", "OffsetCommitValue.json")
+    drifted = MessageSpec(
+        name="OffsetCommitValue",
+        kind="coordinator-value",
         api_key=1,
-        valid="0-4",
-        flexible="4+",
+        valid=Versions.parse("0-4"),
+        flexible=Versions.parse("4+"),
         fields=(
             FieldSpec("offset", "int64", Versions.parse("0+")),
             FieldSpec("leaderEpoch", "int32", Versions.parse("2+"), default=-1, has_default=True),

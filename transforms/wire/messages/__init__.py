@@ -1,1 +1,0 @@
-"""Message definitions as data, one module per family."""
