@@ -7,20 +7,39 @@ reads the values at run time (it lives with the emitters, which must not import 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Annotated, Any, Literal, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, client_settings
+from expectations.rules import RuleName
+from transforms.detectors.thresholds import DetectorThresholds
 
 ENV_PREFIX = "RADAR__"
 ENV_SEPARATOR = "__"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONF_PATH = Path("conf/local.yml")
+
+
+_TRIGGER_INTERVAL = re.compile(r"\s*\d+(\.\d+)?\s*(microsecond|millisecond|second|minute|hour|day|week)s?\s*", re.IGNORECASE)
+
+
+def _trigger_interval(text: str) -> str:
+    """A processing-time trigger as Spark reads it ("1 second", "500 milliseconds"), checked at load: Spark would
+    refuse a typo only when the query starts."""
+    if not _TRIGGER_INTERVAL.fullmatch(text):
+        raise ValueError('expected a number and a unit: "500 milliseconds", "1 second", "10 seconds", "1 minute"')
+    return text
+
+
+TriggerInterval = Annotated[str, AfterValidator(_trigger_interval)]
 
 
 class FrozenSection(BaseModel):
@@ -144,29 +163,37 @@ class IngestConfig(FrozenSection):
     query decodes the Kafka streams itself (`pipelines.detect`). Each ingest micro-batch costs seconds whatever it
     holds, so a short trigger spends the cores the detection query needs (measured: benchmarks/README.md)."""
 
-    trigger_interval: str = "10 seconds"
+    trigger_interval: TriggerInterval = "10 seconds"
     checkpoint_location: Path = Path("checkpoints")
     bronze_enabled: bool = True
 
 
-class DetectConfig(FrozenSection):
-    """The stateful detection query: event-time lateness, trigger, the clock-tick period, state TTL, thresholds.
+def _threshold_overrides() -> type[FrozenSection]:
+    """`detect.thresholds`: any field of `DetectorThresholds` by name, typed as the dataclass types it, every one
+    optional; a name not given keeps the dataclass's default (the defaults live there alone). Checked at load like
+    every other key: an unknown name or a wrong type is a sentence that names `detect.thresholds.<name>`."""
+    hints = typing.get_type_hints(DetectorThresholds)
+    fields: dict[str, Any] = {f.name: (hints[f.name], None) for f in dataclasses.fields(DetectorThresholds)}
+    return create_model("ThresholdOverrides", __base__=FrozenSection, **fields)
 
-    `thresholds` overrides fields of `transforms.detectors.thresholds.DetectorThresholds` by name (every field
-    can be overridden; a field not named keeps the dataclass default); names and types are checked when the
-    detection query starts, against the dataclass itself, so the defaults live in one place.
-    """
+
+ThresholdOverrides = _threshold_overrides()
+
+
+class DetectConfig(FrozenSection):
+    """The stateful detection query: event-time lateness, trigger, the clock-tick period, state TTL, thresholds
+    (`ThresholdOverrides`; `detector_thresholds()` applies them)."""
 
     # How long after an event its telemetry may still arrive (telemetry lags the records it explains).
     lateness_ms: int = Field(default=2000, ge=0)
     # Live, show a detection as soon as the events ahead of the watermark open it (status `provisional`), confirmed
     # or withdrawn once the watermark passes them; off: detections appear only once the watermark has passed.
     provisional_detections: bool = True
-    trigger_interval: str = "1 second"
+    trigger_interval: TriggerInterval = "1 second"
     # A live run's gold query MERGEs `rebalances`, `group_health` and the later versions of detections (a confirmed
     # or resolved row) from `detector_output` this often: they are off the detection query's path, and a longer
     # trigger coalesces many detection batches into one upsert.
-    gold_trigger_interval: str = "30 seconds"
+    gold_trigger_interval: TriggerInterval = "30 seconds"
     # `radar maintain` deletes `detector_output` rows staged longer ago than this (the gold query has MERGEd them).
     staged_retention_hours: int = Field(default=24, gt=0)
     # `radar run` writes a radar.clock/1 tick this often, so event time advances while every group is silent.
@@ -174,7 +201,14 @@ class DetectConfig(FrozenSection):
     # State TTL in event time: this long after a group's last activity the tracker is asked whether the group is
     # idle (`is_expired`) and its state is dropped if so (Spark allows no ValueState TTL in EventTime mode).
     state_ttl_ms: int = Field(default=3600 * 1000, gt=0)
-    thresholds: dict[str, int | float | bool | str] = Field(default_factory=dict)
+    thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)  # type: ignore[valid-type]
+
+    def threshold_overrides(self) -> dict[str, Any]:
+        """The thresholds the conf names, validated (the others keep `DetectorThresholds`' defaults)."""
+        return self.thresholds.model_dump(exclude_unset=True)
+
+    def detector_thresholds(self) -> DetectorThresholds:
+        return DetectorThresholds(**self.threshold_overrides())
 
 
 SeverityName = Literal["info", "warning", "critical"]
@@ -198,7 +232,7 @@ class ChecksConfig(FrozenSection):
 
     interval_s: float = Field(default=60.0, gt=0)  # `radar run` runs the checks this often (0 < interval)
     in_run: bool = True  # run them inside `radar run` at all
-    rules: dict[str, CheckRuleConfig] = Field(default_factory=dict)
+    rules: dict[RuleName, CheckRuleConfig] = Field(default_factory=dict)  # a rule's name is checked at load
     routes: dict[Literal["log", "webhook", "slack"], SeverityName] = Field(
         default_factory=lambda: {"log": "info", "webhook": "warning", "slack": "critical"}
     )

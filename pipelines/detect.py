@@ -43,10 +43,8 @@ ticks move time past it anyway.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
-import typing
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -61,7 +59,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from pipelines.config import ConfigError, RadarConfig
+from pipelines.config import RadarConfig
 from pipelines.data_dir_locks import writing
 from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
 from pipelines.detection_turn import detection_turn, write_turn
@@ -272,29 +270,6 @@ def default_binding() -> TrackerBinding:
     from transforms.detectors.tracker import GroupTracker
 
     return TrackerBinding(GroupTracker, DetectorThresholds)
-
-
-def thresholds_from_config(overrides: Mapping[str, Any], thresholds: type) -> Any:
-    """`detect.thresholds` applied to the thresholds dataclass; unknown names and wrong types are clear errors."""
-    from pydantic import TypeAdapter, ValidationError
-
-    fields = {f.name: f for f in dataclasses.fields(thresholds)}
-    unknown = sorted(set(overrides) - set(fields))
-    if unknown:
-        raise ConfigError(
-            f"detect.thresholds: unknown threshold(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}."
-        )
-    hints = typing.get_type_hints(thresholds)
-    values: dict[str, Any] = {}
-    for name, value in overrides.items():
-        try:
-            values[name] = TypeAdapter(hints[name]).validate_python(value)
-        except ValidationError as error:
-            expected = getattr(hints[name], "__name__", str(hints[name]))
-            raise ConfigError(
-                f"detect.thresholds.{name}: expected {expected}, got {value!r} ({error.errors()[0]['msg']})."
-            ) from None
-    return thresholds(**values)
 
 
 # --- the stateful processor -------------------------------------------------------------------------------------
@@ -733,7 +708,7 @@ def tracked_groups(
     column below `withWatermark`, so the ticks would never reach the watermark (seen: it stayed at the last group
     event while ticks streamed in). They go to the operator under the key (cluster, null), which keeps no state.
     """
-    thresholds = thresholds_from_config(config.detect.thresholds, binding.thresholds)
+    thresholds = binding.thresholds(**config.detect.threshold_overrides())  # validated at load
     processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms, preview=preview)
     return (
         packed_detector_input(input_rows.withWatermark("event_time", f"{config.detect.lateness_ms} milliseconds"))

@@ -42,6 +42,23 @@ def test_bad_value_names_key_and_expectation(tmp_path: Path) -> None:
         load_config(path, env={})
 
 
+def test_an_alert_rule_is_checked_at_load_not_when_the_checks_first_run(tmp_path: Path) -> None:
+    path = write(tmp_path, "checks:\n  rules:\n    quarantine_ratio: {threshold: 0.5}\n")
+    with pytest.raises(
+        ConfigError, match=r"checks\.rules\.quarantine_ratio.*'quarantine_rate'.*got 'quarantine_ratio'"
+    ):
+        load_config(path, env={})
+    path = write(tmp_path, "checks:\n  rules:\n    quarantine_rate: {threshold: 0.5}\n")
+    assert load_config(path, env={}).checks.rules["quarantine_rate"].threshold == 0.5
+
+
+@pytest.mark.parametrize("interval", ["1 secnd", "soon", "10 s"])
+def test_a_trigger_interval_spark_would_refuse_is_refused_at_load(tmp_path: Path, interval: str) -> None:
+    path = write(tmp_path, f"detect:\n  gold_trigger_interval: {interval}\n")
+    with pytest.raises(ConfigError, match=r"detect\.gold_trigger_interval: Value error, expected a number and a unit"):
+        load_config(path, env={})
+
+
 def test_missing_file_says_what_to_do() -> None:
     with pytest.raises(ConfigError, match="pass --conf"):
         load_config("conf/nope.yml", env={})

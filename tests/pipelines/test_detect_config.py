@@ -1,4 +1,4 @@
-"""The `detect:` config section and threshold overrides (checked against the thresholds dataclass itself)."""
+"""The `detect:` config section and threshold overrides (checked at load against the thresholds dataclass itself)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import ConfigError, load_config
-from pipelines.detect import thresholds_from_config
 from transforms.detectors.thresholds import DetectorThresholds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +17,8 @@ def test_every_conf_file_has_a_valid_detect_section(env: str) -> None:
     config = load_config(REPO / "conf" / f"{env}.yml", env={})
     assert config.detect.lateness_ms == 2000
     assert config.detect.tick_interval_ms == 1000
-    assert config.detect.thresholds == {}
+    assert config.detect.threshold_overrides() == {}
+    assert config.detect.detector_thresholds() == DetectorThresholds()  # defaults = the dataclass's
 
 
 def test_environment_overrides_reach_the_thresholds() -> None:
@@ -27,18 +27,36 @@ def test_environment_overrides_reach_the_thresholds() -> None:
         env={"RADAR__DETECT__LATENESS_MS": "500", "RADAR__DETECT__THRESHOLDS": "{heartbeat_at_risk_fraction: 0.5}"},
     )
     assert config.detect.lateness_ms == 500
-    thresholds = thresholds_from_config(config.detect.thresholds, DetectorThresholds)
-    assert thresholds == DetectorThresholds(heartbeat_at_risk_fraction=0.5)
-    assert thresholds_from_config({}, DetectorThresholds) == DetectorThresholds()  # defaults = the dataclass's
+    assert config.detect.threshold_overrides() == {"heartbeat_at_risk_fraction": 0.5}
+    assert config.detect.detector_thresholds() == DetectorThresholds(heartbeat_at_risk_fraction=0.5)
 
 
-def test_unknown_or_mistyped_thresholds_are_sentences() -> None:
-    with pytest.raises(
-        ConfigError, match=r"unknown threshold\(s\) member_silence; known: default_rebalance_timeout_ms"
-    ):
-        thresholds_from_config({"member_silence": 1}, DetectorThresholds)
-    with pytest.raises(ConfigError, match=r"detect.thresholds.incident_quiet_ms: expected int, got 'soon'"):
-        thresholds_from_config({"incident_quiet_ms": "soon"}, DetectorThresholds)
+def test_a_list_threshold_becomes_the_dataclass_tuple() -> None:
+    config = load_config(
+        REPO / "conf" / "local.yml", env={"RADAR__DETECT__THRESHOLDS": "{zombie_commit_errors: [ILLEGAL_GENERATION]}"}
+    )
+    assert config.detect.detector_thresholds().zombie_commit_errors == ("ILLEGAL_GENERATION",)
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "sentence"),
+    [
+        ("{member_silence: 1}", r"detect\.thresholds\.member_silence: unknown key"),
+        (
+            "{incident_quiet_ms: soon}",
+            r"detect\.thresholds\.incident_quiet_ms: Input should be a valid integer.*'soon'",
+        ),
+        (
+            "{heartbeat_at_risk_fraction: null}",
+            r"detect\.thresholds\.heartbeat_at_risk_fraction: Input should be a valid number",
+        ),
+    ],
+)
+def test_unknown_or_mistyped_thresholds_fail_at_load_in_one_sentence(thresholds: str, sentence: str) -> None:
+    """At load, like every other key: not a minute into `radar run`, when the detection query starts."""
+    with pytest.raises(ConfigError, match=sentence) as refused:
+        load_config(REPO / "conf" / "local.yml", env={"RADAR__DETECT__THRESHOLDS": thresholds})
+    assert "Traceback" not in str(refused.value)
 
 
 def test_negative_lateness_is_refused() -> None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 MINUTE_MS = 60_000
 
@@ -72,15 +71,3 @@ class DetectorThresholds:
     """A group silent this long, with nothing open, may drop its state."""
     history_ms: int = 60 * MINUTE_MS
     """How long completed rebalances are kept (rebalances_1h and the windowed rules)."""
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any] | None) -> DetectorThresholds:
-        """Thresholds from a config section; unknown keys are refused with a clear sentence."""
-        values = dict(values or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown detector thresholds {unknown}; known: {sorted(known)}")
-        if "zombie_commit_errors" in values:
-            values["zombie_commit_errors"] = tuple(values["zombie_commit_errors"])
-        return cls(**values)
