@@ -28,7 +28,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONF_PATH = Path("conf/local.yml")
 
 
-_TRIGGER_INTERVAL = re.compile(r"\s*\d+(\.\d+)?\s*(microsecond|millisecond|second|minute|hour|day|week)s?\s*", re.IGNORECASE)
+_TRIGGER_INTERVAL = re.compile(
+    r"\s*\d+(\.\d+)?\s*(microsecond|millisecond|second|minute|hour|day|week)s?\s*", re.IGNORECASE
+)
 
 
 def _trigger_interval(text: str) -> str:
