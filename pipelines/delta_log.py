@@ -1,177 +1,97 @@
-"""Rows of a local Delta table from its transaction log (the `numRecords` statistic of every live file), read in
-Python: no Spark job, no snapshot state reconstruction.
+"""A local Delta table's files, counts and small reads in the driver, with `deltalake` (delta-rs): no Spark job, no
+snapshot state reconstruction in the JVM.
 
-Why: the summaries after `radar replay` / `radar run` count every table, and a fresh JVM took ~9 s of cold Spark jobs
-for fourteen counts of a few dozen rows; the append path asks "is this table still empty?" before reading its keys.
-The log already holds both answers. The reader follows the Delta protocol's log replay: the newest classic
-checkpoint (single or multi-part parquet, from `_last_checkpoint` or the listing), then every JSON commit after it,
-a file being (path, deletion vector). It answers None where it cannot be sure (a V2 checkpoint, a file without
-`numRecords`, a commit not backfilled yet) and the caller then counts with Spark. A small table's rows are read the
-same way, from its live files with pyarrow (`rows_from_files`): the checks `radar run` runs every minute.
+Why: the summaries after `radar replay` / `radar run` count every table, the append path asks whether a table is
+still empty before reading its keys, and `radar run` checks every minute beside its live queries; each answer read
+with Spark is a snapshot and a job or two (seconds in a cold or busy JVM), while the Delta log already holds it.
+Every answer is None where the log alone cannot say exactly (no table there, a file without statistics, deletion
+vectors, column mapping, a table feature delta-rs does not read): the caller reads with Spark then.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
-CLASSIC_CHECKPOINT_FILE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
-V2_CHECKPOINT_FILE = re.compile(r"^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.(?:json|parquet)$")
-# Table features under which the JSON commits in `_delta_log` are not the whole log (commits owned by a catalog
-# or a commit coordinator may not be backfilled yet).
-FOREIGN_COMMIT_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview", "coordinatedCommits-preview"})
-
+CHECKPOINT_FILE = re.compile(r"^\d{20}\.checkpoint\..*parquet$|^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.json$")
+# Table features under which a file's rows are not its statistics' or its columns' as written: the counts and reads
+# here decline them (Spark applies them).
+ROW_CHANGING_FEATURES = frozenset({"deletionVectors", "columnMapping"})
 
 DRIVER_READ_MAX_BYTES = 16 * 1024 * 1024
-"""A local table whose live files hold up to this many bytes may be read in the driver with pyarrow
-(`rows_from_files`): a few hundred thousand narrow rows, tens of milliseconds; a larger one is Spark's to read."""
+"""A local table whose live files hold up to this many bytes may be read in the driver (`rows_from_files`): a few
+hundred thousand narrow rows, tens of milliseconds; a larger one is Spark's to read."""
 
 
 @dataclass(frozen=True)
 class LiveFile:
-    """One data file of the current table version: its rows per the `numRecords` statistic (None without one),
-    less the rows its deletion vector removes; `deleted` those removed rows, whose values the file's statistics
-    still cover; `size` its bytes; `max_values` / `null_counts` / `min_values` the file's statistics of its
-    top-level columns."""
+    """One data file of the table's current version, with its statistics (empty when Delta kept none)."""
 
     path: str
+    size: int
     records: int | None
-    deleted: int = 0
-    size: int = 0
-    max_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    null_counts: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    min_values: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    min_values: dict[str, Any] = field(default_factory=dict)
+    max_values: dict[str, Any] = field(default_factory=dict)
+    null_counts: dict[str, int] = field(default_factory=dict)
 
 
-def _file_key(action: dict[str, Any]) -> tuple[str, str]:
-    vector = action.get("deletionVector") or {}
-    vector_id = f"{vector.get('storageType')}{vector.get('pathOrInlineDv')}@{vector.get('offset')}" if vector else ""
-    return str(action["path"]), vector_id
-
-
-def _live_file(action: dict[str, Any]) -> LiveFile:
-    stats = json.loads(action["stats"]) if action.get("stats") else {}
-    records = stats.get("numRecords")
-    deleted = int((action.get("deletionVector") or {}).get("cardinality") or 0)
-    return LiveFile(
-        str(action["path"]),
-        None if records is None else int(records) - deleted,
-        deleted,
-        int(action.get("size") or 0),
-        stats.get("maxValues") or {},
-        stats.get("nullCount") or {},
-        stats.get("minValues") or {},
-    )
-
-
-def _checkpoint_parts(log: Path, names: list[str], up_to: int | None = None) -> tuple[int, list[Path]] | None:
-    """The newest complete classic checkpoint (at or below version `up_to`, if given): (version, its parquet parts);
-    None without one."""
-    found: dict[tuple[int, int], list[Path]] = {}
-    for name in names:
-        match = CLASSIC_CHECKPOINT_FILE.match(name)
-        if match and (up_to is None or int(match[1]) <= up_to):
-            version, parts = int(match[1]), int(match[3] or 1)
-            found.setdefault((version, parts), []).append(log / name)
-    complete = [(version, paths) for (version, parts), paths in found.items() if len(paths) == parts]
-    return max(complete, key=lambda item: item[0], default=None)
-
-
-def _checkpoint_files(parts: list[Path]) -> tuple[dict[tuple[str, str], LiveFile], dict[str, Any]]:
-    """The live files a classic checkpoint holds, and its `metaData` action (the table's configuration and
-    partition columns as of the checkpoint; a map column comes back from pyarrow as (key, value) pairs)."""
-    import pyarrow.parquet as pq
-
-    files: dict[tuple[str, str], LiveFile] = {}
-    metadata: dict[str, Any] = {}
-    for part in sorted(parts):
-        actions = pq.read_table(part, columns=["add", "metaData"])
-        for row in actions.column("add").to_pylist():
-            if row is not None:
-                files[_file_key(row)] = _live_file(row)
-        for row in actions.column("metaData").to_pylist():
-            if row is not None:
-                configuration = row.get("configuration") or {}
-                metadata = {**row, "configuration": dict(configuration)}
-    return files, metadata
-
-
-@dataclass(frozen=True)
-class _ReplayedLog:
-    """A log replayed to its newest version: the live files, and the table's newest `metaData` action (its JSON
-    commits', else its checkpoint's)."""
-
-    files: list[LiveFile]
-    metadata: Mapping[str, Any]
-
-
-def _replay_log(location: Path, version: int | None = None) -> _ReplayedLog | None:
-    """The log replayed to its newest version, or to `version` (None if the log does not reach it)."""
-    log = location / "_delta_log"
-    if not log.is_dir():
+def _table(location: Path, version: int | None = None) -> DeltaTable | None:
+    """The Delta table at `location` (at `version`), or None: no table there, or one delta-rs declines to read
+    (a reader feature it lacks). Its rows are then Spark's to read, never a guess."""
+    if not (location / "_delta_log").is_dir():
         return None
-    names = [p.name for p in log.iterdir()]
-    if any(V2_CHECKPOINT_FILE.match(name) for name in names):
+    try:
+        table = DeltaTable(str(location), version=version)
+    except DeltaError:
         return None
-    checkpoint = _checkpoint_parts(log, names, version)
-    start = -1
-    files: dict[tuple[str, str], LiveFile] = {}
-    metadata: dict[str, Any] = {}
-    if checkpoint is not None:
-        start, parts = checkpoint
-        files, metadata = _checkpoint_files(parts)
-    commits = sorted(
-        int(m[1])
-        for name in names
-        if (m := COMMIT_FILE.match(name)) and start < int(m[1]) and (version is None or int(m[1]) <= version)
-    )
-    if checkpoint is None and (not commits or commits[0] != 0):
-        return None  # no checkpoint and no first commit: not a table yet (or being created)
-    if commits and commits != list(range(commits[0], commits[0] + len(commits))):
-        return None  # a gap: a commit being written or not backfilled
-    if version is not None and (commits[-1] if commits else start) != version:
-        return None  # the log does not reach `version` (or lost it to a cleanup)
-    for commit in commits:
-        for line in (log / f"{commit:020d}.json").read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            action = json.loads(line)
-            if "add" in action:
-                files[_file_key(action["add"])] = _live_file(action["add"])
-            elif "remove" in action:
-                files.pop(_file_key(action["remove"]), None)
-            elif "metaData" in action:
-                metadata = action["metaData"]
-            elif "protocol" in action:
-                features = {
-                    *action["protocol"].get("readerFeatures", ()),
-                    *action["protocol"].get("writerFeatures", ()),
-                }
-                if features & FOREIGN_COMMIT_FEATURES:
-                    return None
-    return _ReplayedLog(list(files.values()), metadata)
+    features = set(table.protocol().reader_features or ())
+    mapping = table.metadata().configuration.get("delta.columnMapping.mode", "none")
+    if features & ROW_CHANGING_FEATURES or mapping != "none":
+        return None
+    return table
+
+
+def _files_of(table: DeltaTable) -> list[LiveFile]:
+    actions = table.get_add_actions(flatten=True)
+    import pyarrow as pa
+
+    columns = pa.table(actions).to_pydict()
+    stats: dict[str, dict[str, dict[str, Any]]] = {"min": {}, "max": {}, "null_count": {}}
+    for name, values in columns.items():
+        kind, _, column = name.partition(".")
+        if kind in stats and column:
+            stats[kind][column] = values  # type: ignore[assignment]
+    files = []
+    for i, path in enumerate(columns["path"]):
+
+        def of(kind: str, row: int = i) -> dict[str, Any]:
+            return {column: values[row] for column, values in stats[kind].items() if values[row] is not None}  # type: ignore[index]
+
+        files.append(
+            LiveFile(path, columns["size_bytes"][i], columns["num_records"][i], of("min"), of("max"), of("null_count"))
+        )
+    return files
 
 
 def live_files(location: Path) -> list[LiveFile] | None:
-    """The live files of the Delta table at `location` (empty list: no rows), or None when there is no table
-    there or its log is not one this reader replays exactly (see the module docstring)."""
-    replayed = _replay_log(location)
-    return None if replayed is None else replayed.files
+    """The live files of the Delta table at `location` (empty list: no rows), or None (see the module docstring)."""
+    table = _table(location)
+    return None if table is None else _files_of(table)
 
 
 def record_count(location: Path) -> int | None:
-    """Rows of the Delta table at `location` from its log; None when the log alone cannot say (no table there, or
-    a file without statistics, or a log this reader does not replay): count with Spark then."""
+    """Rows of the Delta table at `location` from its log; None when the log alone cannot say: count with Spark."""
     files = live_files(location)
     if files is None or any(f.records is None for f in files):
         return None
@@ -214,30 +134,25 @@ class ColumnMaximum:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _timestamp_statistic_ms(value: Any) -> int | None:
-    """A Delta timestamp statistic (ISO 8601 with an offset, milliseconds: Delta truncates them) as epoch ms, as
-    Spark's `unix_millis` gives it; None for a value without an offset (not a TIMESTAMP column's)."""
-    if not isinstance(value, str):
+def _epoch_ms(value: Any) -> int | None:
+    """A timestamp statistic as epoch ms, as Spark's `unix_millis` gives it (Delta keeps them in milliseconds);
+    None for anything else."""
+    if not isinstance(value, datetime):
         return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
 def timestamp_maximum(location: Path, column: str) -> ColumnMaximum | None:
     """The newest `column` value of the Delta table at `location` from its files' maximum statistics, no Spark
-    job; None when the log cannot say exactly (no table, a file without statistics on the column, rows removed by
-    a deletion vector that the statistics still cover): read the table then."""
+    job; None when the log cannot say exactly (no table, a file without statistics on the column): read the table
+    then."""
     files = live_files(location)
     if files is None:
         return None
     newest: int | None = None
     for live in files:
-        if live.records is None or live.deleted:
+        if live.records is None:
             return None
         if live.records == 0:
             continue
@@ -245,7 +160,7 @@ def timestamp_maximum(location: Path, column: str) -> ColumnMaximum | None:
             if live.null_counts.get(column) == live.records:
                 continue  # every row of the file holds null there
             return None
-        ms = _timestamp_statistic_ms(live.max_values[column])
+        ms = _epoch_ms(live.max_values[column])
         if ms is None:
             return None
         newest = ms if newest is None else max(newest, ms)
@@ -260,14 +175,14 @@ def history_without_checkpoint(location: Path) -> bool:
     if not log.is_dir():
         return False
     names = [p.name for p in log.iterdir()]
-    if any(CLASSIC_CHECKPOINT_FILE.match(name) or V2_CHECKPOINT_FILE.match(name) for name in names):
+    if any(CHECKPOINT_FILE.match(name) for name in names):
         return False
     return f"{0:020d}.json" in names
 
 
 def log_version(location: Path) -> int | None:
-    """The newest committed version of the local Delta table at `location` (its newest commit file); None without
-    a log. The record-key check of appends compares it with the version it last wrote."""
+    """The newest committed version of the local Delta table at `location` (its newest commit file, a listing
+    rather than a table load: the append path asks it per micro-batch); None without a log."""
     log = location / "_delta_log"
     if not log.is_dir():
         return None
@@ -275,38 +190,38 @@ def log_version(location: Path) -> int | None:
     return max(versions) if versions else None
 
 
+REARRANGING_OPERATIONS = frozenset({"OPTIMIZE"})
+"""Commits that move rows between files and change none (compaction, Delta's own after a write included)."""
+
+
+def rearranged_only(location: Path, after: int, up_to: int) -> bool:
+    """True when every commit of the table at `location` in versions (`after`, `up_to`] only rearranged its rows
+    (`REARRANGING_OPERATIONS`): what a process knew the table held at `after` still holds at `up_to`."""
+    if up_to <= after:
+        return True
+    table = _table(location)
+    if table is None:
+        return False
+    wanted = range(after + 1, up_to + 1)
+    commits = {c.get("version"): c.get("operation") for c in table.history(table.version() - after)}
+    return all(commits.get(version) in REARRANGING_OPERATIONS for version in wanted)
+
+
 def rows_from_files(
     location: Path, columns: Sequence[str], *, max_bytes: int | None = None, version: int | None = None
 ) -> pa.Table | None:
-    """`columns` of every row of the local Delta table at `location` (at `version`, else its newest), read from its
-    live data files with pyarrow, no Spark job (a table without a file gives zero rows, its columns typed null);
-    timestamps in microseconds, as Spark holds them. Why: a small table read with Spark is a snapshot reconstruction
-    and a job or two, seconds of a cold JVM or of a busy one: the detection summary that ends `radar replay` (~1.9
-    s), `radar run`'s checks every minute beside the live queries, the ids a live detection batch looks up.
+    """`columns` of every row of the local Delta table at `location` (at `version`, else its newest), read in the
+    driver (delta-rs and pyarrow), no Spark job; timestamps in microseconds, as Spark holds them. None when the
+    files alone are not the rows (see `_table`), when a column is not in the table, or when the live files hold more
+    than `max_bytes`: read the table with Spark then."""
+    from pyarrow.dataset import ParquetReadOptions
 
-    None when the files alone are not the rows (a deletion vector, column mapping, a partition column asked for,
-    a file outside the table's folder, a file without one of `columns`, a commit owned by a catalog, a log this
-    reader does not replay) or when the live files hold more than `max_bytes`: read the table with Spark then."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    replayed = _replay_log(location, version)
-    if replayed is None or any(live.deleted for live in replayed.files):
-        return None  # not a log replayed here, or rows a deletion vector removes from a file
-    if max_bytes is not None and sum(live.size for live in replayed.files) > max_bytes:
+    table = _table(location, version)
+    if table is None:
         return None
-    mapping = (replayed.metadata.get("configuration") or {}).get("delta.columnMapping.mode", "none")
-    if mapping != "none" or set(replayed.metadata.get("partitionColumns") or ()) & set(columns):
+    if max_bytes is not None and sum(f.size for f in _files_of(table)) > max_bytes:
         return None
-    parts = []
-    for live in replayed.files:
-        relative = unquote(live.path)
-        if ":" in relative.split("/", 1)[0] or relative.startswith("/"):
-            return None  # an absolute URI (a shallow clone's files): not this folder's
-        data = pq.ParquetFile(location / relative, coerce_int96_timestamp_unit="us")  # Spark's INT96: microseconds
-        if any(name not in data.schema_arrow.names for name in columns):
-            return None  # written before a column was added: Spark fills it in, this reader does not
-        parts.append(data.read(columns=list(columns)))
-    if not parts:
-        return pa.table({name: pa.nulls(0) for name in columns})
-    return pa.concat_tables(parts, promote_options="permissive")
+    dataset = table.to_pyarrow_dataset(parquet_read_options=ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    if any(name not in dataset.schema.names for name in columns):
+        return None
+    return dataset.to_table(columns=list(columns))

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -22,7 +22,14 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 from pipelines.config import RadarConfig
 from pipelines.data_dir_locks import creating_tables
-from pipelines.delta_log import DRIVER_READ_MAX_BYTES, live_files, log_version, record_count, rows_from_files
+from pipelines.delta_log import (
+    DRIVER_READ_MAX_BYTES,
+    live_files,
+    log_version,
+    rearranged_only,
+    record_count,
+    rows_from_files,
+)
 from transforms.schemas import DETECTOR_OUTPUT, GOLD_TABLES, RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
@@ -325,6 +332,10 @@ def _known_at_current_version(
     known = cache.get(str(location))
     if known is not None and known.version == version:
         return known
+    if known is not None and known.version < version and rearranged_only(location, known.version, version):
+        known = replace(known, version=version)  # compacted since (Delta's auto compaction): the same rows
+        cache[str(location)] = known
+        return known
     # a new table, by its log: nothing to read
     known = empty(version) if live_files(location) == [] and log_version(location) == version else read(version)
     cache[str(location)] = known
@@ -337,7 +348,8 @@ def _after_own_write(
     """After this process wrote to the table: `updated(before, new version)` if the write was the only commit since
     `before`, else what the table holds is unknown again."""
     after = log_version(location)
-    if before is None or after is None or after not in (before.version, before.version + 1):
+    own = None if before is None else before.version + 1
+    if own is None or after is None or not (after in (before.version, own) or rearranged_only(location, own, after)):
         cache.pop(str(location), None)
         return
     cache[str(location)] = updated(before, after)
