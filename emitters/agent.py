@@ -59,7 +59,7 @@ settings) and topic `radar.telemetry`. A `security` entry (an `emitters.kafka_se
 fields) authenticates to a separate telemetry cluster with credentials from environment variables. Configuration
 values are never logged.
 
-Needs only confluent-kafka and pydantic (no Spark, Delta or Great Expectations): see README, "Heartbeat telemetry".
+Needs only confluent-kafka and pydantic (no Spark, Delta or Great Expectations): see docs/TELEMETRY.md.
 """
 
 from __future__ import annotations

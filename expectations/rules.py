@@ -141,7 +141,7 @@ RULES: tuple[CheckRule, ...] = (
         "topic; threshold {threshold:.0f} s).",
     ),
 )
-"""The default rules (DESIGN §7); `conf/*.yml` `checks.rules` overrides thresholds, severities and enabled."""
+"""The default rules; `conf/*.yml` `checks.rules` overrides thresholds, severities and enabled."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`radar capture`: write a dump (DESIGN §2) from a live cluster, `__consumer_offsets` included, for a time range.
+"""`radar capture`: a dump (docs/OPERATIONS.md) of a time range of a live cluster, `__consumer_offsets` included.
 
 Reads with confluent-kafka (read_committed, no group commits), from the first offset at or after `--from` to the
 last offset before `--to` (or the high watermark at start), partition by partition, with a running count.

@@ -511,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="list the tables and their columns (no Spark needed)")
     tables.add_argument("name", nargs="?", default=None, help="one table: its columns with types and meaning")
-    tables.add_argument("--markdown", action="store_true", help="the README's column reference")
+    tables.add_argument("--markdown", action="store_true", help="the column reference of docs/TABLES.md")
     tables.set_defaults(func=_tables)
 
     capture = sub.add_parser("capture", help="write a dump file from a live cluster")

@@ -1,4 +1,4 @@
-"""The dump format (DESIGN §2): JSON Lines, one Kafka record per line, read by `radar decode` and `radar replay`
+"""The dump format (docs/OPERATIONS.md): JSON Lines, one Kafka record per line, read by `radar decode` and `replay`
 and written by `radar capture`. `CODECS` and `parse_dump_line` are its one declaration and its one reader: replay
 runs the same reader inside Spark (`pipelines.sources.parse_dump_files`).
 

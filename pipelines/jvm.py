@@ -8,6 +8,7 @@ layout, which `spark.jars_dir` (`--jars-dir`) then uses without touching the net
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -380,7 +381,14 @@ def resolve_artifact_set(artifact_set: ArtifactSet, config: RadarConfig) -> Reso
     if config.spark.jars_dir is not None:
         return from_jars_dir(artifact_set, config.spark.jars_dir.expanduser())
     cache_dir = default_cache_dir(config)
-    with _RESOLVING:
+    cached = read_manifest(cache_dir / artifact_set.cache_key, artifact_set, "cache")
+    if cached is not None:
+        return cached
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # and one at a time on the machine: two radar processes starting on a cold cache (a run and a `radar sql`)
+    # must not both run Maven and replace the folder the other's JVM is reading; the second finds the first's
+    with _RESOLVING, (cache_dir / f".{artifact_set.cache_key}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         cached = read_manifest(cache_dir / artifact_set.cache_key, artifact_set, "cache")
         if cached is not None:
             return cached

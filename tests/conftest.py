@@ -42,6 +42,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2 if getattr(item, "module", None) is not None and item.module.__name__ in reading else 3
 
     items.sort(key=place)  # stable
+    # Under xdist (`-n 2 --dist loadgroup`, pyproject.toml): every test that uses the run's SparkSession or broker goes
+    # to one worker, so the run still has one of each; the others (pure tests, and the end-to-end tests that start
+    # radar in a subprocess) run on the other worker beside them.
+    for item in items:
+        if _uses_the_runs_jvm(item):
+            item.add_marker(pytest.mark.xdist_group(SESSION_JVM_GROUP))
+
+
+SESSION_JVM_GROUP = "the-runs-spark-and-broker"
+
+
+def _uses_the_runs_jvm(item: pytest.Item) -> bool:
+    """Asks for the run's SparkSession, broker or cluster (directly or through another fixture)."""
+    return bool(set(getattr(item, "fixturenames", ())) & JVM_FIXTURES)
 
 
 def _starts_a_jvm(item: pytest.Item) -> bool:
@@ -82,12 +96,16 @@ def broker_in_background(
         started.close()
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def recordings_started_early(request: pytest.FixtureRequest) -> None:
     """When a module that reads a live recording is selected, the broker and the recordings start with the first
-    test, so their waits on Kafka's clocks pass beside the tests that start no JVM."""
+    test, so their waits on Kafka's clocks pass beside the tests that start no JVM: in a serial run the first test
+    of all, under xdist the first test of the worker that holds the run's JVMs (`SESSION_JVM_GROUP`); the other
+    worker starts none."""
     from tests.pipelines.concurrent_recordings import RECORDERS
 
+    if os.environ.get("PYTEST_XDIST_WORKER") and not _uses_the_runs_jvm(request.node):
+        return
     if {recorder.__module__ for recorder in RECORDERS} & request.config.stash.get(SELECTED_MODULES, set()):
         request.getfixturevalue("broker_in_background")
 

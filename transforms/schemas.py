@@ -578,7 +578,7 @@ PARSED_TELEMETRY_BATCH = RoutedBatch(
 
 
 class HeartbeatEventKind(StrEnum):
-    """Normalised `heartbeat_events.event` values (DESIGN §5)."""
+    """Normalised `heartbeat_events.event` values."""
 
     HEARTBEAT = "heartbeat"
     HEARTBEAT_FAILED = "heartbeat_failed"
@@ -614,7 +614,7 @@ class TelemetrySource(StrEnum):
 
 
 class DetectionKind(StrEnum):
-    """`detections.kind` values (DESIGN §6)."""
+    """`detections.kind` values."""
 
     FAILING_GENERATION = "failing_generation"
     ZOMBIE_COMMIT = "zombie_commit"
@@ -643,7 +643,7 @@ class SourceGapKind(StrEnum):
 
 
 class RebalanceCause(StrEnum):
-    """`rebalances.cause` values (DESIGN §6): why a group left its generation/epoch."""
+    """`rebalances.cause` values: why a group left its generation/epoch."""
 
     MEMBER_JOINED = "member_joined"
     MEMBER_LEFT = "member_left"

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pipelines.cli import main
 from pipelines.config import REPO_ROOT, RadarConfig, load_config
 from pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
-from pipelines.table_reference import README_END, README_START, tables_markdown
+from pipelines.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
 CONF = REPO_ROOT / "conf" / "local.yml"
@@ -288,11 +288,11 @@ def test_radar_tables_lists_tables_and_columns(capsys: pytest.CaptureFixture[str
     assert "the tables are offsets_raw" in capsys.readouterr().err
 
 
-def test_readme_column_reference_is_generated_from_the_schemas() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
-    start, end = readme.index(README_START), readme.index(README_END) + len(README_END)
-    assert readme[start:end] == tables_markdown(), "regenerate it: radar tables --markdown"
-    prose = readme[:start] + readme[end:]
+def test_the_column_reference_is_generated_from_the_schemas() -> None:
+    reference = (REPO_ROOT / "docs" / "TABLES.md").read_text()
+    start, end = reference.index(REFERENCE_START), reference.index(REFERENCE_END) + len(REFERENCE_END)
+    assert reference[start:end] == tables_markdown(), "regenerate it: radar tables --markdown"
+    prose = reference[:start] + reference[end:] + (REPO_ROOT / "README.md").read_text()
     assert "offset, leader epoch" not in prose  # the prose once named a column `offset`
 
 

@@ -2,7 +2,7 @@
 
 Modules:
 - `group_events`: `GroupEvent`, `group_event_from_row` (a DETECTOR_INPUT row -> event or None), `event_order`.
-- `thresholds`: `DetectorThresholds` (DESIGN §6 defaults; the conf's `detect.thresholds` overrides them, at load).
+- `thresholds`: `DetectorThresholds` (the defaults; the conf's `detect.thresholds` overrides them, at load).
 - `state`: what a group's tracker remembers (members, departures, the open rebalance, recent history), as JSON.
 - `causes`: the one `RebalanceCause` of a rebalance.
 - `detections`: `DetectionBook`, incidents opened/updated/resolved under deterministic ids.

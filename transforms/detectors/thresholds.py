@@ -1,4 +1,4 @@
-"""Every threshold the detectors use, with its DESIGN §6 default, in one frozen value (`conf/*.yml` overrides)."""
+"""Every threshold the detectors use, with its default, in one frozen value (`conf/*.yml` overrides)."""
 
 from __future__ import annotations
 

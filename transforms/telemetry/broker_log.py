@@ -148,7 +148,7 @@ def member_list(printed: str) -> str:
 
 
 def cause_of_reason(reason: str) -> tuple[str, str | None, str | None]:
-    """(cause, member id, client reason) of a coordinator rebalance reason, cause as in DESIGN §6."""
+    """(cause, member id, client reason) of a coordinator rebalance reason, cause as `RebalanceCause` names it."""
     client_reason_found = _CLIENT_REASON.search(reason)
     client_reason = client_reason_found.group(1) if client_reason_found else None
     for pattern, cause in _REASON_CAUSES:
