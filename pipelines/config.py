@@ -212,6 +212,10 @@ class DetectConfig(FrozenSection):
     def detector_thresholds(self) -> DetectorThresholds:
         return DetectorThresholds(**self.threshold_overrides())
 
+    def with_thresholds(self, **overrides: Any) -> DetectConfig:
+        """This section with more threshold overrides, validated as the conf's are (`model_copy` checks nothing)."""
+        return self.model_copy(update={"thresholds": ThresholdOverrides(**(self.threshold_overrides() | overrides))})
+
 
 SeverityName = Literal["info", "warning", "critical"]
 

@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from pipelines.config import ConfigError, RadarConfig, ThresholdOverrides
+from pipelines.config import ConfigError, RadarConfig
 from pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
 from pipelines.tables import TableCatalog
 from transforms.schemas import DETECTIONS, DetectionStatus
@@ -73,9 +73,9 @@ def prepare_data_dir(data_dir: Path) -> None:
 def demo_config(config: RadarConfig) -> RadarConfig:
     """The embedded broker's KIP-848 session timeout is the group session the detectors must assume (the records
     of `group.protocol=consumer` members carry none), unless the conf already names one."""
-    overrides = config.detect.threshold_overrides()
-    overrides.setdefault("default_session_timeout_ms", config.broker.group_consumer_session_timeout_ms)
-    detect = config.detect.model_copy(update={"thresholds": ThresholdOverrides(**overrides)})
+    if "default_session_timeout_ms" in config.detect.threshold_overrides():
+        return config
+    detect = config.detect.with_thresholds(default_session_timeout_ms=config.broker.group_consumer_session_timeout_ms)
     return config.model_copy(update={"detect": detect})
 
 

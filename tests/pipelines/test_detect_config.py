@@ -62,3 +62,11 @@ def test_unknown_or_mistyped_thresholds_fail_at_load_in_one_sentence(thresholds:
 def test_negative_lateness_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"detect\.lateness_ms"):
         load_config(REPO / "conf" / "local.yml", env={"RADAR__DETECT__LATENESS_MS": "-1"})
+
+
+def test_thresholds_added_in_code_are_checked_as_the_confs() -> None:
+    config = load_config(REPO / "conf" / "local.yml", env={"RADAR__DETECT__THRESHOLDS": "{incident_quiet_ms: 5}"})
+    detect = config.detect.with_thresholds(default_session_timeout_ms=6000)
+    assert detect.threshold_overrides() == {"incident_quiet_ms": 5, "default_session_timeout_ms": 6000}
+    with pytest.raises(ValueError, match="default_session_timeout_ms"):
+        config.detect.with_thresholds(default_session_timeout_ms="soon")

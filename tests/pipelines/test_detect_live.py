@@ -539,9 +539,7 @@ def detect_recording(spark: Any, radar_config: RadarConfig, data_dir: Path, boot
     """Detection as `radar run` runs it (decoding Spark's Kafka streams of `__consumer_offsets` and the telemetry
     topic itself, `KafkaDetectorSources`), available-now into gold; fills `result`'s gold rows."""
     kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (result.telemetry_topic,)})
-    detect = radar_config.detect.model_copy(
-        update={"thresholds": {"default_session_timeout_ms": KIP848_SESSION_TIMEOUT_MS}}
-    )
+    detect = radar_config.detect.with_thresholds(default_session_timeout_ms=KIP848_SESSION_TIMEOUT_MS)
     config = isolated_config(radar_config, data_dir).model_copy(update={"kafka": kafka, "detect": detect})
     sources = KafkaDetectorSources(
         kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap),
