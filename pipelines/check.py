@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -122,7 +123,7 @@ def _logged_counts(config: RadarConfig) -> dict[str, int]:
     """`config.cluster`'s rows of each one-row-per-record silver table, from its Delta log where it can say exactly
     (`delta_log.record_count_where`): they grow with every record ingested, and `radar run` checks every minute,
     so a scan of them would cost more each time. A table the log cannot answer for (or that is missing) is left
-    out: Spark counts it."""
+    out: a query counts it."""
     catalog = TableCatalog(config)
     counts: dict[str, int] = {}
     for table in _ONE_ROW_PER_RECORD:
@@ -133,40 +134,124 @@ def _logged_counts(config: RadarConfig) -> dict[str, int]:
     return counts
 
 
-def _ingest_counts(
-    tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table], logged: Mapping[str, int]
-) -> dict[str, int]:
-    """Records per table (heartbeat_events by record: one log line may hold several events) and quarantine rows per
-    `quarantine:<stage>:<kind>`: the `logged` counts (`_logged_counts`), those of the tables read from their
-    `files` (`_rows_from_files`), the rest in one Spark job."""
+@dataclass(frozen=True)
+class MetricQuery:
+    """One metric's SQL, written once in the dialect DuckDB and Spark SQL share: `{table}` placeholders name the
+    source tables it reads (`tables`)."""
+
+    sql: str
+    tables: tuple[str, ...]
+
+
+class ViewSources:
+    """The check view's source tables of `config.cluster`, each read once: a small local table from its files in the
+    driver (Arrow), any other with Spark. A metric runs on DuckDB when every table it reads is in the driver (no
+    Spark job: `radar run` checks every minute beside its live queries), else on Spark SQL, the driver's tables
+    handed to Spark; it is the same SQL on either engine."""
+
+    def __init__(self, spark: SparkSession, files: Mapping[str, pa.Table], frames: Mapping[str, DataFrame]) -> None:
+        self.spark, self.files, self.frames = spark, dict(files), dict(frames)
+
+    @property
+    def present(self) -> frozenset[str]:
+        return frozenset(self.files) | frozenset(self.frames)
+
+    def rows(self, *queries: MetricQuery) -> list[dict[str, Any]]:
+        """The rows of the queries' UNION ALL (one query, one engine pass), timestamps as aware UTC datetimes."""
+        in_driver = [q for q in queries if all(t in self.files for t in q.tables)]
+        in_spark = [q for q in queries if q not in in_driver]
+        return self._on_duckdb(in_driver) + self._on_spark(in_spark)
+
+    def _on_duckdb(self, queries: Sequence[MetricQuery]) -> list[dict[str, Any]]:
+        if not queries:
+            return []
+        import duckdb
+
+        with duckdb.connect() as connection:
+            for name in {t for q in queries for t in q.tables}:
+                connection.register(name, self.files[name])
+            sql = " UNION ALL ".join(q.sql.format(**{t: t for t in q.tables}) for q in queries)
+            rows = connection.sql(sql).arrow().read_all().to_pylist()
+        return [{k: _utc_of_arrow(v) if isinstance(v, datetime) else v for k, v in row.items()} for row in rows]
+
+    def _on_spark(self, queries: Sequence[MetricQuery]) -> list[dict[str, Any]]:
+        if not queries:
+            return []
+        views: dict[str, str] = {}
+        for name in {t for q in queries for t in q.tables}:
+            frame = self.frames.get(name)
+            if frame is None:
+                frame = self.spark.createDataFrame(self.files[name])
+            views[name] = f"radar_check_{name}_{uuid.uuid4().hex[:12]}"  # temp views are the session's: unique
+            frame.createOrReplaceTempView(views[name])
+        try:
+            sql = " UNION ALL ".join(q.sql.format(**{t: views[t] for t in q.tables}) for q in queries)
+            rows = [r.asDict() for r in self.spark.sql(sql).collect()]
+        finally:
+            for view in views.values():
+                self.spark.catalog.dropTempView(view)
+        return [{k: _utc(v) if isinstance(v, datetime) else v for k, v in row.items()} for row in rows]
+
+
+def _quoted(values: Sequence[str]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+OPEN_CRITICAL_PER_GROUP = MetricQuery(
+    "SELECT group_id, CAST(SUM(CASE WHEN status IN ("
+    + _quoted([str(s) for s in UNRESOLVED_DETECTION_STATUSES])
+    + f") AND severity = '{Severity.CRITICAL}' THEN 1 ELSE 0 END) AS BIGINT) AS n "
+    + "FROM {detections} GROUP BY group_id",
+    (DETECTIONS.name,),
+)
+"""Open or provisional critical detections per group, every group of `detections` (0 for none)."""
+
+NEWEST_TICK = MetricQuery("SELECT MAX(tick_time) AS newest FROM {clock_ticks}", (CLOCK_TICKS.name,))
+NEWEST_EVENT = MetricQuery("SELECT MAX(event_time) AS newest FROM {heartbeat_events}", (HEARTBEAT_EVENTS.name,))
+"""The newest telemetry event of the cluster: the reference time of telemetry ages when there is no tick."""
+
+LAST_HEARTBEAT_OF_ACTIVE_GROUPS = MetricQuery(
+    "SELECT group_id, MAX(event_time) AS newest FROM {heartbeat_events} "
+    f"WHERE group_id IS NOT NULL AND event = '{HeartbeatEventKind.HEARTBEAT}' AND group_id IN ("
+    "SELECT group_id FROM {group_health} WHERE members > 0 AND COALESCE(state, '') NOT IN ("
+    + _quoted(INACTIVE_STATES)
+    + ")) GROUP BY group_id",
+    (HEARTBEAT_EVENTS.name, GROUP_HEALTH.name),
+)
+"""The newest heartbeat report of each active group that ever reported one. Heartbeat reports only (the agent's,
+librdkafka statistics, protocol frames: periodic while a member lives): the broker's and clients' log lines come
+with membership changes, and a stable group logs none for hours (seen: `radar run`'s own Spark consumer groups
+flagged after 5 quiet minutes). A group that never reported heartbeats is uninstrumented, not stale: left out."""
+
+
+def _records_of(table: TableSchema) -> MetricQuery:
+    return MetricQuery(f"SELECT '{table.name}' AS tag, COUNT(*) AS n FROM {{{table.name}}}", (table.name,))
+
+
+HEARTBEAT_RECORDS = MetricQuery(
+    f"SELECT '{HEARTBEAT_EVENTS.name}' AS tag, COUNT(*) AS n FROM "
+    f"(SELECT DISTINCT {', '.join(RECORD_KEY)} FROM {{heartbeat_events}}) AS records",
+    (HEARTBEAT_EVENTS.name,),
+)
+"""heartbeat_events counted by record: one log line may hold several events."""
+
+QUARANTINE_PER_KIND = MetricQuery(
+    f"SELECT concat_ws(':', '{QUARANTINE.name}', stage, kind) AS tag, COUNT(*) AS n FROM {{quarantine}} "
+    f"GROUP BY concat_ws(':', '{QUARANTINE.name}', stage, kind)",
+    (QUARANTINE.name,),
+)
+
+
+def _ingest_counts(sources: ViewSources, logged: Mapping[str, int]) -> dict[str, int]:
+    """Records per table and quarantine rows per `quarantine:<stage>:<kind>`: the `logged` counts
+    (`_logged_counts`), the others counted by one query per engine."""
+    queries = [_records_of(t) for t in _ONE_ROW_PER_RECORD if t.name in sources.present and t.name not in logged]
+    queries += [q for q in (HEARTBEAT_RECORDS, QUARANTINE_PER_KIND) if q.tables[0] in sources.present]
     counts = {name: n for name, n in logged.items() if n}
-    for table in _ONE_ROW_PER_RECORD:
-        if table.name in files and table.name not in logged and files[table.name].num_rows:
-            counts[table.name] = files[table.name].num_rows
-    if HEARTBEAT_EVENTS.name in files and files[HEARTBEAT_EVENTS.name].num_rows:
-        records = files[HEARTBEAT_EVENTS.name].select(list(RECORD_KEY)).group_by(list(RECORD_KEY)).aggregate([])
-        counts[HEARTBEAT_EVENTS.name] = records.num_rows
-    if QUARANTINE.name in files and files[QUARANTINE.name].num_rows:
-        per_kind = files[QUARANTINE.name].group_by(["stage", "kind"]).aggregate([([], "count_all")])
-        for stage, kind, n in zip(*(per_kind[c].to_pylist() for c in ("stage", "kind", "count_all")), strict=True):
-            tag = ":".join(part for part in (QUARANTINE.name, stage, kind) if part is not None)  # as concat_ws
-            counts[tag] = counts.get(tag, 0) + n
-    parts: list[DataFrame] = []
-    for table in _ONE_ROW_PER_RECORD:
-        if table.name in tables and table.name not in logged:
-            parts.append(tables[table.name].select(F.lit(table.name).alias("tag")))
-    if HEARTBEAT_EVENTS.name in tables:
-        records = tables[HEARTBEAT_EVENTS.name].select(*RECORD_KEY).distinct()
-        parts.append(records.select(F.lit(HEARTBEAT_EVENTS.name).alias("tag")))
-    if QUARANTINE.name in tables:
-        tag = F.concat_ws(":", F.lit(QUARANTINE.name), F.col("stage"), F.col("kind"))
-        parts.append(tables[QUARANTINE.name].select(tag.alias("tag")))
-    if not parts:
-        return counts
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionAll(part)
-    return counts | {r["tag"]: int(r["count"]) for r in union.groupBy("tag").count().collect()}
+    for row in sources.rows(*queries):
+        if row["n"]:
+            counts[row["tag"]] = counts.get(row["tag"], 0) + int(row["n"])
+    return counts
 
 
 def ingest_quality_row(cluster: str, counts: Mapping[str, int]) -> dict[str, Any]:
@@ -219,43 +304,11 @@ def _rows_from_files(
 
 
 def _utc_of_arrow(value: datetime | None) -> datetime | None:
-    """A timestamp read from a Delta file with pyarrow as an aware UTC datetime: Spark's INT96 comes back naive
+    """A timestamp read from a Delta file in the driver as an aware UTC datetime: Spark's INT96 comes back naive
     and in UTC, a TIMESTAMP_MICROS column with its UTC zone."""
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _open_critical_per_group(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> dict[str | None, int]:
-    """Open or provisional critical detections per group, every group of `detections` (0 for none)."""
-    unresolved = [str(status) for status in UNRESOLVED_DETECTION_STATUSES]
-    if DETECTIONS.name in files:
-        rows = files[DETECTIONS.name]
-        counts: dict[str | None, int] = {}
-        for group_id, status, severity in zip(
-            *(rows[c].to_pylist() for c in ("group_id", "status", "severity")), strict=True
-        ):
-            counts[group_id] = counts.get(group_id, 0) + int(status in unresolved and severity == Severity.CRITICAL)
-        return counts
-    if DETECTIONS.name not in tables:
-        return {}
-    critical_open = F.col("status").isin(*unresolved) & (F.col("severity") == str(Severity.CRITICAL))
-    per_group = (
-        tables[DETECTIONS.name]
-        .groupBy("group_id")
-        .agg(F.sum(F.when(critical_open, 1).otherwise(0)).alias("open_critical_detections"))
-    )
-    return {r["group_id"]: int(r["open_critical_detections"]) for r in per_group.collect()}
-
-
-def _newest_tick(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> datetime | None:
-    """The newest clock tick of the cluster."""
-    if CLOCK_TICKS.name in files:
-        ticks = files[CLOCK_TICKS.name]
-        return _utc_of_arrow(pc.max(ticks["tick_time"]).as_py()) if ticks.num_rows else None
-    if CLOCK_TICKS.name not in tables:
-        return None
-    return _utc(tables[CLOCK_TICKS.name].agg(F.max("tick_time")).first()[0])
 
 
 def _ticks_due_since(spark: SparkSession, config: RadarConfig) -> datetime:
@@ -274,55 +327,6 @@ def _ticks_due_since(spark: SparkSession, config: RadarConfig) -> datetime:
     return created
 
 
-def _last_heartbeats_of_active_groups(
-    tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]
-) -> dict[str | None, datetime | None] | None:
-    """The newest heartbeat report of each active group that ever reported one; None unless both `group_health` and
-    `heartbeat_events` exist. Heartbeat reports only (the agent's, librdkafka statistics, protocol frames: periodic
-    while a member lives): the broker's and clients' log lines come with membership changes, and a stable group
-    logs none for hours (seen: `radar run`'s own Spark consumer groups flagged after 5 quiet minutes). A group that
-    never reported heartbeats is uninstrumented, not stale: it is left out."""
-    available = {**tables, **files}
-    if GROUP_HEALTH.name not in available or HEARTBEAT_EVENTS.name not in available:
-        return None
-    heartbeat = str(HeartbeatEventKind.HEARTBEAT)
-    if GROUP_HEALTH.name in files:
-        health = files[GROUP_HEALTH.name]
-        active: set[str | None] = set()
-        if health.num_rows:
-            states = pc.fill_null(health["state"].cast(pa.string()), "")
-            alive = pc.and_(pc.greater(health["members"], 0), pc.invert(pc.is_in(states, pa.array(INACTIVE_STATES))))
-            active = set(health.filter(pc.fill_null(alive, False))["group_id"].to_pylist())
-    else:
-        health_rows = tables[GROUP_HEALTH.name].where(
-            (F.col("members") > 0) & ~F.coalesce(F.col("state"), F.lit("")).isin(*INACTIVE_STATES)
-        )
-        active = {r["group_id"] for r in health_rows.select("group_id").distinct().collect()}
-    if HEARTBEAT_EVENTS.name in files:
-        events = files[HEARTBEAT_EVENTS.name]
-        if not events.num_rows:
-            return {}
-        is_beat = pc.and_(pc.equal(events["event"].cast(pa.string()), heartbeat), pc.is_valid(events["group_id"]))
-        newest = events.filter(pc.fill_null(is_beat, False)).group_by("group_id").aggregate([("event_time", "max")])
-        pairs = zip(newest["group_id"].to_pylist(), newest["event_time_max"].to_pylist(), strict=True)
-        return {group_id: _utc_of_arrow(at) for group_id, at in pairs if group_id in active}
-    newest_rows = (
-        tables[HEARTBEAT_EVENTS.name]
-        .where(F.col("group_id").isNotNull() & (F.col("event") == heartbeat))
-        .groupBy("group_id")
-        .agg(F.max("event_time").alias("last_telemetry_at"))
-    )
-    return {r["group_id"]: _utc(r["last_telemetry_at"]) for r in newest_rows.collect() if r["group_id"] in active}
-
-
-def _newest_event(tables: Mapping[str, DataFrame], files: Mapping[str, pa.Table]) -> datetime | None:
-    """The newest telemetry event of the cluster: the reference time of telemetry ages when there is no tick."""
-    if HEARTBEAT_EVENTS.name in files:
-        events = files[HEARTBEAT_EVENTS.name]
-        return _utc_of_arrow(pc.max(events["event_time"]).as_py()) if events.num_rows else None
-    return _utc(tables[HEARTBEAT_EVENTS.name].agg(F.max("event_time")).first()[0])
-
-
 def build_check_view(
     spark: SparkSession, config: RadarConfig, now: datetime, *, driver_read_max_bytes: int = DRIVER_READ_MAX_BYTES
 ) -> CheckView:
@@ -338,22 +342,23 @@ def build_check_view(
         if rows is not None:
             files[table.name] = rows
     read = {t.name: read_table(spark, config, t) for t in wanted if t.name not in files}
-    tables = {name: rows for name, rows in read.items() if rows is not None}
-    present = frozenset(tables) | frozenset(files) | frozenset(logged)
+    sources = ViewSources(spark, files, {name: rows for name, rows in read.items() if rows is not None})
+    present = sources.present | frozenset(logged)
     cluster = config.cluster
     groups: dict[str | None, dict[str, Any]] = {}
 
     def group_row(group_id: str | None) -> dict[str, Any]:
         return groups.setdefault(group_id, {"cluster": cluster, "group_id": group_id})
 
-    for group_id, n in _open_critical_per_group(tables, files).items():
-        group_row(group_id)["open_critical_detections"] = n
+    if DETECTIONS.name in present:
+        for row in sources.rows(OPEN_CRITICAL_PER_GROUP):
+            group_row(row["group_id"])["open_critical_detections"] = int(row["n"])
 
     cluster_row = group_row(None)
     if QUARANTINE.name in present:
-        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(tables, files, logged)))
+        cluster_row.update(ingest_quality_row(cluster, _ingest_counts(sources, logged)))
 
-    newest_tick = _newest_tick(tables, files)
+    newest_tick = sources.rows(NEWEST_TICK)[0]["newest"] if CLOCK_TICKS.name in sources.present else None
     if newest_tick is not None:
         cluster_row["newest_tick_at"] = newest_tick
         cluster_row["monitor_lag_s"] = max(0.0, (now - newest_tick).total_seconds())
@@ -362,9 +367,9 @@ def build_check_view(
         # when ticks were first due, so the rule fails instead of passing for want of a value
         cluster_row["monitor_lag_s"] = max(0.0, (now - _ticks_due_since(spark, config)).total_seconds())
 
-    last_heartbeats = _last_heartbeats_of_active_groups(tables, files)
-    if last_heartbeats is not None:
-        reference = newest_tick or (_newest_event(tables, files) if last_heartbeats else None)
+    if {GROUP_HEALTH.name, HEARTBEAT_EVENTS.name} <= sources.present:
+        last_heartbeats = {r["group_id"]: r["newest"] for r in sources.rows(LAST_HEARTBEAT_OF_ACTIVE_GROUPS)}
+        reference = newest_tick or (sources.rows(NEWEST_EVENT)[0]["newest"] if last_heartbeats else None)
         for group_id, last in last_heartbeats.items():
             row = group_row(group_id)
             row["last_telemetry_at"] = last

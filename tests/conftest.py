@@ -42,34 +42,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2 if getattr(item, "module", None) is not None and item.module.__name__ in reading else 3
 
     items.sort(key=place)  # stable
-    # Under xdist (`-n 2 --dist loadgroup`, pyproject.toml): every test that uses the run's SparkSession or broker goes
-    # to one worker, so the run still has one of each; the others (pure tests, and the end-to-end tests that start
-    # radar in a subprocess) run on the other worker. A module fixture that both kinds use keeps its module whole on
-    # the first worker, so it is set up once (a secured broker, a recording).
-    jvm_items = [item for item in items if _uses_the_runs_jvm(item)]
-    shared = {(item.nodeid.split("::")[0], name) for item in jvm_items for name in _module_fixtures(item)}
-    whole = {module for module, name in shared for item in items
-             if item.nodeid.split("::")[0] == module and name in _module_fixtures(item)}  # fmt: skip
     for item in items:
-        if _uses_the_runs_jvm(item) or item.nodeid.split("::")[0] in whole:
-            item.add_marker(pytest.mark.xdist_group(SESSION_JVM_GROUP))
-
-
-SESSION_JVM_GROUP = "the-runs-spark-and-broker"
-
-
-def _uses_the_runs_jvm(item: pytest.Item) -> bool:
-    """Asks for the run's SparkSession, broker or cluster (directly or through another fixture)."""
-    return bool(set(getattr(item, "fixturenames", ())) & JVM_FIXTURES)
-
-
-def _module_fixtures(item: pytest.Item) -> set[str]:
-    """The module-, class- or package-scoped fixtures a test uses (pytest keeps them on the item)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return set()
-    wider = ("module", "class", "package")
-    return {name for name, defs in info.name2fixturedefs.items() if defs and defs[-1].scope in wider}
+        # the fast tier, `pytest -m "not slow"`, is the tests that start no JVM
+        if _starts_a_jvm(item) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
 
 
 def _starts_a_jvm(item: pytest.Item) -> bool:
@@ -110,16 +86,12 @@ def broker_in_background(
         started.close()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="session", autouse=True)
 def recordings_started_early(request: pytest.FixtureRequest) -> None:
     """When a module that reads a live recording is selected, the broker and the recordings start with the first
-    test, so their waits on Kafka's clocks pass beside the tests that start no JVM: in a serial run the first test
-    of all, under xdist the first test of the worker that holds the run's JVMs (`SESSION_JVM_GROUP`); the other
-    worker starts none."""
+    test, so their waits on Kafka's clocks pass beside the tests that start no JVM."""
     from tests.pipelines.concurrent_recordings import RECORDERS
 
-    if os.environ.get("PYTEST_XDIST_WORKER") and request.node.get_closest_marker("xdist_group") is None:
-        return
     if {recorder.__module__ for recorder in RECORDERS} & request.config.stash.get(SELECTED_MODULES, set()):
         request.getfixturevalue("broker_in_background")
 

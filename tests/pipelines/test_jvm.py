@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from pipelines.config import RadarConfig
+from pipelines.config import REPO_ROOT, RadarConfig
 from pipelines.jvm import (
     MANIFEST_NAME,
     MissingArtifactError,
@@ -88,7 +90,31 @@ def test_two_threads_asking_for_one_set_resolve_it_once(radar_config: RadarConfi
         first, second = pool.map(lambda _: resolve_artifact_set(tiny, config), range(2))
     assert sorted([first.source, second.source]) == ["cache", "maven"]
     assert first.paths == second.paths and all(path.is_file() for path in first.paths)
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [tiny.cache_key]
+    assert [p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")] == [tiny.cache_key]
+
+
+def test_two_processes_asking_for_one_set_on_a_cold_cache_resolve_it_once(
+    radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """Two radar processes starting at once on a cold jar cache (a run and a `radar sql`): Maven runs in one, the
+    other waits for it (a lock beside the cache) and reads its folder; neither replaces what the other reads."""
+    script = (
+        "import sys; from pathlib import Path; from pipelines.config import load_config; "
+        "from pipelines.jvm import ArtifactSet, MavenArtifact, resolve_artifact_set; "
+        "config = load_config('conf/local.yml'); "
+        "spark = config.spark.model_copy(update={'jars_cache_dir': Path(sys.argv[1])}); "
+        "config = config.model_copy(update={'spark': spark}); "
+        "tiny = ArtifactSet('tiny', 'the test', (MavenArtifact('org.slf4j', 'slf4j-api', '1.7.36'),)); "
+        "print(resolve_artifact_set(tiny, config).source)"
+    )
+    cache = tmp_path / "cache"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, str(cache)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    sources = sorted(process.communicate(timeout=300)[0].strip() for process in processes)
+    assert [process.returncode for process in processes] == [0, 0]
+    assert sources == ["cache", "maven"]
 
 
 def test_the_spark_jars_for_spark_submit_are_one_comma_separated_line(capsys: pytest.CaptureFixture[str]) -> None:
