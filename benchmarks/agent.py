@@ -40,8 +40,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from emitters.agent import RadarConsumer
+from rebalance_radar.emitters.agent import RadarConsumer
 
 VARIANTS = ("plain", "agent_up", "agent_down")
 POLL_TIMEOUT_S = 1.0
@@ -273,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap:
         report = benchmark(args, args.bootstrap, log)
     else:
-        from pipelines.config import DEFAULT_CONF_PATH, load_config
-        from pipelines.local.broker import EmbeddedKafka
+        from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
+        from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 
         config = load_config(DEFAULT_CONF_PATH, env=os.environ)
         with (

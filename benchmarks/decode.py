@@ -25,9 +25,9 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
 
 Record = tuple[bytes, bytes | None]
 TARGET_RECORDS_PER_S = 150_000
@@ -219,8 +219,11 @@ def arrow_rates(records: list[Record], repeat: int) -> dict[str, object]:
     from pyspark.sql import SparkSession
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType
-
-    from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_batch_by_rows
+    from rebalance_radar.transforms.offsets_batch import (
+        decoded_batch_ddl,
+        route_offsets_batch,
+        route_offsets_batch_by_rows,
+    )
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     schema = to_arrow_schema(StructType.fromDDL(decoded_batch_ddl()))

@@ -34,13 +34,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines.config import RadarConfig, load_config
-from pipelines.detect import TrackerBinding, default_binding, start_detect
-from pipelines.local_runtime import codegen_compilations
-from pipelines.session import build_spark_session
-from pipelines.tables import TableCatalog, ensure_tables
-from transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS
+from rebalance_radar.pipelines.config import RadarConfig, load_config
+from rebalance_radar.pipelines.detect import TrackerBinding, default_binding, start_detect
+from rebalance_radar.pipelines.local_runtime import codegen_compilations
+from rebalance_radar.pipelines.session import build_spark_session
+from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS
 
 
 def write_heartbeats(spark: SparkSession, config: RadarConfig, rows: int, groups: int, start_ms: int) -> None:
@@ -141,16 +140,17 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
     import signal
     from contextlib import ExitStack
 
-    from emitters.kafka_settings import client_settings
-    from emitters.log_shipper import start_shipper
-    from pipelines.clock import ClockTickEmitter
-    from pipelines.detect import DetectStage, KafkaDetectorSources
-    from pipelines.ingest import IngestStage
-    from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.scenarios import MemberProcess, ScenarioError
-    from pipelines.local.topics import create_topics, ensure_offsets_topic
-    from pipelines.sources import kafka_stream
-    from pipelines.streams import start_stages
+    from rebalance_radar.emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.log_shipper import start_shipper
+    from rebalance_radar.pipelines.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
+    from rebalance_radar.pipelines.ingest import IngestStage
+    from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+    from rebalance_radar.pipelines.local.scenarios import MemberProcess, ScenarioError
+    from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
+    from rebalance_radar.pipelines.sources import kafka_stream
+    from rebalance_radar.pipelines.streams import start_stages
+
     from tests.pipelines.group_member import create_topics as create_work_topics
     from tests.pipelines.group_member import start_member
 
@@ -179,7 +179,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         )
         queries = start_stages(stack, [ingest, detect])
         if config.checks.in_run:  # as `radar run`: the expectation checks beside the queries
-            from pipelines.check import CheckSchedule
+            from rebalance_radar.pipelines.check import CheckSchedule
 
             checks = stack.enter_context(CheckSchedule(spark, config))
         detect_query = detect.detection_query
@@ -371,7 +371,7 @@ def main() -> int:
     large = run_query(spark, config, binding, "large")  # a fresh checkpoint: reads both appends
     detections = spark.read.format("delta").load(str(TableCatalog(config).location(DETECTIONS))).count()
     result = {
-        "tracker": "transforms.detectors",
+        "tracker": "rebalance_radar.transforms.detectors",
         "rows": args.rows,
         "groups": args.groups,
         "first_query_100_rows": small,

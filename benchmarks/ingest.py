@@ -49,10 +49,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
-
-from pipelines.config import RadarConfig, load_config
-from pipelines.dump import DumpRecord, dump_line
-from pipelines.ingest import (
+from rebalance_radar.pipelines.config import RadarConfig, load_config
+from rebalance_radar.pipelines.dump import DumpRecord, dump_line
+from rebalance_radar.pipelines.ingest import (
     KAFKA_COLUMNS,
     OFFSETS_QUERY,
     IngestStage,
@@ -61,13 +60,13 @@ from pipelines.ingest import (
     records_once,
     route_offsets,
 )
-from pipelines.local.sample_dump import consumer_members, example_value
-from pipelines.sources import kafka_stream, replay_stream
-from pipelines.tables import TableCatalog, ensure_tables
-from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
-from transforms.schemas import OFFSETS_RAW
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
+from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
+from rebalance_radar.pipelines.sources import kafka_stream, replay_stream
+from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
+from rebalance_radar.transforms.schemas import OFFSETS_RAW
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
 
 BASE_TS = 1_763_780_000_000
 TOPIC_ID = "MKXx1fIkQy2J9jXHhK8m1w"
@@ -364,9 +363,9 @@ def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
 def run(
     config: RadarConfig, count: int, fixed_count: int, catch_up: int, caps: list[int], warm_rounds: int = 0
 ) -> dict[str, Any]:
-    from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.topics import create_topics
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+    from rebalance_radar.pipelines.local.topics import create_topics
+    from rebalance_radar.pipelines.session import build_spark_session
 
     records, mix = realistic_mix(max(count, catch_up))
     result: dict[str, Any] = {"master": config.spark.master, "records": count, "mix": dict(mix)}

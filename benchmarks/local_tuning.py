@@ -53,7 +53,16 @@ VARIANTS: dict[str, dict[str, str]] = {
 def replay_seconds(env_overrides: dict[str, str], sample: Path, scratch: Path) -> float:
     """Wall seconds of one `radar replay` of `sample` into a new data dir, spawn to exit; fails on a non-zero exit."""
     data_dir = Path(tempfile.mkdtemp(prefix="replay-", dir=scratch))
-    argv = [sys.executable, "-m", "pipelines.cli", "replay", "--input", str(sample), "--data-dir", str(data_dir)]
+    argv = [
+        sys.executable,
+        "-m",
+        "rebalance_radar.pipelines.cli",
+        "replay",
+        "--input",
+        str(sample),
+        "--data-dir",
+        str(data_dir),
+    ]
     started = time.monotonic()
     done = subprocess.run(argv, env={**os.environ, **env_overrides}, capture_output=True, text=True, cwd=REPO)
     elapsed = time.monotonic() - started

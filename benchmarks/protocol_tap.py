@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
+from rebalance_radar.emitters.protocol_tap import advertise_through
+from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka, free_loopback_port
 
 from benchmarks.agent import produce_topic, read_all
-from emitters.protocol_tap import advertise_through
-from pipelines.config import DEFAULT_CONF_PATH, load_config
-from pipelines.local.broker import EmbeddedKafka, free_loopback_port
 
 
 def consumer_config(bootstrap: str, name: str) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             direct.start()
             tapped.start()
             telemetry_topic = f"bench-tap-telemetry-{time.time_ns()}"
-            command = [sys.executable, "-m", "emitters.protocol_tap", "--listen", f"{host}:{tap_port}"]
+            command = [sys.executable, "-m", "rebalance_radar.emitters.protocol_tap", "--listen", f"{host}:{tap_port}"]
             command += ["--broker", tapped.bootstrap_servers, "--bootstrap", direct.bootstrap_servers]
             command += ["--topic", telemetry_topic]
             tap = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)

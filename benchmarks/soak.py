@@ -34,17 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-
-from pipelines.config import REPO_ROOT, load_config
-from pipelines.delta_log import live_files, record_count
-from pipelines.local.broker import EmbeddedKafka
-from pipelines.local.topics import create_topics
-from pipelines.run_status import read_run_status
-from pipelines.tables import TableCatalog
-from transforms.schemas import TABLES
-from transforms.wire.coordinator_records import encode_coordinator_record
+from rebalance_radar.pipelines.config import REPO_ROOT, load_config
+from rebalance_radar.pipelines.delta_log import live_files, record_count
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.local.topics import create_topics
+from rebalance_radar.pipelines.run_status import read_run_status
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import TABLES
+from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 
 OFFSETS_TOPIC = "soak.consumer_offsets"
+RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
 CONF = REPO_ROOT / "conf" / "local.yml"
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.ingest import generation_members  # noqa: E402 - the same members the ingest benchmark writes
@@ -238,7 +238,7 @@ def main() -> int:
         }
         log = (work / "run.log").open("wb")
         run = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), "--data-dir", str(config.data_dir), "run"],
+            [*RADAR, "--conf", str(CONF), "--data-dir", str(config.data_dir), "run"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 400
@@ -263,8 +263,7 @@ def main() -> int:
             while not stop.wait(args.maintain_every_min * 60):
                 began = time.monotonic()
                 done = subprocess.run(
-                    [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), "--data-dir", str(config.data_dir),
-                     "maintain"],
+                    [*RADAR, "--conf", str(CONF), "--data-dir", str(config.data_dir), "maintain"],
                     env=env, capture_output=True, text=True, check=False,
                 )  # fmt: skip
                 maintains.append({"at_wall_s": round(began - started, 1), "seconds": round(time.monotonic() - began, 1),

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rebalance_radar.pipelines.phases import PROFILE_ENV
 from rich.console import Console
-
-from pipelines.phases import PROFILE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -54,7 +53,7 @@ class CommandRun:
 
 
 def command_argv(command: str, data_dir: Path, sample: Path) -> list[str]:
-    base = [sys.executable, "-m", "pipelines.cli"]
+    base = [sys.executable, "-m", "rebalance_radar.pipelines.cli"]
     if command == "replay":
         return [*base, "replay", "--input", str(sample), "--data-dir", str(data_dir)]
     if command == "sql":

@@ -12,7 +12,7 @@ import json
 import random
 import time
 
-from transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 RECORD_TS = 1_714_564_800_000
 SCALA = "(kafka.coordinator.group.GroupCoordinator)"

@@ -3,7 +3,7 @@
 Why: the broker knows when it fenced a member, only the client knows what that member was doing (committing with
 an old generation, still processing after its partitions were lost). One changed line gives both:
 
-    from emitters.agent import RadarConsumer as Consumer        # same constructor, same API
+    from rebalance_radar.emitters.agent import RadarConsumer as Consumer        # same constructor, same API
     consumer = Consumer({"bootstrap.servers": ..., "group.id": "orders", ...})
     # or: consumer = instrument(consumer_conf, {"bootstrap.servers": "telemetry:9092", "topic": "radar.telemetry"})
 
@@ -77,13 +77,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-
-from emitters.kafka_settings import SecurityConfig, client_settings, shared_client_settings
-from emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
-from transforms.schemas import HeartbeatEventKind
-from transforms.telemetry.events import partition_list
-from transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
-from transforms.telemetry.librdkafka_stats import cgrp_details
+from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings, shared_client_settings
+from rebalance_radar.emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.events import partition_list
+from rebalance_radar.transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
+from rebalance_radar.transforms.telemetry.librdkafka_stats import cgrp_details
 
 Kind = HeartbeatEventKind
 DEFAULT_TOPIC = DEFAULT_TELEMETRY_TOPIC

@@ -13,8 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
-
-from emitters.kafka_settings import ConfigError, masked
+from rebalance_radar.emitters.kafka_settings import ConfigError, masked
 
 
 class ClusterUnreachable(ConfigError):

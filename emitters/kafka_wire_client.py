@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from transforms.wire.error_codes import ErrorCode as E
-from transforms.wire.error_codes import error_name
-from transforms.wire.errors import DecodeError
-from transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_header_version
-from transforms.wire.messages import REQUEST_HEADER
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire.error_codes import ErrorCode as E
+from rebalance_radar.transforms.wire.error_codes import error_name
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.frames import APIS_BY_NAME, Api, decode_response, request_header_version
+from rebalance_radar.transforms.wire.messages import REQUEST_HEADER
+from rebalance_radar.transforms.wire.writer import write_message
 
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 DEFAULT_CLIENT_ID = "radar-wire-client"

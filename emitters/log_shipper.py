@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from emitters.telemetry_producer import (
+from rebalance_radar.emitters.telemetry_producer import (
     DEFAULT_TELEMETRY_TOPIC,
     TelemetryProducer,
     add_producer_arguments,

@@ -31,12 +31,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from emitters.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
-from emitters.telemetry_producer import TelemetryProducer
-from transforms.schemas import HeartbeatEventKind
-from transforms.telemetry.events import partition_list
-from transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
-from transforms.wire.error_codes import error_name, upper_snake
+from rebalance_radar.emitters.kafka_wire_client import BrokerAddress, KafkaWireClient, KafkaWireError
+from rebalance_radar.emitters.telemetry_producer import TelemetryProducer
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.events import partition_list
+from rebalance_radar.transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
+from rebalance_radar.transforms.wire.error_codes import error_name, upper_snake
 
 SNAPSHOT = "admin_describe"
 STREAMS_TYPE = "STREAMS"

@@ -44,13 +44,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Self, TypeVar
 
-from emitters.telemetry_producer import (
+from rebalance_radar.emitters.telemetry_producer import (
     DEFAULT_TELEMETRY_TOPIC,
     TelemetryProducer,
     add_producer_arguments,
     producer_settings_from,
 )
-from transforms.wire.frame_envelope import FRAMING_SIZED, encode_frame_envelope
+from rebalance_radar.transforms.wire.frame_envelope import FRAMING_SIZED, encode_frame_envelope
 
 # Group APIs mirrored (key -> name, as in transforms.wire.frames.APIS); FindCoordinator is left out: no event.
 MIRRORED_API_KEYS: dict[int, str] = {

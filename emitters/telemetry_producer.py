@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
-
-from emitters.cluster_probe import client_logger
-from transforms.telemetry.json_events import RadarEventV1
+from rebalance_radar.emitters.cluster_probe import client_logger
+from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 
 DEFAULT_TELEMETRY_TOPIC = "radar.telemetry"
 DEFAULT_FLUSH_TIMEOUT_S = 5.0

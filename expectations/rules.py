@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from transforms.schemas import (
+from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     DETECTIONS,
     GROUP_HEALTH,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from expectations.rules import CHECK_VIEW, INDEX_COLUMNS, CheckRule
+from rebalance_radar.expectations.rules import CHECK_VIEW, INDEX_COLUMNS, CheckRule
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ def run_suite(
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
-
-    from expectations.actions import LogFailedExpectationsAction
+    from rebalance_radar.expectations.actions import LogFailedExpectationsAction
 
     # no Data Docs site: the default ephemeral context makes a temporary folder for one on every run
     in_memory = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False))

@@ -14,10 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
-
-from emitters.kafka_settings import client_settings
-from pipelines.config import KafkaConfig
-from pipelines.dump import DumpRecord, dump_line
+from rebalance_radar.emitters.kafka_settings import client_settings
+from rebalance_radar.pipelines.config import KafkaConfig
+from rebalance_radar.pipelines.dump import DumpRecord, dump_line
 
 
 def parse_time_ms(text: str | None) -> int | None:

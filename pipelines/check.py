@@ -31,13 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
-from pipelines.config import ChecksConfig, ConfigError, RadarConfig
-from pipelines.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
-from pipelines.detection_turn import write_turn
-from pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
-from transforms.alerts import (
+from rebalance_radar.expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
+from rebalance_radar.pipelines.config import ChecksConfig, ConfigError, RadarConfig
+from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
+from rebalance_radar.pipelines.detection_turn import write_turn
+from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
+from rebalance_radar.transforms.alerts import (
     Alert,
     AlertChanges,
     RuleFailure,
@@ -47,7 +46,7 @@ from transforms.alerts import (
     slack_payload,
     webhook_payload,
 )
-from transforms.schemas import (
+from rebalance_radar.transforms.schemas import (
     ALERTS,
     CLOCK_TICKS,
     DETECTIONS,
@@ -65,7 +64,7 @@ from transforms.schemas import (
     Severity,
     TableSchema,
 )
-from transforms.wire.errors import DecodeErrorKind
+from rebalance_radar.transforms.wire.errors import DecodeErrorKind
 
 INACTIVE_STATES = ("Empty", "Dead")
 
@@ -580,15 +579,15 @@ def run_checks(
     run in write turns (`detection_turn`), between live detection micro-batches; the reads, the suite (pandas)
     and the notifications hold none."""
     turn = write_turn if beside_detection else nullcontext
-    from expectations.suites import run_suite
-    from pipelines.session import on_databricks
+    from rebalance_radar.expectations.suites import run_suite
+    from rebalance_radar.pipelines.session import on_databricks
 
     started = time.monotonic()
     now = now or datetime.now(UTC)
     rules = rules_of(config)
     lookup = None
     if on_databricks() and config.checks.secret_scope:
-        from pipelines.sources import databricks_secret_lookup
+        from rebalance_radar.pipelines.sources import databricks_secret_lookup
 
         lookup = databricks_secret_lookup(spark)
     notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)

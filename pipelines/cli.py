@@ -9,9 +9,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipelines.config import ConfigError, RadarConfig, load_config
-from pipelines.dump import DumpFormatError
-from pipelines.phases import mark, phase
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig, load_config
+from rebalance_radar.pipelines.dump import DumpFormatError
+from rebalance_radar.pipelines.phases import mark, phase
 
 
 def _config(args: argparse.Namespace) -> RadarConfig:
@@ -19,7 +19,7 @@ def _config(args: argparse.Namespace) -> RadarConfig:
     if args.data_dir:
         config = config.with_data_dir(Path(args.data_dir))
     if getattr(args, "verbose", False):
-        from emitters.cluster_probe import show_client_logs
+        from rebalance_radar.emitters.cluster_probe import show_client_logs
 
         show_client_logs()
         spark = config.spark.model_copy(update={"log_level": "WARN"})
@@ -58,7 +58,7 @@ def _print_counts(command: str, counts: dict[str, int]) -> None:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from pipelines.dump_json import run_decode
+    from rebalance_radar.pipelines.dump_json import run_decode
 
     counts = run_decode(args.input, embedded=args.embedded)
     failures = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.failures_by_kind.items())) or "none"
@@ -74,7 +74,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _jars(args: argparse.Namespace) -> int:
-    from pipelines.jvm import run_jars, spark_connector_jars
+    from rebalance_radar.pipelines.jvm import run_jars, spark_connector_jars
 
     if args.spark_jars:  # for spark-submit --jars: its JVM is started before radar runs
         print(",".join(str(jar) for jar in spark_connector_jars(_config(args))))
@@ -84,8 +84,8 @@ def _jars(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
-        from pipelines.dump import check_dump_files
-        from pipelines.monitor import run_replay
+        from rebalance_radar.pipelines.dump import check_dump_files
+        from rebalance_radar.pipelines.monitor import run_replay
 
     config = _config(args)
     check_dump_files(args.input)  # a typo is said before anything else, and before Spark starts
@@ -100,8 +100,8 @@ def _probe(
 ) -> None:
     """Fail within kafka.connect_timeout_s, in one sentence, when nothing answers at `bootstrap`, when it refuses
     the credentials, or when the principal lacks Read on `read_topics` / Describe on the groups."""
-    from emitters.cluster_probe import probe_access, probe_cluster
-    from emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.cluster_probe import probe_access, probe_cluster
+    from rebalance_radar.emitters.kafka_settings import client_settings
 
     settings = client_settings(bootstrap, config.kafka.security, os.environ)
     probe_cluster(settings, config.kafka.connect_timeout_s)
@@ -109,7 +109,7 @@ def _probe(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipelines.monitor import run_live
+    from rebalance_radar.pipelines.monitor import run_live
 
     config = _config(args)
     if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
@@ -120,10 +120,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
+        from rebalance_radar.pipelines.detections_view import load_detections, render_detections
+        from rebalance_radar.pipelines.session import build_spark_session
         from rich.console import Console
-
-        from pipelines.detections_view import load_detections, render_detections
-        from pipelines.session import build_spark_session
 
     config = _config(args)
     spark = build_spark_session(_delta_only(config), quick_start=True)
@@ -141,11 +140,10 @@ def _detections(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from pyspark.errors import AnalysisException
-
-        from pipelines.oncall_queries import bind_parameters
-        from pipelines.session import build_spark_session
-        from pipelines.table_reference import tables_named_in
-        from pipelines.tables import register_existing_tables
+        from rebalance_radar.pipelines.oncall_queries import bind_parameters
+        from rebalance_radar.pipelines.session import build_spark_session
+        from rebalance_radar.pipelines.table_reference import tables_named_in
+        from rebalance_radar.pipelines.tables import register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
@@ -171,14 +169,14 @@ def _sql(args: argparse.Namespace) -> int:
 def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """The SQL of `radar sql`: the query given, or the file of `--file` with its `--param` values checked against
     the parameters its header declares (before Spark starts)."""
-    from pipelines.oncall_queries import check_params, parse_params, parse_query
+    from rebalance_radar.pipelines.oncall_queries import check_params, parse_params, parse_query
 
     params = parse_params(args.param or ())
     if (args.query is None) == (args.file is None):
         raise ConfigError('radar sql takes a query or --file FILE.sql, exactly one: e.g. radar sql "SELECT 1".')
     if args.file is None:
         return args.query, params
-    from pipelines.config import REPO_ROOT
+    from rebalance_radar.pipelines.config import REPO_ROOT
 
     path = Path(args.file)
     if not path.is_file() and not path.is_absolute() and (REPO_ROOT / path).is_file():
@@ -193,7 +191,7 @@ def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
     """The error class and the first line of Spark's message, then what exists: the tables, or the columns of the
     tables the query names."""
-    from pipelines.table_reference import describe_table, tables_named_in
+    from rebalance_radar.pipelines.table_reference import describe_table, tables_named_in
 
     condition = getattr(error, "getCondition", getattr(error, "getErrorClass", lambda: None))() or "SQL_ERROR"
     message = (getattr(error, "getMessage", lambda: str(error))() or str(error)).strip().splitlines()[0]
@@ -210,7 +208,7 @@ def sql_error_sentence(error: Exception, query: str, present: Sequence[str], dat
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from pipelines.table_reference import describe_table, list_tables, table_named, tables_markdown
+    from rebalance_radar.pipelines.table_reference import describe_table, list_tables, table_named, tables_markdown
 
     if args.markdown:
         print(tables_markdown())
@@ -222,7 +220,7 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from pipelines.capture import parse_time_ms, run_capture
+    from rebalance_radar.pipelines.capture import parse_time_ms, run_capture
 
     config = _config(args)
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
@@ -249,11 +247,11 @@ def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, 
         raise ConfigError(
             f"radar {command} needs a cluster: pass --bootstrap HOST:PORT or set kafka.bootstrap_servers."
         )
-    from emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.kafka_settings import client_settings
 
     settings = dict(client_settings(bootstrap, config.kafka.security, os.environ))
     if command == "poll-groups":
-        from emitters.cluster_probe import probe_access, probe_cluster
+        from rebalance_radar.emitters.cluster_probe import probe_access, probe_cluster
 
         probe_cluster(settings, config.kafka.connect_timeout_s)
         probe_access(settings, config.kafka.connect_timeout_s, describe_groups=True)
@@ -261,7 +259,7 @@ def _emitter_cluster(args: argparse.Namespace, command: str) -> tuple[dict[str, 
 
 
 def _poll_groups(args: argparse.Namespace) -> int:
-    from emitters.poll_groups import run_poll_groups
+    from rebalance_radar.emitters.poll_groups import run_poll_groups
 
     settings, topic = _emitter_cluster(args, "poll-groups")
     counts = run_poll_groups(
@@ -281,7 +279,7 @@ def _poll_groups(args: argparse.Namespace) -> int:
 
 
 def _ship_logs(args: argparse.Namespace) -> int:
-    from emitters.log_shipper import run_shipper
+    from rebalance_radar.emitters.log_shipper import run_shipper
 
     settings, args.topic = _emitter_cluster(args, "ship-logs")
     counts = run_shipper(args, settings)
@@ -310,7 +308,7 @@ def _tap(args: argparse.Namespace) -> int:
     import asyncio
     from dataclasses import asdict
 
-    from emitters.protocol_tap import run
+    from rebalance_radar.emitters.protocol_tap import run
 
     settings, args.topic = _emitter_cluster(args, "tap")
     stats = asyncio.run(run(args, settings))
@@ -319,11 +317,10 @@ def _tap(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from rebalance_radar.pipelines.check import render_check_report, run_checks
+    from rebalance_radar.pipelines.run_status import read_run_status
+    from rebalance_radar.pipelines.session import build_spark_session
     from rich.console import Console
-
-    from pipelines.check import render_check_report, run_checks
-    from pipelines.run_status import read_run_status
-    from pipelines.session import build_spark_session
 
     config = _config(args)
     report = run_checks(build_spark_session(config), config)
@@ -339,10 +336,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from rebalance_radar.pipelines.demo import prepare_data_dir, print_demo_result, run_demo
+    from rebalance_radar.pipelines.local.scenarios import scenario_named
     from rich.console import Console
-
-    from pipelines.demo import prepare_data_dir, print_demo_result, run_demo
-    from pipelines.local.scenarios import scenario_named
 
     scenario_named(args.scenario)  # an unknown name is said before anything starts or is written
     config = _config(args)
@@ -359,7 +355,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pipelines.report import run_report
+    from rebalance_radar.pipelines.report import run_report
 
     config = _config(args)
     out = Path(args.out)
@@ -370,8 +366,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _repair_checkpoint(args: argparse.Namespace) -> int:
-    from pipelines.checkpoint_repair import find_damage, set_aside
-    from pipelines.data_dir_locks import STREAM_LOCKS, hold_stream, release_stream
+    from rebalance_radar.pipelines.checkpoint_repair import find_damage, set_aside
+    from rebalance_radar.pipelines.data_dir_locks import STREAM_LOCKS, hold_stream, release_stream
 
     config = _config(args)
     checkpoints = config.checkpoint_dir
@@ -400,8 +396,8 @@ def _repair_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    from pipelines.maintain import check_table_names, retention_hours, run_maintain
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.maintain import check_table_names, retention_hours, run_maintain
+    from rebalance_radar.pipelines.session import build_spark_session
 
     check_table_names(args.table or ())  # a typo is said before Spark starts
     config = _config(args)
@@ -414,7 +410,7 @@ def _maintain(args: argparse.Namespace) -> int:
 
 
 def _queries(args: argparse.Namespace) -> int:
-    from pipelines.oncall_queries import dashboard_json, describe_queries, oncall_queries
+    from rebalance_radar.pipelines.oncall_queries import dashboard_json, describe_queries, oncall_queries
 
     queries = oncall_queries()
     print(dashboard_json(queries) if args.dashboard else describe_queries(queries), end="" if args.dashboard else "\n")
@@ -530,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     poll.add_argument("--once", action="store_true", help="poll once and exit")
     poll.set_defaults(func=_poll_groups)
 
-    from emitters import log_shipper, protocol_tap
+    from rebalance_radar.emitters import log_shipper, protocol_tap
 
     ship = sub.add_parser("ship-logs", help="tail a broker's log and produce its group-coordinator lines as telemetry")
     log_shipper.add_arguments(ship, bootstrap_required=False)

@@ -14,9 +14,8 @@ from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-
-from emitters.cluster_probe import client_logger
-from transforms.telemetry.clock import clock_tick_record
+from rebalance_radar.emitters.cluster_probe import client_logger
+from rebalance_radar.transforms.telemetry.clock import clock_tick_record
 
 
 def client_error_text(error: object) -> str:

@@ -17,10 +17,15 @@ from typing import Annotated, Any, Literal, get_origin
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
-
-from emitters.kafka_settings import ClientSettings, ConfigError, SecretLookup, SecurityConfig, client_settings
-from expectations.rules import RuleName
-from transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.emitters.kafka_settings import (
+    ClientSettings,
+    ConfigError,
+    SecretLookup,
+    SecurityConfig,
+    client_settings,
+)
+from rebalance_radar.expectations.rules import RuleName
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
 ENV_PREFIX = "RADAR__"
 ENV_SEPARATOR = "__"

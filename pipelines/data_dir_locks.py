@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipelines.config import ConfigError
+from rebalance_radar.pipelines.config import ConfigError
 
 WRITERS_LOCK_NAME = ".radar-writers.lock"
 TABLES_LOCK_NAME = ".radar-tables.lock"

@@ -22,15 +22,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import DETECTIONS, DetectionStatus
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
-
-from pipelines.config import ConfigError, RadarConfig
-from pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
-from pipelines.tables import TableCatalog
-from transforms.schemas import DETECTIONS, DetectionStatus
 
 DEMO_MARKER = ".radar-demo"
 """A data dir the demo made holds this file: only such a dir is cleared when the demo starts again."""
@@ -228,17 +227,17 @@ def run_demo(
     """The demo over `config.data_dir`: broker (the given one, else an embedded one of its own), topics, the
     monitor's stages, the scenario, the live view until the script ends and its detections appear (or
     `catch_up_s` passed), then the report at `report`."""
-    from emitters.kafka_settings import client_settings
-    from emitters.log_shipper import start_shipper
-    from pipelines.clock import ClockTickEmitter
-    from pipelines.detect import DetectStage, KafkaDetectorSources
-    from pipelines.ingest import IngestStage, kafka_checkpoint_name
-    from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.topics import create_topics, ensure_offsets_topic
-    from pipelines.report import write_report
-    from pipelines.session import build_spark_session
-    from pipelines.sources import kafka_cluster_id, kafka_stream
-    from pipelines.streams import start_stages, stop_stages
+    from rebalance_radar.emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.log_shipper import start_shipper
+    from rebalance_radar.pipelines.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
+    from rebalance_radar.pipelines.ingest import IngestStage, kafka_checkpoint_name
+    from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+    from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
+    from rebalance_radar.pipelines.report import write_report
+    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.sources import kafka_cluster_id, kafka_stream
+    from rebalance_radar.pipelines.streams import start_stages, stop_stages
 
     scenario = scenario_named(scenario_name)
     if not config.kafka.telemetry_topics:
@@ -306,7 +305,7 @@ def run_demo(
         missing = tuple(view.missing())
         # The expectations run once over the final tables (a check run costs tens of seconds of Spark jobs on two
         # cores, so not during the script): their failures become `alerts` rows, which the report shows.
-        from pipelines.check import run_checks
+        from rebalance_radar.pipelines.check import run_checks
 
         check = run_checks(spark, config)
         console.print(f"radar demo: checks: {check.summary_line()}")

@@ -58,14 +58,13 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
-
-from pipelines.config import RadarConfig
-from pipelines.data_dir_locks import writing
-from pipelines.delta_log import history_without_checkpoint, timestamp_maximum
-from pipelines.detection_turn import detection_turn, write_turn
-from pipelines.phases import phase
-from pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query, wait_a_while
-from pipelines.tables import (
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.data_dir_locks import writing
+from rebalance_radar.pipelines.delta_log import history_without_checkpoint, timestamp_maximum
+from rebalance_radar.pipelines.detection_turn import detection_turn, write_turn
+from rebalance_radar.pipelines.phases import phase
+from rebalance_radar.pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query, wait_a_while
+from rebalance_radar.pipelines.tables import (
     HeldKeys,
     TableCatalog,
     append_rows,
@@ -77,7 +76,7 @@ from pipelines.tables import (
     warm_snapshot,
     write_lock,
 )
-from transforms.schemas import (
+from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
     DETECTION_STATUS_RANK,
@@ -201,7 +200,7 @@ class KafkaDetectorSources:
 
 def detector_input_from_kafka(config: RadarConfig, sources: KafkaDetectorSources) -> DataFrame:
     """`DETECTOR_INPUT` rows straight from the Kafka streams, decoded and parsed by ingest's own routers."""
-    from pipelines.ingest import parse_telemetry, route_offsets
+    from rebalance_radar.pipelines.ingest import parse_telemetry, route_offsets
 
     offsets = route_offsets(sources.offsets.where(F.col("topic") == config.kafka.offsets_topic), spread=False)
     telemetry_topics = list(config.kafka.telemetry_topics)
@@ -266,8 +265,8 @@ class TrackerBinding:
 
 def default_binding() -> TrackerBinding:
     """The real tracker of `transforms.detectors` (imported only when a detection query starts)."""
-    from transforms.detectors.thresholds import DetectorThresholds
-    from transforms.detectors.tracker import GroupTracker
+    from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+    from rebalance_radar.transforms.detectors.tracker import GroupTracker
 
     return TrackerBinding(GroupTracker, DetectorThresholds)
 

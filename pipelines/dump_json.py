@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from pipelines.dump import DumpFormatError, DumpRecord, read_dump
-from transforms.wire.json_form import coordinator_record_json
+from rebalance_radar.pipelines.dump import DumpFormatError, DumpRecord, read_dump
+from rebalance_radar.transforms.wire.json_form import coordinator_record_json
 
 
 @dataclass

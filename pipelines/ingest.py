@@ -24,10 +24,9 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
-
-from pipelines.config import ConfigError, RadarConfig
-from pipelines.phases import phase
-from pipelines.streams import (
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.phases import phase
+from rebalance_radar.pipelines.streams import (
     BatchTables,
     BatchWriter,
     RunningQueries,
@@ -38,9 +37,9 @@ from pipelines.streams import (
     failure_log_of,
     start_query,
 )
-from pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
-from transforms.offsets_batch import route_offsets_batches
-from transforms.schemas import (
+from rebalance_radar.pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
+from rebalance_radar.transforms.offsets_batch import route_offsets_batches
+from rebalance_radar.transforms.schemas import (
     DECODED_OFFSETS_BATCH,
     OFFSET_COMMITS,
     OFFSETS_RAW,
@@ -56,7 +55,7 @@ from transforms.schemas import (
     RoutedBatch,
     TableSchema,
 )
-from transforms.telemetry.batch import parse_telemetry_batches
+from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batches
 
 OFFSETS_QUERY = "radar-offsets"
 TELEMETRY_QUERY = "radar-telemetry"
@@ -450,7 +449,7 @@ def set_aside_moved_replay_checkpoints(config: RadarConfig) -> Path | None:
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:
     """One checkpoint per set of dump files: replaying the same files again writes nothing twice."""
-    from pipelines.sources import replay_staging_dir
+    from rebalance_radar.pipelines.sources import replay_staging_dir
 
     return f"replay-{replay_staging_dir(paths).name}"
 
@@ -491,7 +490,7 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
     """The ingest stage over dump files, to completion (one checkpoint per set of files); then the copies of large
     dumps it read in pieces are deleted (`pipelines.sources.PIECE_BYTES`)."""
-    from pipelines.sources import remove_pieces, replay_files
+    from rebalance_radar.pipelines.sources import remove_pieces, replay_files
 
     set_aside_moved_replay_checkpoints(config)
     staging_root = config.data_dir / "replay-inputs"
@@ -514,8 +513,8 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     """Ingest only (no detection) over dump files, to completion; returns rows per table. `radar replay` is
     `pipelines.monitor.run_replay`, which adds detection."""
-    from pipelines.dump import check_dump_files
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.dump import check_dump_files
+    from rebalance_radar.pipelines.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     spark = build_spark_session(config)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from pipelines.config import BrokerConfig, RadarConfig
+from rebalance_radar.pipelines.config import BrokerConfig, RadarConfig
 
 SCALA_BINARY_VERSION = "2.13"
 MAVEN_CENTRAL_URL = "https://repo.maven.apache.org/maven2"

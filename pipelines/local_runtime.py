@@ -41,8 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-    from pipelines.config import RadarConfig
+    from rebalance_radar.pipelines.config import RadarConfig
 
 # A JVM that lives for one short command spends most of its time in cold code: C2 compiler threads then compete
 # with the work for the cores. A long-running JVM (`radar run`, a big replay) keeps the default tiered compilation,
@@ -54,7 +53,7 @@ QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=24
 # one small file costs a live micro-batch noticeably. A POSIX rename is atomic, and only this process writes its
 # checkpoints.
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-DAEMON_MODULE = "pipelines.local_runtime"
+DAEMON_MODULE = "rebalance_radar.pipelines.local_runtime"
 # One daemon for every Python task: Spark keeps a daemon per set of worker environment variables, and sets
 # SPARK_SIMPLIFIED_TRACEBACK for `mapInArrow` tasks but not for `transformWithState`'s.
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
@@ -104,7 +103,7 @@ _archive: ClassArchive | None = None  # the class-data archive of the session `l
 
 
 def _cache_dir(config: RadarConfig) -> Path:
-    from pipelines.jvm import default_cache_dir
+    from rebalance_radar.pipelines.jvm import default_cache_dir
 
     return default_cache_dir(config)
 
@@ -388,9 +387,9 @@ WORKER_MODULES = (
     "pyarrow",
     "pyarrow.compute",
     "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list, in every new worker
-    "transforms.offsets_batch",
-    "transforms.telemetry.batch",
-    "pipelines.detect",
+    "rebalance_radar.transforms.offsets_batch",
+    "rebalance_radar.transforms.telemetry.batch",
+    "rebalance_radar.pipelines.detect",
 )
 """What the workers of a radar session import for their tasks (the decode, the telemetry parse, the detection
 operator, whose pickled processor names `pipelines.detect`). Imported once by the daemon, before it forks a worker
@@ -446,7 +445,7 @@ def java_sources() -> list[Path]:
 
 def hadoop_api_jar() -> Path | None:
     """The Hadoop API jar pyspark ships (what the classes compile against), if this pyspark has one."""
-    from pipelines.jvm import pyspark_jars_dir
+    from rebalance_radar.pipelines.jvm import pyspark_jars_dir
 
     found = sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
     return found[-1] if found else None
@@ -541,7 +540,7 @@ class ClassArchive:
 
     @property
     def java_options(self) -> str:
-        from pipelines.session import java_option
+        from rebalance_radar.pipelines.session import java_option
 
         if self.pending is None:
             return f"{java_option('-XX:SharedArchiveFile=', self.path)} {QUIET_CDS_LOGGING}"

@@ -22,11 +22,10 @@ import zlib
 from collections.abc import Iterator
 
 import pyarrow as pa
-
-from pipelines.dump import DumpFormatError, decode_dump_line
-from pipelines.dump_columns import PARSED_DUMP
-from transforms.telemetry.log_line import timestamp_ms_in_text
-from transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.pipelines.dump import DumpFormatError, decode_dump_line
+from rebalance_radar.pipelines.dump_columns import PARSED_DUMP
+from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 REPLAYED_LOG_TOPIC = "radar.replayed-log"
 """The topic a replayed log file's records carry (any topic but `__consumer_offsets` is telemetry)."""

@@ -13,10 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
-
-from pipelines.config import ConfigError, RadarConfig
-from pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
-from transforms.schemas import DETECTOR_OUTPUT, TABLES, TableSchema
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
+from rebalance_radar.transforms.schemas import DETECTOR_OUTPUT, TABLES, TableSchema
 
 # Delta refuses VACUUM below this retention unless its safety check is turned off (delta.deletedFileRetentionDuration
 # defaults to 7 days): readers and streams still on an older version need those files.

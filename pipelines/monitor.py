@@ -18,16 +18,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines.config import ConfigError, RadarConfig
-from pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
-from pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
-from pipelines.ingest import IngestStage, ingest_dumps, kafka_checkpoint_name, replay_checkpoint_name, table_counts
-from pipelines.phases import phase
-from pipelines.run_status import RunStatusFile
-from pipelines.streams import run_until_stopped, start_stages, stop_stages
-from pipelines.tables import TableCatalog, count_if_exists, log_says_empty
-from transforms.schemas import DETECTIONS
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
+from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
+from rebalance_radar.pipelines.ingest import (
+    IngestStage,
+    ingest_dumps,
+    kafka_checkpoint_name,
+    replay_checkpoint_name,
+    table_counts,
+)
+from rebalance_radar.pipelines.phases import phase
+from rebalance_radar.pipelines.run_status import RunStatusFile
+from rebalance_radar.pipelines.streams import run_until_stopped, start_stages, stop_stages
+from rebalance_radar.pipelines.tables import TableCatalog, count_if_exists, log_says_empty
+from rebalance_radar.transforms.schemas import DETECTIONS
 
 SUMMARY_EXAMPLES = 5
 
@@ -108,8 +113,8 @@ def short_replay(paths: Sequence[str]) -> bool:
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:
     """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
     detection to completion, and print the detections found; returns (rows per table, the summary)."""
-    from pipelines.dump import check_dump_files
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.dump import check_dump_files
+    from rebalance_radar.pipelines.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     # a short replay's time is mostly the JVM's cold start
@@ -132,12 +137,12 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     """`radar run`: ingest + detection + the clock-tick emitter against the configured cluster, or the embedded
     broker when no bootstrap is configured; until Ctrl-C / SIGTERM / `stop_after_s` (the current micro-batches
     complete, then the clock, the queries and the broker stop). Returns rows per table."""
-    from pipelines.clock import ClockTickEmitter
-    from pipelines.local.broker import EmbeddedKafka
-    from pipelines.local.topics import create_topics, ensure_offsets_topic
-    from pipelines.session import build_spark_session, on_databricks
-    from pipelines.source_gaps import SourceGapRecorder
-    from pipelines.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
+    from rebalance_radar.pipelines.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+    from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
+    from rebalance_radar.pipelines.session import build_spark_session, on_databricks
+    from rebalance_radar.pipelines.source_gaps import SourceGapRecorder
+    from rebalance_radar.pipelines.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
 
     with ExitStack() as stack:
         bootstrap = config.kafka.bootstrap_servers
@@ -157,7 +162,9 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
             stack.enter_context(broker)
             bootstrap = broker.bootstrap_servers
             create_topics(bootstrap, config.kafka.telemetry_topics)
-            from emitters.log_shipper import start_shipper  # the embedded coordinator's log is telemetry
+            from rebalance_radar.emitters.log_shipper import (
+                start_shipper,  # the embedded coordinator's log is telemetry
+            )
 
             stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
             ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
@@ -182,7 +189,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         stages = [ingest, detect]
         queries = start_stages(stack, stages)
         if config.checks.in_run:  # expectations -> alerts every checks.interval_s, beside the queries
-            from pipelines.check import CheckSchedule
+            from rebalance_radar.pipelines.check import CheckSchedule
 
             stack.enter_context(CheckSchedule(spark, config))
         print(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.config import REPO_ROOT, ConfigError
+from rebalance_radar.pipelines.config import REPO_ROOT, ConfigError
 
 QUERIES_DIR = REPO_ROOT / "queries"
 DASHBOARD_PATH = REPO_ROOT / "resources" / "radar_dashboard.lvdash.json"

@@ -17,10 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-
-from pipelines.config import RadarConfig
-from pipelines.tables import TableCatalog
-from transforms.schemas import ALERTS, DETECTIONS, GROUP_HEALTH, REBALANCES, UNRESOLVED_DETECTION_STATUSES, TableSchema
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import (
+    ALERTS,
+    DETECTIONS,
+    GROUP_HEALTH,
+    REBALANCES,
+    UNRESOLVED_DETECTION_STATUSES,
+    TableSchema,
+)
 
 """Declared in transforms.schemas (ALERTS) by the checks (`radar check`); read only when it is declared and exists."""
 NO_ALERTS_TABLE = "no alerts table (radar check has not run)"
@@ -324,7 +330,7 @@ def write_report(spark: SparkSession, config: RadarConfig, out: Path, *, title: 
 
 def run_report(config: RadarConfig, out: Path) -> ReportData | None:
     """`radar report`: a Delta-only session over the data dir, then the page."""
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.session import build_spark_session
 
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     return write_report(build_spark_session(config), config, out)

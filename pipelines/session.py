@@ -20,11 +20,10 @@ from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-
-from pipelines.config import REPO_ROOT, ConfigError, RadarConfig
-from pipelines.console import quiet_python_logging, write_log4j2_properties
-from pipelines.jvm import default_cache_dir, spark_connector_jars
-from pipelines.phases import phase
+from rebalance_radar.pipelines.config import REPO_ROOT, ConfigError, RadarConfig
+from rebalance_radar.pipelines.console import quiet_python_logging, write_log4j2_properties
+from rebalance_radar.pipelines.jvm import default_cache_dir, spark_connector_jars
+from rebalance_radar.pipelines.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -35,6 +34,7 @@ ALL_FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.enabled"
 # compiled again (benchmarks/README.md: live p95). Any master: it is the number of queries, not the machine, that
 # needs it.
 CODEGEN_CACHE_ENTRIES = 4000
+NAMESPACE = "rebalance_radar"
 PROJECT_PACKAGES = ("pipelines", "transforms", "emitters", "expectations")
 PROJECT_ARCHIVE_SUFFIXES = (".py", ".yml", ".json")
 SUBMIT_OWNS = ("spark.jars", "spark.driver.", "spark.pyspark.driver.python")
@@ -203,8 +203,11 @@ def project_archive(cache_dir: Path) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+        # the installed layout, `rebalance_radar.<package>`; a regular package in the zip (zipimport and a
+        # namespace package spread over a zip and site-packages do not mix)
+        out.writestr(f"{NAMESPACE}/__init__.py", "")
         for path in files:
-            out.write(path, path.relative_to(REPO_ROOT).as_posix())
+            out.write(path, f"{NAMESPACE}/{path.relative_to(REPO_ROOT).as_posix()}")
     os.replace(partial, archive)
     return archive
 
@@ -226,7 +229,7 @@ def silence_driver_stderr() -> None:
     """From now on, drop what the driver JVM radar started prints (a stopped run's abandoned tasks); nothing to do
     for a JVM radar did not start with a filter (a cluster master's, spark-submit's, Databricks')."""
     if _local_runtime_used:
-        from pipelines import local_runtime
+        from rebalance_radar.pipelines import local_runtime
 
         local_runtime.silence_jvm_stderr()
 
@@ -235,7 +238,7 @@ def kill_driver_jvm() -> None:
     """A second Ctrl-C: end radar's own local JVM and its Python workers at once (a cluster's executors are the
     cluster's; the driver JVM of a client-mode session ends with this process)."""
     if _local_runtime_used:
-        from pipelines import local_runtime
+        from rebalance_radar.pipelines import local_runtime
 
         local_runtime.kill_jvm()
 
@@ -264,7 +267,7 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
             conf = session_conf(config, spark_connector_jars(config))
         builder = SparkSession.builder.master(master).appName(config.spark.app_name)
     if local:
-        from pipelines import local_runtime
+        from rebalance_radar.pipelines import local_runtime
 
         with phase("local runtime"):
             jars = [Path(jar) for jar in conf["spark.jars"].split(",") if jar]

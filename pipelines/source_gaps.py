@@ -13,11 +13,10 @@ from typing import Any, Self
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
-
-from pipelines.config import RadarConfig
-from pipelines.tables import upsert_by_key
-from transforms.schemas import SOURCE_GAPS
-from transforms.source_gaps import SourceGap, kafka_offsets, source_gaps
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.tables import upsert_by_key
+from rebalance_radar.transforms.schemas import SOURCE_GAPS
+from rebalance_radar.transforms.source_gaps import SourceGap, kafka_offsets, source_gaps
 
 
 def progress_time(text: str | None) -> datetime:

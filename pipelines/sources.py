@@ -23,13 +23,17 @@ from urllib.parse import unquote
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from emitters.kafka_settings import ClientSettings
-from pipelines.config import RadarConfig, SecretLookup, kafka_client_options
-from pipelines.dump import check_dump_files
-from pipelines.dump_columns import PARSED_DUMP, decode_dump_content, decode_dump_lines_by_rows, holds_only_topic
-from pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
-from pipelines.session import on_databricks
+from rebalance_radar.emitters.kafka_settings import ClientSettings
+from rebalance_radar.pipelines.config import RadarConfig, SecretLookup, kafka_client_options
+from rebalance_radar.pipelines.dump import check_dump_files
+from rebalance_radar.pipelines.dump_columns import (
+    PARSED_DUMP,
+    decode_dump_content,
+    decode_dump_lines_by_rows,
+    holds_only_topic,
+)
+from rebalance_radar.pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
+from rebalance_radar.pipelines.session import on_databricks
 
 SOURCE_COLUMNS = (
     *("key", "value", "topic", "partition", "offset", "timestamp"),
@@ -111,7 +115,7 @@ def secret_lookup_of(spark: SparkSession, config: RadarConfig) -> SecretLookup |
 def cluster_client_settings(spark: SparkSession, config: RadarConfig, bootstrap_servers: str) -> ClientSettings:
     """librdkafka settings for the cluster radar reads (its clock ticks, the cluster id), with the credentials
     `kafka.security` names: the one builder, as for Spark's source."""
-    from emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.kafka_settings import client_settings
 
     return client_settings(bootstrap_servers, config.kafka.security, secret_lookup=secret_lookup_of(spark, config))
 

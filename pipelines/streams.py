@@ -28,12 +28,11 @@ from typing import Self
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
-
-from pipelines.config import RadarConfig
-from pipelines.data_dir_locks import hold_stream, release_stream, writing
-from pipelines.run_status import RunStatusFile
-from pipelines.tables import TableCatalog, TableWrite, append_new_records
-from transforms.schemas import TABLES, TableSchema
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.data_dir_locks import hold_stream, release_stream, writing
+from rebalance_radar.pipelines.run_status import RunStatusFile
+from rebalance_radar.pipelines.tables import TableCatalog, TableWrite, append_new_records
+from rebalance_radar.transforms.schemas import TABLES, TableSchema
 
 BatchWriter = Callable[[DataFrame, int], None]
 """A `foreachBatch` body: (micro-batch, batch id)."""
@@ -393,7 +392,7 @@ class RunningQueries:
     def await_with_progress(self, label: str, poll_s: float = 1.0, *, unit: str = "records") -> None:
         """Wait for the queries, with a live status line on stderr and a summary at the end (`unit`: what the
         queries' input rows are)."""
-        from pipelines.console import StatusLine
+        from rebalance_radar.pipelines.console import StatusLine
 
         status = StatusLine(label, self.all, unit=unit)
         try:
@@ -520,7 +519,7 @@ def run_until_stopped(
     handler (cancel all jobs, raise KeyboardInterrupt inside a py4j call) is replaced meanwhile: it is what spilled
     Py4JErrors and thousands of Java stack lines.
     """
-    from pipelines.console import StatusLine
+    from rebalance_radar.pipelines.console import StatusLine
 
     requests = 0
 
@@ -531,7 +530,7 @@ def run_until_stopped(
             print(f"\n{label}: stopping; Ctrl-C again to quit at once", file=sys.stderr, flush=True)
         else:
             print(f"{label}: quit; the next start redoes the unfinished micro-batch", file=sys.stderr, flush=True)
-            from pipelines.session import kill_driver_jvm
+            from rebalance_radar.pipelines.session import kill_driver_jvm
 
             kill_driver_jvm()
             os._exit(130)
@@ -559,7 +558,7 @@ def run_until_stopped(
         status.update()
         status.close()
         if not verbose:  # an abandoned micro-batch logs its interruption; it is expected and redone on restart
-            from pipelines.session import running_session, silence_driver_stderr
+            from rebalance_radar.pipelines.session import running_session, silence_driver_stderr
 
             spark = running_session()
             if spark is not None:

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession
-
-from pipelines.config import RadarConfig
-from pipelines.data_dir_locks import creating_tables
-from pipelines.delta_log import (
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.data_dir_locks import creating_tables
+from rebalance_radar.pipelines.delta_log import (
     DRIVER_READ_MAX_BYTES,
     live_files,
     log_version,
@@ -30,7 +29,7 @@ from pipelines.delta_log import (
     record_count,
     rows_from_files,
 )
-from transforms.schemas import DETECTOR_OUTPUT, GOLD_TABLES, RECORD_KEY, TABLES, TableSchema
+from rebalance_radar.transforms.schemas import DETECTOR_OUTPUT, GOLD_TABLES, RECORD_KEY, TABLES, TableSchema
 
 LOCAL_DATABASE = "radar"
 
@@ -185,7 +184,7 @@ def ensure_tables_in_background(
     meanwhile, and waits for the future before it counts as started and before each query's first write
     (`TableWriter.tables_ready`). Creating fifteen tables takes ~3.8 s of a cold JVM, and a query's start and first
     read (~3 s) need none of them."""
-    from pipelines.phases import phase
+    from rebalance_radar.pipelines.phases import phase
 
     future: Future[None] = Future()
 

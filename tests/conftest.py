@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
-
-from pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
+from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
 
 SELECTED_MODULES = pytest.StashKey[set[str]]()
 JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings", "spark_cluster", "incident_tables"}
@@ -64,7 +63,7 @@ def radar_config(tmp_path_factory: pytest.TempPathFactory) -> RadarConfig:
 @pytest.fixture(scope="session")
 def spark(radar_config: RadarConfig) -> Iterator[object]:
     """The run's only SparkSession. A missing connector jar fails the tests that need it (never a silent skip)."""
-    from pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.session import build_spark_session
 
     session = build_spark_session(radar_config)
     yield session

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from transforms.schemas import ALERTS, AlertStatus, Severity
+from rebalance_radar.transforms.schemas import ALERTS, AlertStatus, Severity
 
 SEVERITY_RANK: dict[str, int] = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
 

@@ -21,8 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from transforms.binary_column import BinaryColumn, FieldCursor, Slices, decline_invalid_strings, string_slices
+from rebalance_radar.transforms.binary_column import (
+    BinaryColumn,
+    FieldCursor,
+    Slices,
+    decline_invalid_strings,
+    string_slices,
+)
 
 _NEWEST_VERSION = 3  # ConsumerProtocolSubscription/Assignment: v0-v3 known, newer read as v3 (fields only append)
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from transforms.binary_column import (
+from rebalance_radar.transforms.binary_column import (
     BinaryColumn,
     FieldCursor,
     Slices,
@@ -28,9 +27,9 @@ from transforms.binary_column import (
     decline_invalid_strings,
     string_slices,
 )
-from transforms.member_columns import MEMBER_KAFKA_FIELDS, consumer_protocol_array
-from transforms.schemas import MAX_TIMESTAMP_MS
-from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE
+from rebalance_radar.transforms.member_columns import MEMBER_KAFKA_FIELDS, consumer_protocol_array
+from rebalance_radar.transforms.schemas import MAX_TIMESTAMP_MS
+from rebalance_radar.transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 
 _GROUP_METADATA_KEY_TYPE = 2
 _NEWEST_VERSION = 4  # GroupMetadataValue v0-v4 (v4 flexible)

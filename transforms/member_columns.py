@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from transforms.consumer_protocol_columns import decode_consumer_protocols
-from transforms.schemas import MEMBER_COLUMNS
-from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
+from rebalance_radar.transforms.consumer_protocol_columns import decode_consumer_protocols
+from rebalance_radar.transforms.schemas import MEMBER_COLUMNS
+from rebalance_radar.transforms.wire.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+)
 
 # Member columns copied from the GroupMetadata member as is (the others come from `consumer_protocol_columns`).
 MEMBER_KAFKA_FIELDS: tuple[tuple[str, str], ...] = tuple(

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-
-from transforms.binary_column import BinaryColumn, string_slices
-from transforms.schemas import MAX_TIMESTAMP_MS
+from rebalance_radar.transforms.binary_column import BinaryColumn, string_slices
+from rebalance_radar.transforms.schemas import MAX_TIMESTAMP_MS
 
 _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 _TOPIC_ID_TAG = 0  # OffsetCommitValue.topicId: tag 0, a 16-byte uuid

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from transforms.cyclic_gc import cyclic_gc_paused
-from transforms.group_metadata_columns import decode_group_metadata
-from transforms.member_columns import member_row, members_array
-from transforms.offset_commit_columns import decode_offset_commits
-from transforms.schemas import (
+from rebalance_radar.transforms.cyclic_gc import cyclic_gc_paused
+from rebalance_radar.transforms.group_metadata_columns import decode_group_metadata
+from rebalance_radar.transforms.member_columns import member_row, members_array
+from rebalance_radar.transforms.offset_commit_columns import decode_offset_commits
+from rebalance_radar.transforms.schemas import (
     DECODED_OFFSETS_BATCH,
     GROUP_METADATA,
     MAX_TIMESTAMP_MS,
@@ -29,10 +28,10 @@ from transforms.schemas import (
     QuarantineStage,
     quarantine_row,
 )
-from transforms.wire.coordinator_records import DecodedRecord, decode_record
-from transforms.wire.errors import DecodeError
-from transforms.wire.json_form import to_kafka_json
-from transforms.wire.member_states import member_state_name
+from rebalance_radar.transforms.wire.coordinator_records import DecodedRecord, decode_record
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.json_form import to_kafka_json
+from rebalance_radar.transforms.wire.member_states import member_state_name
 
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in DECODED_OFFSETS_BATCH.payloads)
 TARGET_OF_PAYLOAD: dict[str, str] = {p.column: p.table.name for p in DECODED_OFFSETS_BATCH.payloads}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from transforms.schemas import SourceGapKind
+from rebalance_radar.transforms.schemas import SourceGapKind
 
 PartitionOffsets = Mapping[str, Mapping[str, int]]
 """Spark's Kafka offsets JSON: {topic: {partition (as text): offset}}."""

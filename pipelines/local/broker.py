@@ -21,9 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
-from pipelines.config import BrokerConfig, RadarConfig, SparkConfig
-from pipelines.jvm import broker_classpath
-from pipelines.local.broker_security import (
+from rebalance_radar.pipelines.config import BrokerConfig, RadarConfig, SparkConfig
+from rebalance_radar.pipelines.jvm import broker_classpath
+from rebalance_radar.pipelines.local.broker_security import (
     BrokerTls,
     Grant,
     ScramUser,

@@ -26,7 +26,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-MEMBER_MODULE = "pipelines.local.member"
+MEMBER_MODULE = "rebalance_radar.pipelines.local.member"
 
 
 def say(**fields: Any) -> None:
@@ -60,7 +60,7 @@ def member_arguments() -> argparse.ArgumentParser:
 
 
 def consumer_settings(args: argparse.Namespace) -> dict[str, Any]:
-    from emitters.kafka_settings import SecurityConfig, client_settings
+    from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings
 
     security = SecurityConfig.model_validate_json(args.security) if args.security else None
     settings: dict[str, Any] = {
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = member_arguments().parse_args(argv)
     settings = consumer_settings(args)
     if args.agent_topic:
-        from emitters.agent import RadarConsumer
+        from rebalance_radar.emitters.agent import RadarConsumer
 
         consumer: Consumer = RadarConsumer(settings, {"topic": args.agent_topic, "linger.ms": 10})
     else:

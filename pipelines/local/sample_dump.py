@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
-from transforms.wire.spec import FieldSpec, MessageSpec
+from rebalance_radar.pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
+from rebalance_radar.transforms.wire.spec import FieldSpec, MessageSpec
 
 GROUP = "payments"
 BASE_TS = 1_763_780_000_000  # 2025-11-22T02:53:20Z

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.local.member import MEMBER_MODULE
-from transforms.schemas import DetectionKind
+from rebalance_radar.pipelines.local.member import MEMBER_MODULE
+from rebalance_radar.transforms.schemas import DetectionKind
 
 WORK_TOPIC_PARTITIONS = 4
 STOP_TIMEOUT_S = 20.0
@@ -332,7 +332,7 @@ class ScenarioRunner:
         return f"demo.{key}-{self.tag}"
 
     def create_topics(self) -> None:
-        from pipelines.local.topics import create_topics
+        from rebalance_radar.pipelines.local.topics import create_topics
 
         for key in self.scenario.groups:
             create_topics(self.bootstrap, [self.topic(key)], partitions=WORK_TOPIC_PARTITIONS)

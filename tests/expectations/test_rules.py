@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from expectations.rules import CHECK_VIEW, INDEX_COLUMNS, RULES, RuleName, RuleOverride, configured_rules
-from transforms.schemas import TABLES, Severity
+from rebalance_radar.expectations.rules import (
+    CHECK_VIEW,
+    INDEX_COLUMNS,
+    RULES,
+    RuleName,
+    RuleOverride,
+    configured_rules,
+)
+from rebalance_radar.transforms.schemas import TABLES, Severity
 
 
 def test_every_rule_bounds_a_check_view_column_and_reads_declared_tables() -> None:

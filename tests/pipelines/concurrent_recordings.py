@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import pytest
-
-from pipelines.config import RadarConfig
+from rebalance_radar.pipelines.config import RadarConfig
 
 
 @dataclass
@@ -91,7 +90,7 @@ class BrokerInBackground:
     def __init__(
         self, config: RadarConfig, selected_modules: set[str], tmp_path_factory: pytest.TempPathFactory
     ) -> None:
-        from pipelines.local.broker import EmbeddedKafka
+        from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 
         self.progress = io.StringIO()  # the broker's start lines (see `RecordingContext`)
         self._broker = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, progress=self.progress)

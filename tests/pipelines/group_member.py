@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer
-
-from pipelines.local.member import MEMBER_MODULE
-from pipelines.local.scenarios import MemberProcess
+from rebalance_radar.pipelines.local.member import MEMBER_MODULE
+from rebalance_radar.pipelines.local.scenarios import MemberProcess
 
 TEST_PACE = ("--commit-every-s", "0.3", "--run-s", "120")
 
@@ -100,9 +99,9 @@ def run_group_scenario(
     itself between a poll and its commit (`stop_mid_batch`): stopped from outside inside `poll()`, a member can learn
     of its eviction first when it resumes, rejoin, and have no stale commit to make (KIP-848 in CI, and classic on
     4.x with the live recordings running beside it, 2026-11-29)."""
-    from emitters.log_shipper import start_shipper
-    from emitters.poll_groups import GroupPoller
-    from transforms.telemetry.record_parser import parse_telemetry_record
+    from rebalance_radar.emitters.log_shipper import start_shipper
+    from rebalance_radar.emitters.poll_groups import GroupPoller
+    from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
     tag = f"{protocol}-{time.time_ns()}"
     topic, group, telemetry = f"work-{tag}", f"group-{tag}", f"telemetry-{tag}"

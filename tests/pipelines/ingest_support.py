@@ -16,13 +16,12 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines.config import RadarConfig
-from pipelines.ingest import IngestStage
-from pipelines.sources import kafka_stream
-from pipelines.streams import RunningQueries
-from pipelines.tables import TableCatalog
-from transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.ingest import IngestStage
+from rebalance_radar.pipelines.sources import kafka_stream
+from rebalance_radar.pipelines.streams import RunningQueries
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
 
 OFFSETS_SILVER = (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, QUARANTINE)
 Coordinate = tuple[str, int, int]  # (topic, partition, offset)

@@ -14,10 +14,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from pipelines.config import RadarConfig
-from pipelines.jvm import broker_classpath
-from pipelines.local.broker import log4j2_properties
-from pipelines.local.scenarios import MemberProcess
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.jvm import broker_classpath
+from rebalance_radar.pipelines.local.broker import log4j2_properties
+from rebalance_radar.pipelines.local.scenarios import MemberProcess
 
 SOURCE = Path(__file__).with_name("JavaGroupMember.java")
 JAVA_CLIENT_PREFIX = "[Consumer "

@@ -11,11 +11,11 @@ from pathlib import Path
 from types import TracebackType
 
 from pyspark.sql import SparkSession
+from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import DETECTIONS
 
-from pipelines.config import REPO_ROOT, RadarConfig
-from pipelines.tables import TableCatalog
 from tests.pipelines.ingest_support import table, wait_for
-from transforms.schemas import DETECTIONS
 
 CONF = REPO_ROOT / "conf" / "local.yml"
 START_TIMEOUT_S = 300.0  # a cold driver (and executors) on a busy 2-core machine
@@ -23,7 +23,7 @@ STOP_TIMEOUT_S = 120.0
 
 
 def radar_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), *args]
+    return [sys.executable, "-m", "rebalance_radar.pipelines.cli", "--conf", str(CONF), *args]
 
 
 class RadarRun:

@@ -29,10 +29,9 @@ import yaml
 from databricks.bundles.dashboards import Dashboard
 from databricks.bundles.jobs import Job
 from databricks.bundles.volumes import Volume
-
-from pipelines.cli import build_parser
-from pipelines.config import load_config
-from pipelines.oncall_queries import dashboard_json, oncall_queries
+from rebalance_radar.pipelines.cli import build_parser
+from rebalance_radar.pipelines.config import load_config
+from rebalance_radar.pipelines.oncall_queries import dashboard_json, oncall_queries
 
 REPO = Path(__file__).resolve().parents[2]
 # What `databricks bundle deploy --var ...` must be given (no default, no lookup): stand-ins for the check.
@@ -206,8 +205,8 @@ def job_problems(
         script = project.get("scripts", {}).get(wheel["entry_point"])
         if script is None:
             problems.append(f"{here}: entry point {wheel['entry_point']!r} is not a console script of pyproject.toml")
-        elif script != "pipelines.cli:main":
-            problems.append(f"{here}: entry point {wheel['entry_point']!r} runs {script}, not pipelines.cli:main")
+        elif script != "rebalance_radar.pipelines.cli:main":
+            problems.append(f"{here}: entry point {wheel['entry_point']!r} runs {script}, not radar's cli:main")
         params = [str(p) for p in wheel.get("parameters", [])]
         said = io.StringIO()
         try:
@@ -356,6 +355,9 @@ def test_the_wheel_builds_with_the_radar_console_script(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-        assert "radar = pipelines.cli:main" in archive.read(entry_points).decode()
+        assert "radar = rebalance_radar.pipelines.cli:main" in archive.read(entry_points).decode()
     for module in ("pipelines/cli.py", "pipelines/maintain.py", "pipelines/oncall_queries.py", "transforms/schemas.py"):
-        assert module in names
+        assert f"rebalance_radar/{module}" in names
+    # one namespace in site-packages: nothing called `pipelines` or `transforms` at the top
+    assert {name.split("/")[0] for name in names} == {"rebalance_radar", "rebalance_radar-0.1.0.dist-info"}
+    assert "rebalance_radar/transforms/wire/definitions/coordinator/OffsetCommitValue.json" in names

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipelines.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
-from pipelines.cli import main
-from pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config
-from pipelines.tables import TableCatalog, ensure_tables
-from transforms.schemas import (
+from rebalance_radar.pipelines.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
+from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config
+from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.transforms.schemas import (
     ALERTS,
     CLOCK_TICKS,
     DETECTIONS,
@@ -31,7 +30,7 @@ from transforms.schemas import (
     QuarantineStage,
     TableSchema,
 )
-from transforms.wire.errors import DecodeErrorKind
+from rebalance_radar.transforms.wire.errors import DecodeErrorKind
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from rebalance_radar.pipelines.checkpoint_repair import find_damage, format_problem
+from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
+from rebalance_radar.transforms.schemas import DETECTIONS, OFFSET_COMMITS, OFFSETS_RAW, TABLES
 
-from pipelines.checkpoint_repair import find_damage, format_problem
-from pipelines.cli import main
-from pipelines.config import REPO_ROOT, RadarConfig
 from tests.pipelines.ingest_support import table
-from transforms.schemas import DETECTIONS, OFFSET_COMMITS, OFFSETS_RAW, TABLES
 
 CONF = str(REPO_ROOT / "conf" / "local.yml")
 SAMPLE = str(REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl")

@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pipelines.config import REPO_ROOT
-from pipelines.local_runtime import ClassArchive, archive_key, class_archive, settle_class_archive
+from rebalance_radar.pipelines.config import REPO_ROOT
+from rebalance_radar.pipelines.local_runtime import ClassArchive, archive_key, class_archive, settle_class_archive
 
 WRITES_AT_EXIT = "import sys, pathlib; sys.stdin.read(); pathlib.Path(sys.argv[1]).write_bytes(b'classes')"
 EXITS_WITHOUT_WRITING = "import sys; sys.stdin.read()"
@@ -88,7 +87,7 @@ def test_radar_sql_dumps_the_archive_once_then_maps_it(tmp_path: Path) -> None:
     archives = tmp_path / "archives"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR__")}
     env |= {"PYTHONPATH": str(REPO_ROOT), "RADAR__SPARK__CLASS_ARCHIVE_DIR": str(archives)}
-    argv = [sys.executable, "-m", "pipelines.cli", "sql", "SELECT 41 + 1 AS answer", "--format", "json"]
+    argv = [sys.executable, "-m", "rebalance_radar.pipelines.cli", "sql", "SELECT 41 + 1 AS answer", "--format", "json"]
     argv += ["--data-dir", str(tmp_path / "data")]
     outputs = []
     for _ in range(2):

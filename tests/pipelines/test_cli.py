@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from pipelines.cli import build_parser
+from rebalance_radar.pipelines.cli import build_parser
 
 
 @pytest.mark.parametrize(

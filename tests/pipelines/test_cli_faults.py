@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-
-from pipelines.cli import main
-from pipelines.config import REPO_ROOT, RadarConfig, load_config
-from pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
-from pipelines.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
+from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
+from rebalance_radar.pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
+from rebalance_radar.pipelines.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
 CONF = REPO_ROOT / "conf" / "local.yml"
@@ -62,7 +61,7 @@ def test_unreachable_cluster_fails_within_the_timeout_in_one_sentence(command: l
     env = radar_env(RADAR__KAFKA__BOOTSTRAP_SERVERS=address, RADAR__KAFKA__CONNECT_TIMEOUT_S="2")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "--data-dir", str(tmp_path / "data"), *argv],
+        [sys.executable, "-m", "rebalance_radar.pipelines.cli", "--data-dir", str(tmp_path / "data"), *argv],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -91,7 +90,16 @@ class RadarRun:
         self.started = time.monotonic()
         self.timed: list[str] = []  # the lines with their arrival time, for failure messages
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.cli", "--conf", str(CONF), "--data-dir", str(data_dir), "run"],
+            [
+                sys.executable,
+                "-m",
+                "rebalance_radar.pipelines.cli",
+                "--conf",
+                str(CONF),
+                "--data-dir",
+                str(data_dir),
+                "run",
+            ],
             env=radar_env(RADAR__INGEST__TRIGGER_INTERVAL="1 second"),
             cwd=data_dir.parent,
             stdin=subprocess.DEVNULL,

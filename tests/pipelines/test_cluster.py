@@ -21,11 +21,19 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.ingest import OFFSETS_QUERY
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import (
+    DETECTIONS,
+    DETECTOR_OUTPUT,
+    OFFSET_COMMITS,
+    OFFSETS_RAW,
+    TABLES,
+    TableSchema,
+)
 
-from pipelines.config import RadarConfig
-from pipelines.ingest import OFFSETS_QUERY
-from pipelines.local.broker import EmbeddedKafka
-from pipelines.tables import TableCatalog
 from tests.pipelines.group_member import create_topics, start_member
 from tests.pipelines.incident_tables import IncidentTables
 from tests.pipelines.ingest_support import (
@@ -40,7 +48,6 @@ from tests.pipelines.ingest_support import (
 )
 from tests.pipelines.radar_run_process import RadarRun, radar_command
 from tests.pipelines.standalone_cluster import StandaloneCluster
-from transforms.schemas import DETECTIONS, DETECTOR_OUTPUT, OFFSET_COMMITS, OFFSETS_RAW, TABLES, TableSchema
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -105,7 +112,7 @@ def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_whe
     spark_cluster: StandaloneCluster,
     tmp_path: Path,
 ) -> None:
-    from emitters.log_shipper import start_shipper
+    from rebalance_radar.emitters.log_shipper import start_shipper
 
     bootstrap = kafka_broker.bootstrap_servers
     tag = uuid.uuid4().hex[:8]

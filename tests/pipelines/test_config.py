@@ -5,8 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pipelines.config import REPO_ROOT, ConfigError, KafkaConfig, SecurityConfig, kafka_client_options, load_config
+from rebalance_radar.pipelines.config import (
+    REPO_ROOT,
+    ConfigError,
+    KafkaConfig,
+    SecurityConfig,
+    kafka_client_options,
+    load_config,
+)
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -129,7 +135,7 @@ def test_secret_scope_lookup_and_missing_env() -> None:
 
 def test_client_settings_read_the_same_security_as_spark() -> None:
     """capture, poll-groups and the emitters authenticate from the same kafka.security as the Spark source."""
-    from emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.kafka_settings import client_settings
 
     security = SecurityConfig(protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", username_env="U", password_env="P")
     settings = client_settings("b:9093", security, env={"U": "alice", "P": "s3cr3t-value"})
@@ -150,7 +156,7 @@ def test_client_settings_read_the_same_security_as_spark() -> None:
 
 
 def test_client_settings_take_a_pem_ca_and_refuse_a_java_truststore() -> None:
-    from emitters.kafka_settings import client_settings
+    from rebalance_radar.emitters.kafka_settings import client_settings
 
     security = SecurityConfig(protocol="SSL", ssl_truststore_location_env="CA")
     assert client_settings("b:9093", security, env={"CA": "/etc/ca.pem"})["ssl.ca.location"] == "/etc/ca.pem"

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines.config import RadarConfig
-from pipelines.detect import (
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.detect import (
     DETECTOR_KEY,
     DETECTOR_ROW,
     DETECTOR_TIME,
@@ -39,17 +38,15 @@ from pipelines.detect import (
     start_detect,
     start_gold_query,
 )
-from pipelines.detection_turn import detection_turn
-from pipelines.ingest import run_replay
-from pipelines.monitor import summarise_detections
-from pipelines.streams import Trigger
-from pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
-from tests.pipelines.ingest_support import isolated_config, table, wait_for
-from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
-from transforms.detectors.group_events import group_event_from_packed, group_event_from_row
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.detectors.tracker import GroupTracker
-from transforms.schemas import (
+from rebalance_radar.pipelines.detection_turn import detection_turn
+from rebalance_radar.pipelines.ingest import run_replay
+from rebalance_radar.pipelines.monitor import summarise_detections
+from rebalance_radar.pipelines.streams import Trigger
+from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
+from rebalance_radar.transforms.detectors.group_events import group_event_from_packed, group_event_from_row
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     DECODED_OFFSETS_BATCH,
     DETECTIONS,
@@ -67,6 +64,9 @@ from transforms.schemas import (
     DetectionStatus,
     TableSchema,
 )
+
+from tests.pipelines.ingest_support import isolated_config, table, wait_for
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
 
 pytestmark = pytest.mark.spark
 
@@ -183,9 +183,9 @@ def test_the_kafka_path_gives_the_rows_silver_gives(spark: SparkSession, config:
     """A live run's detection query decodes the Kafka streams itself (`detector_input_from_kafka`): for the same
     records, its `DETECTOR_INPUT` rows must be exactly those the silver tables give the replay's detection query
     (`detector_input_projection` over ingest's split), for every detector source table."""
-    from pipelines.dump import read_dump
-    from pipelines.ingest import parse_telemetry, route_offsets, split_decoded, split_parsed_telemetry
-    from transforms.telemetry.clock import clock_tick_record
+    from rebalance_radar.pipelines.dump import read_dump
+    from rebalance_radar.pipelines.ingest import parse_telemetry, route_offsets, split_decoded, split_parsed_telemetry
+    from rebalance_radar.transforms.telemetry.clock import clock_tick_record
 
     records = [(r.key, r.value, r.topic, r.partition, r.offset, r.timestamp) for r in read_dump([SAMPLE])]
     agent = {

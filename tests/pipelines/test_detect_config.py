@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pipelines.config import ConfigError, load_config
-from transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.pipelines.config import ConfigError, load_config
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
 REPO = Path(__file__).resolve().parents[2]
 

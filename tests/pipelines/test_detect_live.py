@@ -23,21 +23,21 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from rebalance_radar.emitters.kafka_settings import client_settings
+from rebalance_radar.emitters.log_shipper import LogShipper, start_shipper
+from rebalance_radar.pipelines.clock import ClockTickEmitter
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
+from rebalance_radar.pipelines.local.scenarios import MemberProcess
+from rebalance_radar.pipelines.sources import kafka_stream
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 
-from emitters.kafka_settings import client_settings
-from emitters.log_shipper import LogShipper, start_shipper
-from pipelines.clock import ClockTickEmitter
-from pipelines.config import RadarConfig
-from pipelines.detect import DetectStage, KafkaDetectorSources
-from pipelines.local.scenarios import MemberProcess
-from pipelines.sources import kafka_stream
-from pipelines.tables import TableCatalog
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, start_member, stop_mid_batch
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.java_member import JAVA_CLIENT_PREFIX, start_java_member
 from tests.pipelines.unsynced_member import UnsyncedMember
-from transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-import pipelines.detection_turn as detection_turn_module
-from pipelines.detection_turn import LEND_GRACE_S, detection_turn, write_turn
+import rebalance_radar.pipelines.detection_turn as detection_turn_module
+from rebalance_radar.pipelines.detection_turn import LEND_GRACE_S, detection_turn, write_turn
 
 
 def taking_turn(write: Callable[[], None]) -> Callable[[], None]:

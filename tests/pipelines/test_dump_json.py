@@ -10,12 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pipelines.cli import main
-from pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
-from pipelines.dump_json import run_decode
-from pipelines.local.sample_dump import sample_records
-from transforms.wire.coordinator_records import RECORD_TYPES
+from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
+from rebalance_radar.pipelines.dump_json import run_decode
+from rebalance_radar.pipelines.local.sample_dump import sample_records
+from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -130,7 +129,7 @@ def test_console_script_reads_stdin() -> None:
     value = base64.b64encode(bytes.fromhex("0000000000000000006400086d6574616461746100000000000004d2")).decode()
     line = json.dumps({"topic": "__consumer_offsets", "partition": 0, "offset": 5, "key": key, "value": value})
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "decode", "--input", "-"],
+        [sys.executable, "-m", "rebalance_radar.pipelines.cli", "decode", "--input", "-"],
         input=line + "\n",
         capture_output=True,
         text=True,

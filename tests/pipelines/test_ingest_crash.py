@@ -20,11 +20,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
+from rebalance_radar.pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import (
+    CLOCK_TICKS,
+    HEARTBEAT_EVENTS,
+    OFFSETS_RAW,
+    QUARANTINE,
+    TELEMETRY_RAW,
+    TELEMETRY_UNRECOGNISED,
+)
 
-from pipelines.config import REPO_ROOT, RadarConfig
-from pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY
-from pipelines.local.broker import EmbeddedKafka
-from pipelines.tables import TableCatalog
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,
@@ -36,14 +44,6 @@ from tests.pipelines.ingest_support import (
     run_kafka_ingest_now,
     table,
     wait_for,
-)
-from transforms.schemas import (
-    CLOCK_TICKS,
-    HEARTBEAT_EVENTS,
-    OFFSETS_RAW,
-    QUARANTINE,
-    TELEMETRY_RAW,
-    TELEMETRY_UNRECOGNISED,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
@@ -189,7 +189,7 @@ def test_sigkill_loses_and_duplicates_nothing(
     command = [
         sys.executable,
         "-m",
-        "pipelines.cli",
+        "rebalance_radar.pipelines.cli",
         "--conf",
         "conf/local.yml",
         "--data-dir",

@@ -10,14 +10,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines.config import RadarConfig
-from pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
-from pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY, replay_checkpoint_name, run_replay
-from pipelines.local.sample_dump import consumer_members, example_value
-from pipelines.tables import TableCatalog
-from tests.pipelines.ingest_support import coordinates, duplicates, isolated_config, table
-from transforms.schemas import (
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
+from rebalance_radar.pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY, replay_checkpoint_name, run_replay
+from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import (
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
@@ -28,8 +26,10 @@ from transforms.schemas import (
     TELEMETRY_RAW,
     TELEMETRY_UNRECOGNISED,
 )
-from transforms.wire import primitives as prim
-from transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
+
+from tests.pipelines.ingest_support import coordinates, duplicates, isolated_config, table
 
 pytestmark = [pytest.mark.spark]
 
@@ -252,9 +252,9 @@ def test_an_ingest_stage_has_its_tables_once_started(
 ) -> None:
     """The tables are created while the queries start up, but the stage counts as started only once they exist:
     callers read them right after (a run's status line, a test polling a table)."""
-    from pipelines.ingest import IngestStage
-    from pipelines.sources import replay_stream
-    from transforms.schemas import TABLES
+    from rebalance_radar.pipelines.ingest import IngestStage
+    from rebalance_radar.pipelines.sources import replay_stream
+    from rebalance_radar.transforms.schemas import TABLES
 
     config = isolated_config(radar_config, tmp_path / "data")
     sample = Path(__file__).resolve().parents[2] / "samples" / "consumer_offsets.sample.jsonl"

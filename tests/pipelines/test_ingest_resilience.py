@@ -16,12 +16,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.ingest import IngestStage
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.sources import kafka_stream
+from rebalance_radar.pipelines.streams import RunningQueries
+from rebalance_radar.transforms.schemas import (
+    HEARTBEAT_EVENTS,
+    OFFSET_COMMITS,
+    QUARANTINE,
+    TELEMETRY_RAW,
+    TELEMETRY_UNRECOGNISED,
+)
 
-from pipelines.config import RadarConfig
-from pipelines.ingest import IngestStage
-from pipelines.local.broker import EmbeddedKafka
-from pipelines.sources import kafka_stream
-from pipelines.streams import RunningQueries
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,
@@ -31,7 +38,6 @@ from tests.pipelines.ingest_support import (
     table,
     wait_for,
 )
-from transforms.schemas import HEARTBEAT_EVENTS, OFFSET_COMMITS, QUARANTINE, TELEMETRY_RAW, TELEMETRY_UNRECOGNISED
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pipelines.config import REPO_ROOT, RadarConfig
-from pipelines.jvm import (
+from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
+from rebalance_radar.pipelines.jvm import (
     MANIFEST_NAME,
     MissingArtifactError,
     broker_artifacts,
@@ -82,7 +81,7 @@ def test_two_threads_asking_for_one_set_resolve_it_once(radar_config: RadarConfi
     for: Maven runs once, and neither replaces the folder the other's JVM reads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipelines.jvm import ArtifactSet, MavenArtifact
+    from rebalance_radar.pipelines.jvm import ArtifactSet, MavenArtifact
 
     config = with_spark(radar_config, jars_cache_dir=tmp_path / "cache")
     tiny = ArtifactSet("tiny", "the test's", (MavenArtifact("org.slf4j", "slf4j-api", "1.7.36"),))
@@ -99,8 +98,8 @@ def test_two_processes_asking_for_one_set_on_a_cold_cache_resolve_it_once(
     """Two radar processes starting at once on a cold jar cache (a run and a `radar sql`): Maven runs in one, the
     other waits for it (a lock beside the cache) and reads its folder; neither replaces what the other reads."""
     script = (
-        "import sys; from pathlib import Path; from pipelines.config import load_config; "
-        "from pipelines.jvm import ArtifactSet, MavenArtifact, resolve_artifact_set; "
+        "import sys; from pathlib import Path; from rebalance_radar.pipelines.config import load_config; "
+        "from rebalance_radar.pipelines.jvm import ArtifactSet, MavenArtifact, resolve_artifact_set; "
         "config = load_config('conf/local.yml'); "
         "spark = config.spark.model_copy(update={'jars_cache_dir': Path(sys.argv[1])}); "
         "config = config.model_copy(update={'spark': spark}); "
@@ -119,7 +118,7 @@ def test_two_processes_asking_for_one_set_on_a_cold_cache_resolve_it_once(
 
 def test_the_spark_jars_for_spark_submit_are_one_comma_separated_line(capsys: pytest.CaptureFixture[str]) -> None:
     """`spark-submit --jars "$(radar jars --spark-jars)"`: the connector jars, existing files, nothing else printed."""
-    from pipelines.cli import main
+    from rebalance_radar.pipelines.cli import main
 
     assert main(["jars", "--spark-jars"]) == 0
     printed = capsys.readouterr().out.strip()

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from rebalance_radar.emitters.agent import parse_group_metadata
+from rebalance_radar.emitters.protocol_tap import FrameScanner, advertise_through
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka, free_loopback_port
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
-from emitters.agent import parse_group_metadata
-from emitters.protocol_tap import FrameScanner, advertise_through
-from pipelines.local.broker import EmbeddedKafka, free_loopback_port
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics
-from transforms.telemetry.record_parser import parse_telemetry_record
 
 RECORDS = 400
 TAP_START_TIMEOUT_S = 20.0
@@ -139,7 +139,7 @@ def tapped_broker(context: RecordingContext) -> Iterator[Tapped]:
             [
                 sys.executable,
                 "-m",
-                "pipelines.cli",
+                "rebalance_radar.pipelines.cli",
                 "tap",
                 "--listen",
                 f"{host}:{tap_port}",

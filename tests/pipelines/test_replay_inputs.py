@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.dump import dump_line, read_dump
+from rebalance_radar.pipelines.ingest import records_once, run_replay
+from rebalance_radar.pipelines.sources import replay_staging_dir, staging_links
+from rebalance_radar.transforms.schemas import TABLES
 
-from pipelines.config import RadarConfig
-from pipelines.dump import dump_line, read_dump
-from pipelines.ingest import records_once, run_replay
-from pipelines.sources import replay_staging_dir, staging_links
 from tests.pipelines.ingest_support import isolated_config, table
-from transforms.schemas import TABLES
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -52,7 +52,7 @@ def test_replay_beside_partition_like_folders(spark: object, radar_config: Radar
 
 def test_missing_input_fails_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`radar replay` on a missing file spent 12 s starting Spark before saying so."""
-    from pipelines.cli import main
+    from rebalance_radar.pipelines.cli import main
 
     missing = tmp_path / "nope.jsonl"
     started = time.monotonic()

@@ -17,12 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines import sources
-from pipelines.config import RadarConfig
-from pipelines.dump_columns import DumpLines
-from pipelines.ingest import run_replay
-from pipelines.sources import (
+from rebalance_radar.pipelines import sources
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.dump_columns import DumpLines
+from rebalance_radar.pipelines.ingest import run_replay
+from rebalance_radar.pipelines.sources import (
     PIECE_MARK,
     PIECES_TOGETHER,
     parse_dump_files,
@@ -31,9 +30,10 @@ from pipelines.sources import (
     replay_staging_dir,
     staged_inputs,
 )
-from pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import OFFSETS_RAW, QUARANTINE
+
 from tests.pipelines.ingest_support import isolated_config, table
-from transforms.schemas import OFFSETS_RAW, QUARANTINE
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"

@@ -10,8 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rebalance_radar.pipelines.report import (
+    NO_ALERTS_TABLE,
+    ReportData,
+    render_report,
+    vega_embed_javascript,
+    write_report,
+)
 
-from pipelines.report import NO_ALERTS_TABLE, ReportData, render_report, vega_embed_javascript, write_report
 from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
-from emitters.kafka_wire_client import (
+from rebalance_radar.emitters.kafka_wire_client import (
     KafkaConnectionError,
     KafkaWireClient,
     KafkaWireError,
     coordinator_client,
 )
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.wire.error_codes import error_name
+
 from tests.pipelines.group_member import create_topics, read_records
-from transforms.schemas import HeartbeatEventKind
-from transforms.wire.error_codes import error_name
 
 SOURCE_PARTITIONS = 2
 JOIN_TIMEOUT_S = 30.0
@@ -158,8 +158,8 @@ def test_describe_streams_group_reports_members_and_epochs(bootstrap: str, strea
 
 
 def test_poll_groups_emits_streams_snapshot_events(bootstrap: str, streams_group: Any) -> None:
-    from emitters.poll_groups import GroupPoller
-    from transforms.telemetry.record_parser import parse_telemetry_record
+    from rebalance_radar.emitters.poll_groups import GroupPoller
+    from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
     group_id, members, _ = streams_group
     telemetry = f"telemetry-streams-{uuid.uuid4().hex[:10]}"

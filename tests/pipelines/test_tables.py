@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
-
-from pipelines import tables
-from pipelines.config import RadarConfig
-from pipelines.delta_log import (
+from rebalance_radar.pipelines import tables
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.delta_log import (
     ColumnMaximum,
     history_without_checkpoint,
     live_files,
@@ -21,8 +20,8 @@ from pipelines.delta_log import (
     rows_from_files,
     timestamp_maximum,
 )
-from pipelines.streams import ONE_FILE_MAX_ROWS, TableWriter
-from pipelines.tables import (
+from rebalance_radar.pipelines.streams import ONE_FILE_MAX_ROWS, TableWriter
+from rebalance_radar.pipelines.tables import (
     CHECKPOINT_INTERVAL,
     TableCatalog,
     append_idempotent,
@@ -38,7 +37,7 @@ from pipelines.tables import (
     upserting,
     warm_snapshot,
 )
-from transforms.schemas import GOLD_TABLES, GROUP_HEALTH, OFFSET_COMMITS, QUARANTINE, RECORD_KEY, TABLES
+from rebalance_radar.transforms.schemas import GOLD_TABLES, GROUP_HEALTH, OFFSET_COMMITS, QUARANTINE, RECORD_KEY, TABLES
 
 
 def _quarantine_rows(spark, config: RadarConfig, n: int, first: int = 0, partition: int = 0):  # type: ignore[no-untyped-def]

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from rebalance_radar.emitters.agent import RadarConsumer, instrument
+from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 
-from emitters.agent import RadarConsumer, instrument
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, read_records, start_member
-from transforms.telemetry.json_events import RadarEventV1
 
 RECORDS = 150_000
 ZOMBIE_ERRORS = {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH"}
@@ -281,7 +281,7 @@ class Blocker(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, Blocker())
-from emitters.agent import RadarConsumer
+from rebalance_radar.emitters.agent import RadarConsumer
 
 bootstrap, topic, telemetry = sys.argv[1:4]
 consumer = RadarConsumer({

@@ -12,7 +12,7 @@ from tests.pipelines.group_member import ScenarioResult, run_group_scenario
 @concurrent_recording
 def record_classic_3x(context: RecordingContext) -> ScenarioResult:
     """The classic scenario on a Kafka 3.9 broker of its own, stopped once it is recorded."""
-    from pipelines.local.broker import EmbeddedKafka
+    from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 
     config = context.config.broker.model_copy(update={"version": "3.9.2"})
     home = context.tmp_path_factory.mktemp("kafka-3x")

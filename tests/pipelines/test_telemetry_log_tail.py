@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from emitters.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
+from rebalance_radar.emitters.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
 
 
 def _append(path: Path, text: str) -> None:
@@ -72,7 +71,8 @@ def test_default_keywords_keep_coordinator_lines_of_both_wordings() -> None:
 @pytest.mark.kafka
 def test_radar_ship_logs_ships_the_coordinator_lines_once(kafka_broker: Any, tmp_path: Path) -> None:
     """`radar ship-logs` wiring: --log, --bootstrap, --topic, --keyword and --once reach the shipper."""
-    from pipelines.cli import main
+    from rebalance_radar.pipelines.cli import main
+
     from tests.pipelines.group_member import create_topics, read_records
 
     topic = f"ship-logs-{time.time_ns()}"
@@ -86,7 +86,7 @@ def test_radar_ship_logs_ships_the_coordinator_lines_once(kafka_broker: Any, tmp
 
 
 def test_radar_ship_logs_without_a_cluster_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from pipelines.cli import main
+    from rebalance_radar.pipelines.cli import main
 
     assert main(["ship-logs", "--log", str(tmp_path / "server.log"), "--once"]) == 2  # conf/local.yml: embedded
     assert "radar ship-logs needs a cluster: pass --bootstrap" in capsys.readouterr().err
@@ -98,7 +98,7 @@ def test_radar_ship_logs_once_to_a_dead_broker_exits_non_zero(
     """Nothing delivered is a failure a script or supervisor sees: exit 1 and a sentence, never 0."""
     import socket
 
-    from pipelines.cli import main
+    from rebalance_radar.pipelines.cli import main
 
     with socket.socket() as unused:  # a port nothing listens on: the broker is down
         unused.bind(("127.0.0.1", 0))

@@ -12,9 +12,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from emitters.kafka_wire_client import KafkaWireClient
-from transforms.wire.consumer_protocol import encode_subscription
-from transforms.wire.error_codes import ErrorCode
+from rebalance_radar.emitters.kafka_wire_client import KafkaWireClient
+from rebalance_radar.transforms.wire.consumer_protocol import encode_subscription
+from rebalance_radar.transforms.wire.error_codes import ErrorCode
 
 JOIN_VERSION = 5  # member id required (v4+), group.instance.id (v5), not yet flexible
 HEARTBEAT_VERSION = 3

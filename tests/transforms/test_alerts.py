@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from transforms.alerts import (
+from rebalance_radar.transforms.alerts import (
     Alert,
     RuleFailure,
     alert_id,
@@ -15,7 +15,7 @@ from transforms.alerts import (
     slack_payload,
     webhook_payload,
 )
-from transforms.schemas import ALERTS, AlertStatus
+from rebalance_radar.transforms.schemas import ALERTS, AlertStatus
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 RULE = "open_critical_detections"

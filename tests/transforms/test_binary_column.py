@@ -7,8 +7,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from transforms.binary_column import BinaryColumn, byte_slices, string_slices
+from rebalance_radar.transforms.binary_column import BinaryColumn, byte_slices, string_slices
 
 
 @st.composite
@@ -64,7 +63,7 @@ def test_string_slices_give_the_text_and_flag_what_is_not_utf8(case: tuple[bytes
 def test_views_hold_short_runs_inline_zero_padded_and_long_ones_by_position() -> None:
     """Arrow's view layout: length, then up to 12 bytes inline with zeros after them; a longer run its first four
     bytes, buffer 0 and its position (read back through the view array itself, before any cast)."""
-    from transforms.binary_column import _views
+    from rebalance_radar.transforms.binary_column import _views
 
     data = bytes(range(1, 41))
     column = _column(data)

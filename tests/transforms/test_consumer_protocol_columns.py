@@ -8,15 +8,24 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rebalance_radar.transforms.binary_column import MAX_LISTED
+from rebalance_radar.transforms.consumer_protocol_columns import decode_consumer_protocols
+from rebalance_radar.transforms.member_columns import (
+    MEMBER_KAFKA_FIELDS,
+    consumer_protocol_columns,
+    member_row,
+    members_array,
+)
+from rebalance_radar.transforms.offsets_batch import GROUP_METADATA_COLUMN, decoded_batch_ddl
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    encode_assignment,
+    encode_subscription,
+)
+from rebalance_radar.transforms.wire.coordinator_records import decode_record
 
 from tests.data_files import load_jsonl
-from transforms.binary_column import MAX_LISTED
-from transforms.consumer_protocol_columns import decode_consumer_protocols
-from transforms.member_columns import MEMBER_KAFKA_FIELDS, consumer_protocol_columns, member_row, members_array
-from transforms.offsets_batch import GROUP_METADATA_COLUMN, decoded_batch_ddl
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import decode_record
 
 Pair = tuple[bytes | None, bytes | None]
 

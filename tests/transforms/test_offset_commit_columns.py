@@ -9,21 +9,21 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.data_files import load_jsonl
-from transforms.group_metadata_columns import decode_group_metadata
-from transforms.offset_commit_columns import decode_offset_commits
-from transforms.offsets_batch import (
+from rebalance_radar.transforms.group_metadata_columns import decode_group_metadata
+from rebalance_radar.transforms.offset_commit_columns import decode_offset_commits
+from rebalance_radar.transforms.offsets_batch import (
     GROUP_METADATA_COLUMN,
     OFFSET_COMMIT_COLUMN,
     decoded_batch_ddl,
     route_offsets_batch,
     route_offsets_batch_by_rows,
 )
-from transforms.schemas import MAX_TIMESTAMP_MS
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import decode_record, encode_coordinator_record
+from rebalance_radar.transforms.schemas import MAX_TIMESTAMP_MS
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import decode_record, encode_coordinator_record
+
+from tests.data_files import load_jsonl
 
 Record = tuple[bytes | None, bytes | None]
 
@@ -248,7 +248,7 @@ def test_a_long_compact_metadata_takes_the_fast_path(arrow_schema: pa.Schema) ->
 
 def _huge_timestamp(value: bytes) -> bool:
     """A commit or expire timestamp whose microseconds overflow int64 (left to the codec)."""
-    from transforms.wire.coordinator_records import decode_record
+    from rebalance_radar.transforms.wire.coordinator_records import decode_record
 
     key = prim.INT16.pack(1) + b"\x00\x00\x00\x00\x00\x00\x00\x00"
     data = decode_record(key, value).value or {}

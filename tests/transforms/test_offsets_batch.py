@@ -6,13 +6,13 @@ import json
 
 import pyarrow as pa
 import pytest
+from rebalance_radar.pipelines.local.sample_dump import sample_records
+from rebalance_radar.transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_row
+from rebalance_radar.transforms.schemas import MEMBER_COLUMNS
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 
-from pipelines.local.sample_dump import sample_records
 from tests.cyclic_collections import cyclic_collections
-from transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_row
-from transforms.schemas import MEMBER_COLUMNS
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import encode_coordinator_record
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +161,8 @@ def test_kip848_record_keeps_payload_json_and_epoch() -> None:
     [(8, 1, "UNREVOKED_PARTITIONS"), (22, 1, "STABLE"), (22, 2, "UNREVOKED_TASKS"), (14, 2, "UNRELEASED_PARTITIONS")],
 )
 def test_member_state_codes_depend_on_group_type(record_type: int, code: int, name: str) -> None:
-    from pipelines.local.sample_dump import example_value
-    from transforms.wire.coordinator_records import RECORD_TYPES
+    from rebalance_radar.pipelines.local.sample_dump import example_value
+    from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES
 
     rt = RECORD_TYPES[record_type]
     value = example_value(rt.value, 0) | {"state": code}

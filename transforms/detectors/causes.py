@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transforms.detectors.state import OpenRebalance
-from transforms.schemas import RebalanceCause
+from rebalance_radar.transforms.detectors.state import OpenRebalance
+from rebalance_radar.transforms.schemas import RebalanceCause
 
 _BROKER_CAUSES = {c.value for c in RebalanceCause} - {RebalanceCause.UNKNOWN.value}
 

@@ -19,12 +19,12 @@ or when the partition's committed offset passes its earlier high-water mark agai
 
 from __future__ import annotations
 
-from transforms.detectors.detections import DetectionBook
-from transforms.detectors.evidence import source_ref
-from transforms.detectors.group_events import GroupEvent
-from transforms.detectors.state import DepartedMember, GroupState, MemberState
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.schemas import DetectionKind, HeartbeatEventKind
+from rebalance_radar.transforms.detectors.detections import DetectionBook
+from rebalance_radar.transforms.detectors.evidence import source_ref
+from rebalance_radar.transforms.detectors.group_events import GroupEvent
+from rebalance_radar.transforms.detectors.state import DepartedMember, GroupState, MemberState
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import DetectionKind, HeartbeatEventKind
 
 ZOMBIE = DetectionKind.ZOMBIE_COMMIT
 REGRESSION = DetectionKind.OFFSET_REGRESSION

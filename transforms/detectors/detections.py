@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, stable_id
-from transforms.detectors.state import GroupState
-from transforms.schemas import DETECTIONS, DetectionKind, DetectionStatus, Severity
+from rebalance_radar.transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, stable_id
+from rebalance_radar.transforms.detectors.state import GroupState
+from rebalance_radar.transforms.schemas import DETECTIONS, DetectionKind, DetectionStatus, Severity
 
 SEVERITY: dict[DetectionKind, Severity] = {
     DetectionKind.FAILING_GENERATION: Severity.CRITICAL,

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.detectors.group_events import GroupEvent
+from rebalance_radar.transforms.detectors.group_events import GroupEvent
 
 MAX_EVIDENCE = 20
 """Evidence kept per row: the first records (which opened the incident) and the latest ones."""

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.detectors.detections import DetectionBook
-from transforms.detectors.evidence import seconds
-from transforms.detectors.state import CompletedRebalance, GroupState, MemberState
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.schemas import DetectionKind
+from rebalance_radar.transforms.detectors.detections import DetectionBook
+from rebalance_radar.transforms.detectors.evidence import seconds
+from rebalance_radar.transforms.detectors.state import CompletedRebalance, GroupState, MemberState
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import DetectionKind
 
 FAILING = DetectionKind.FAILING_GENERATION
 STORM = DetectionKind.REBALANCE_STORM

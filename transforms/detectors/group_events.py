@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.schemas import (
+from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     DETECTOR_MEMBER_TEXTS,
     GROUP_METADATA,

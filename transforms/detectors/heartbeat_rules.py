@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.detectors.detections import DetectionBook
-from transforms.detectors.evidence import seconds
-from transforms.detectors.state import DepartedMember, GroupState, MemberState
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.schemas import DetectionKind
+from rebalance_radar.transforms.detectors.detections import DetectionBook
+from rebalance_radar.transforms.detectors.evidence import seconds
+from rebalance_radar.transforms.detectors.state import DepartedMember, GroupState, MemberState
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import DetectionKind
 
 KIND = DetectionKind.HEARTBEAT_EXPIRATION
 AT_RISK = DetectionKind.HEARTBEAT_AT_RISK

@@ -27,20 +27,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from transforms.detectors import commit_rules, generation_rules, heartbeat_rules
-from transforms.detectors.causes import decide_cause
-from transforms.detectors.detections import DetectionBook, detection_row, quiet_deadline
-from transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
-from transforms.detectors.group_events import GroupEvent, MemberInfo, event_order, group_event_from_packed
-from transforms.detectors.state import (
+from rebalance_radar.transforms.detectors import commit_rules, generation_rules, heartbeat_rules
+from rebalance_radar.transforms.detectors.causes import decide_cause
+from rebalance_radar.transforms.detectors.detections import DetectionBook, detection_row, quiet_deadline
+from rebalance_radar.transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
+from rebalance_radar.transforms.detectors.group_events import (
+    GroupEvent,
+    MemberInfo,
+    event_order,
+    group_event_from_packed,
+)
+from rebalance_radar.transforms.detectors.state import (
     CompletedRebalance,
     DepartedMember,
     GroupState,
     MemberState,
     OpenRebalance,
 )
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.schemas import (
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import (
     GROUP_HEALTH,
     GROUP_METADATA,
     GROUP_RECORDS,

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-
-from transforms.cyclic_gc import cyclic_gc_paused
-from transforms.schemas import (
+from rebalance_radar.transforms.cyclic_gc import cyclic_gc_paused
+from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     HEARTBEAT_EVENTS,
     PARSED_TELEMETRY_BATCH,
@@ -22,9 +21,9 @@ from transforms.schemas import (
     QuarantineStage,
     quarantine_row,
 )
-from transforms.telemetry.clock import parse_clock_tick
-from transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
-from transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
+from rebalance_radar.transforms.telemetry.clock import parse_clock_tick
+from rebalance_radar.transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
+from rebalance_radar.transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
 
 TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name

@@ -59,9 +59,9 @@ from __future__ import annotations
 
 import re
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
-from transforms.telemetry.log_line import (
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from rebalance_radar.transforms.telemetry.log_line import (
     LogLine,
     MessageRule,
     RuleTable,
@@ -69,7 +69,7 @@ from transforms.telemetry.log_line import (
     instance_id_value,
     split_log_line,
 )
-from transforms.wire.error_codes import ErrorCode as E
+from rebalance_radar.transforms.wire.error_codes import ErrorCode as E
 
 SOURCE = TelemetrySource.BROKER_LOG
 Kind = HeartbeatEventKind

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import re
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
-from transforms.telemetry.kafka_errors import error_name_in_text
-from transforms.telemetry.log_line import (
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from rebalance_radar.transforms.telemetry.kafka_errors import error_name_in_text
+from rebalance_radar.transforms.telemetry.log_line import (
     GENERATION,
     EventBuilder,
     LogLine,
@@ -46,7 +46,7 @@ from transforms.telemetry.log_line import (
     instance_id_value,
     split_log_line,
 )
-from transforms.wire.error_codes import ErrorCode as E
+from rebalance_radar.transforms.wire.error_codes import ErrorCode as E
 
 SOURCE = TelemetrySource.CLIENT_LOG
 Kind = HeartbeatEventKind

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.schemas import HEARTBEAT_EVENTS, SOURCE_COLUMNS, HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.schemas import HEARTBEAT_EVENTS, SOURCE_COLUMNS, HeartbeatEventKind, TelemetrySource
 
 # Partitions listed in `details` (assignment, commits); longer lists are cut (the count is kept in full).
 MAX_LISTED_PARTITIONS = 256

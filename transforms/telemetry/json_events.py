@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
-
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 
 SCHEMA_V1 = "radar.event/1"
 SCHEMA_PREFIX = "radar.event/"

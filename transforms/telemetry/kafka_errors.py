@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from transforms.wire.error_codes import KNOWN_ERROR_NAMES, upper_snake
-from transforms.wire.error_codes import ErrorCode as E
+from rebalance_radar.transforms.wire.error_codes import KNOWN_ERROR_NAMES, upper_snake
+from rebalance_radar.transforms.wire.error_codes import ErrorCode as E
 
 ERROR_NAME_BY_MESSAGE: dict[str, str] = {
     "Specified group generation id is not valid": E.ILLEGAL_GENERATION.name,

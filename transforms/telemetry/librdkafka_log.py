@@ -44,10 +44,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent
-from transforms.telemetry.kafka_errors import error_name_in_text
-from transforms.telemetry.log_line import LogLine, MessageRule, RuleTable, apply_rules
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
+from rebalance_radar.transforms.telemetry.kafka_errors import error_name_in_text
+from rebalance_radar.transforms.telemetry.log_line import LogLine, MessageRule, RuleTable, apply_rules
 
 SOURCE = TelemetrySource.CLIENT_LOG
 Kind = HeartbeatEventKind

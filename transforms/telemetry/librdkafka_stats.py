@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 
 SOURCE = TelemetrySource.LIBRDKAFKA_STATS
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
 
 # A line's own time starts within its first characters (after at most a shipper's `host | ` or `file: `
 # prefix); a date further in belongs to the message ("scheduled for 2024-...") and is not the line's time.

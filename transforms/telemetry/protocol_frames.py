@@ -23,13 +23,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from transforms.schemas import HeartbeatEventKind, TelemetrySource
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, partition_list
-from transforms.wire.consumer_protocol import decode_assignment
-from transforms.wire.error_codes import error_name
-from transforms.wire.errors import DecodeError
-from transforms.wire.frame_envelope import FRAMING_BODY, FRAMING_SIZED, MAGIC, FrameEnvelope, decode_frame_envelope
-from transforms.wire.frames import APIS, Direction, ProtocolFrame, decode_body, decode_request, decode_response
+from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, partition_list
+from rebalance_radar.transforms.wire.consumer_protocol import decode_assignment
+from rebalance_radar.transforms.wire.error_codes import error_name
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.frame_envelope import (
+    FRAMING_BODY,
+    FRAMING_SIZED,
+    MAGIC,
+    FrameEnvelope,
+    decode_frame_envelope,
+)
+from rebalance_radar.transforms.wire.frames import (
+    APIS,
+    Direction,
+    ProtocolFrame,
+    decode_body,
+    decode_request,
+    decode_response,
+)
 
 SOURCE = TelemetrySource.PROTOCOL
 Kind = HeartbeatEventKind

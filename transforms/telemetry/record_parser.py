@@ -19,15 +19,15 @@ import dataclasses
 import json
 from typing import Any
 
-from transforms.schemas import TelemetrySource
-from transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
-from transforms.telemetry.client_log import looks_like_client_log, parse_client_message
-from transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
-from transforms.telemetry.json_events import is_radar_event, parse_radar_event
-from transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
-from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
-from transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
-from transforms.telemetry.protocol_frames import protocol_frame_detector
+from rebalance_radar.transforms.schemas import TelemetrySource
+from rebalance_radar.transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
+from rebalance_radar.transforms.telemetry.client_log import looks_like_client_log, parse_client_message
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
+from rebalance_radar.transforms.telemetry.json_events import is_radar_event, parse_radar_event
+from rebalance_radar.transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
+from rebalance_radar.transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
+from rebalance_radar.transforms.telemetry.log_line import LogLine, split_log_line, timestamp_ms_from_value, zone
+from rebalance_radar.transforms.telemetry.protocol_frames import protocol_frame_detector
 
 # Larger records are refused unread: no telemetry format needs more, and regexes must stay bounded.
 MAX_RECORD_BYTES = 1 << 20

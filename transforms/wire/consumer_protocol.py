@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from transforms.wire import primitives as prim
-from transforms.wire.errors import DecodeError
-from transforms.wire.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
-from transforms.wire.reader import read_message
-from transforms.wire.spec import MessageSpec
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from rebalance_radar.transforms.wire.reader import read_message
+from rebalance_radar.transforms.wire.spec import MessageSpec
+from rebalance_radar.transforms.wire.writer import write_message
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

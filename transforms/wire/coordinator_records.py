@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from transforms.wire import primitives as prim
-from transforms.wire.errors import DecodeError, DecodeErrorKind
-from transforms.wire.messages import COORDINATOR_MESSAGES
-from transforms.wire.reader import read_message
-from transforms.wire.spec import MessageSpec
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.errors import DecodeError, DecodeErrorKind
+from rebalance_radar.transforms.wire.messages import COORDINATOR_MESSAGES
+from rebalance_radar.transforms.wire.reader import read_message
+from rebalance_radar.transforms.wire.spec import MessageSpec
+from rebalance_radar.transforms.wire.writer import write_message
 
 
 @dataclass(frozen=True)

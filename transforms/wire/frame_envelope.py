@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.errors import DecodeError
 
 MAGIC = b"\xffRF1"
 KIND_REQUEST, KIND_RESPONSE, KIND_EXCHANGE = 0, 1, 2

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from transforms.wire import primitives as prim
-from transforms.wire.errors import DecodeError, DecodeErrorKind
-from transforms.wire.messages import PROTOCOL_MESSAGES, REQUEST_HEADER, RESPONSE_HEADER
-from transforms.wire.reader import read_message
-from transforms.wire.spec import MessageSpec
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.errors import DecodeError, DecodeErrorKind
+from rebalance_radar.transforms.wire.messages import PROTOCOL_MESSAGES, REQUEST_HEADER, RESPONSE_HEADER
+from rebalance_radar.transforms.wire.reader import read_message
+from rebalance_radar.transforms.wire.spec import MessageSpec
 
 Direction = Literal["request", "response"]
 

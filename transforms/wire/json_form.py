@@ -7,8 +7,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from transforms.wire.consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import CoordinatorRecord, decode_record
+from rebalance_radar.transforms.wire.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+)
+from rebalance_radar.transforms.wire.coordinator_records import CoordinatorRecord, decode_record
 
 
 def to_kafka_json(value: Any) -> Any:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
-from transforms.wire.spec import MessageSpec, message_from_definition, read_definition
+from rebalance_radar.transforms.wire.spec import MessageSpec, message_from_definition, read_definition
 
-DEFINITIONS: Traversable = files("transforms.wire").joinpath("definitions")
+DEFINITIONS: Traversable = files("rebalance_radar.transforms.wire").joinpath("definitions")
 
 
 def _definitions(folder: Traversable) -> dict[str, MessageSpec]:

@@ -10,7 +10,7 @@ import base64
 import binascii
 import struct
 
-from transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.errors import DecodeError
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")

@@ -12,9 +12,9 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from transforms.wire import primitives as prim
-from transforms.wire.errors import DecodeError, DecodeErrorKind
-from transforms.wire.spec import FIXED_SIZES, FieldSpec, MessageSpec
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.errors import DecodeError, DecodeErrorKind
+from rebalance_radar.transforms.wire.spec import FIXED_SIZES, FieldSpec, MessageSpec
 
 StructReader = Callable[[bytes, int, int], tuple[Any, int]]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from transforms.wire import primitives as prim
-from transforms.wire.spec import FIXED_SIZES, FieldSpec, MessageSpec
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.spec import FIXED_SIZES, FieldSpec, MessageSpec
 
 
 class EncodeError(ValueError):

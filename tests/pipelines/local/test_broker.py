@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
-
-from pipelines.config import RadarConfig
-from pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 
 pytestmark = pytest.mark.kafka
 

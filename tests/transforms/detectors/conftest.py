@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from transforms.detectors.tracker import GroupTracker, TrackerOutput
+from rebalance_radar.transforms.detectors.tracker import GroupTracker, TrackerOutput
 
 
 @pytest.fixture(autouse=True, params=["in memory", "restored before every advance"])

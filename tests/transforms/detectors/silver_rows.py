@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from transforms.detectors.group_events import GroupEvent, group_event_from_row
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.detectors.tracker import GroupTracker
-from transforms.offsets_batch import route_offsets_row
-from transforms.schemas import DETECTOR_INPUT
-from transforms.telemetry.record_parser import parse_telemetry_record
-from transforms.wire.consumer_protocol import encode_assignment, encode_subscription
-from transforms.wire.coordinator_records import encode_coordinator_record
+from rebalance_radar.transforms.detectors.group_events import GroupEvent, group_event_from_row
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+from rebalance_radar.transforms.offsets_batch import route_offsets_row
+from rebalance_radar.transforms.schemas import DETECTOR_INPUT
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 
 CLUSTER = "local"
 BASE_MS = 1_795_000_000_000

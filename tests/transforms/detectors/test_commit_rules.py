@@ -3,9 +3,10 @@ backwards commits after an owner change, commits into a group emptied by removal
 
 from __future__ import annotations
 
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of, run
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.detectors.tracker import GroupTracker
 
 G = "orders"
 A = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")

@@ -10,10 +10,7 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
-
-from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, events_of
-from tests.transforms.detectors.test_replay_determinism import drive
-from transforms.detectors.group_events import (
+from rebalance_radar.transforms.detectors.group_events import (
     GroupEvent,
     MemberInfo,
     epoch_ms,
@@ -21,7 +18,10 @@ from transforms.detectors.group_events import (
     group_event_from_packed,
     group_event_from_row,
 )
-from transforms.schemas import DETECTOR_INPUT
+from rebalance_radar.transforms.schemas import DETECTOR_INPUT
+
+from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, events_of
+from tests.transforms.detectors.test_replay_determinism import drive
 
 
 def test_timestamps_in_every_form_give_the_same_epoch_ms() -> None:

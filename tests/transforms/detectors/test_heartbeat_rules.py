@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
-from transforms.detectors.thresholds import DetectorThresholds
 
 G = "orders"
 A = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a")

@@ -3,8 +3,9 @@ real coordinator bytes and real-format log lines; each asserts exactly the kinds
 
 from __future__ import annotations
 
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, log_time, run
-from transforms.detectors.thresholds import DetectorThresholds
 
 APP = "otter-app"
 NODE0 = "otter-app-225712b8-b54d-4043-a7e1-c489ee4f8fd5"

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import zlib
 
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Silver, events_of
 from tests.transforms.detectors.test_healthy_fleet import ClassicGroup
-from transforms.detectors.thresholds import DetectorThresholds
-from transforms.detectors.tracker import GroupTracker
 
 HOUR = 3_600_000
 STEP = 30_000

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 
 from tests.cyclic_collections import cyclic_collections
-from transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 
 LINES = [
     b"[2025-11-22 02:53:21,101] INFO [GroupCoordinator 1]: Preparing to rebalance group payments in state "

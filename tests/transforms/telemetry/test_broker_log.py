@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.broker_log import cause_of_reason, parse_broker_log_line
-from transforms.telemetry.events import HeartbeatEvent
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.broker_log import cause_of_reason, parse_broker_log_line
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
 
 TS = 1_714_564_800_000
 SCALA = "(kafka.coordinator.group.GroupCoordinator)"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.client_log import parse_client_log_line
-from transforms.telemetry.events import HeartbeatEvent
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.client_log import parse_client_log_line
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
 
 TS = 1_714_564_800_000
 PREFIX = "[Consumer clientId=consumer-CG-1, groupId=CG]"

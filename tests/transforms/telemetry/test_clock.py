@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-
-from transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
-from transforms.telemetry.clock import ClockTick, clock_tick_record, parse_clock_tick
+from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
+from rebalance_radar.transforms.telemetry.clock import ClockTick, clock_tick_record, parse_clock_tick
 
 
 def test_a_tick_round_trips() -> None:

@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.telemetry.events import HeartbeatEvent
-from transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 RECORDED = Path(__file__).parents[2] / "data" / "java-client"
 CLASSIC_GROUP = "group-java-classic-zombie-1795764348136170087"

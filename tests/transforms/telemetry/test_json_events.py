@@ -6,10 +6,9 @@ import json
 from typing import Any
 
 import pytest
-
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 TS = 1_714_564_800_000
 

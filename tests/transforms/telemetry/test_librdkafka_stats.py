@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
-from transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 TS = 1_714_564_800_000
 

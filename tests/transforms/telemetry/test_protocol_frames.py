@@ -12,23 +12,23 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tests.data_files import load_jsonl
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.record_parser import parse_telemetry_record
-from transforms.wire.consumer_protocol import encode_assignment
-from transforms.wire.error_codes import ERROR_NAME_BY_CODE, error_name
-from transforms.wire.frame_envelope import (
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
+from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment
+from rebalance_radar.transforms.wire.error_codes import ERROR_NAME_BY_CODE, error_name
+from rebalance_radar.transforms.wire.frame_envelope import (
     FRAMING_BODY,
     FRAMING_HEADER,
     MAGIC,
     decode_frame_envelope,
     encode_frame_envelope,
 )
-from transforms.wire.frames import APIS, APIS_BY_NAME, request_header_version, response_header_version
-from transforms.wire.messages import REQUEST_HEADER, RESPONSE_HEADER
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire.frames import APIS, APIS_BY_NAME, request_header_version, response_header_version
+from rebalance_radar.transforms.wire.messages import REQUEST_HEADER, RESPONSE_HEADER
+from rebalance_radar.transforms.wire.writer import write_message
+
+from tests.data_files import load_jsonl
 
 TS = 1_714_564_800_000
 PROTOCOL = load_jsonl("vectors", "protocol_vectors.jsonl")

@@ -6,11 +6,14 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from transforms.schemas import HeartbeatEventKind as K
-from transforms.schemas import TelemetrySource as S
-from transforms.telemetry.events import EVENT_COLUMNS, ParseOutcome, RecordContext
-from transforms.telemetry.record_parser import DEFAULT_DETECTORS, MAX_RECORD_BYTES, parse_telemetry_record
+from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
+from rebalance_radar.transforms.schemas import TelemetrySource as S
+from rebalance_radar.transforms.telemetry.events import EVENT_COLUMNS, ParseOutcome, RecordContext
+from rebalance_radar.transforms.telemetry.record_parser import (
+    DEFAULT_DETECTORS,
+    MAX_RECORD_BYTES,
+    parse_telemetry_record,
+)
 
 TS = 1_714_564_800_000
 BROKER = (

@@ -15,11 +15,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
-from transforms.wire.errors import DecodeError
-from transforms.wire.frames import (
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import decode_assignment, decode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import (
+    RECORD_TYPES,
+    decode_coordinator_record,
+    encode_coordinator_record,
+)
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.frames import (
     APIS,
     Direction,
     decode_body,
@@ -28,13 +32,13 @@ from transforms.wire.frames import (
     request_header_version,
     response_header_version,
 )
-from transforms.wire.messages import (
+from rebalance_radar.transforms.wire.messages import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     REQUEST_HEADER,
 )
-from transforms.wire.spec import FieldSpec, MessageSpec
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire.spec import FieldSpec, MessageSpec
+from rebalance_radar.transforms.wire.writer import write_message
 
 Decoder = Callable[[bytes], Any]
 

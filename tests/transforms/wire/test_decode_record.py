@@ -4,12 +4,15 @@ data; `radar decode`'s JSON form and the ingest's routing agree because both go 
 from __future__ import annotations
 
 import pytest
-
-from transforms.offsets_batch import route_offsets_row
-from transforms.wire import primitives as prim
-from transforms.wire.coordinator_records import decode_coordinator_record, decode_record, encode_coordinator_record
-from transforms.wire.errors import DecodeError
-from transforms.wire.json_form import coordinator_record_json
+from rebalance_radar.transforms.offsets_batch import route_offsets_row
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.coordinator_records import (
+    decode_coordinator_record,
+    decode_record,
+    encode_coordinator_record,
+)
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.json_form import coordinator_record_json
 
 MEMBER_KEY = {"groupId": "g", "memberId": "m"}
 MEMBER_VALUE = {

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rebalance_radar.transforms.wire.consumer_protocol import decode_assignment, decode_subscription
+from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
+from rebalance_radar.transforms.wire.error_codes import upper_snake
+from rebalance_radar.transforms.wire.json_form import to_kafka_json
 
 from tests.data_files import load_jsonl
-from transforms.wire.consumer_protocol import decode_assignment, decode_subscription
-from transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
-from transforms.wire.error_codes import upper_snake
-from transforms.wire.json_form import to_kafka_json
 
 VECTORS = load_jsonl("vectors", "embedded_broker_offsets.jsonl")
 

@@ -14,6 +14,18 @@ import tracemalloc
 from collections.abc import Iterator
 
 import pytest
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.consumer_protocol import EmbeddedDecode
+from rebalance_radar.transforms.wire.coordinator_records import (
+    RECORD_TYPES,
+    decode_coordinator_record,
+    encode_coordinator_record,
+)
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.frames import APIS, decode_body, decode_request
+from rebalance_radar.transforms.wire.messages import REQUEST_HEADER, message
+from rebalance_radar.transforms.wire.reader import read_message
+from rebalance_radar.transforms.wire.writer import write_message
 
 from tests.transforms.wire.codec_fuzz import (
     FuzzReport,
@@ -24,14 +36,6 @@ from tests.transforms.wire.codec_fuzz import (
     random_value,
     run,
 )
-from transforms.wire import primitives as prim
-from transforms.wire.consumer_protocol import EmbeddedDecode
-from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
-from transforms.wire.errors import DecodeError
-from transforms.wire.frames import APIS, decode_body, decode_request
-from transforms.wire.messages import REQUEST_HEADER, message
-from transforms.wire.reader import read_message
-from transforms.wire.writer import write_message
 
 GROUP_METADATA_VALUE = message("GroupMetadataValue")
 JOIN_GROUP_REQUEST = message("JoinGroupRequest")

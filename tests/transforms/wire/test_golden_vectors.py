@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
+from rebalance_radar.transforms.wire.errors import DecodeError
+from rebalance_radar.transforms.wire.frames import decode_body, decode_response
+from rebalance_radar.transforms.wire.json_form import (
+    embedded_consumer_protocol_json,
+    key_json,
+    to_kafka_json,
+    value_json,
+)
 
 from tests.data_files import load_jsonl
-from transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
-from transforms.wire.errors import DecodeError
-from transforms.wire.frames import decode_body, decode_response
-from transforms.wire.json_form import embedded_consumer_protocol_json, key_json, to_kafka_json, value_json
 
 OFFSETS = load_jsonl("vectors", "consumer_offsets_vectors.jsonl")
 PROTOCOL = load_jsonl("vectors", "protocol_vectors.jsonl")

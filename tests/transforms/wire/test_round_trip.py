@@ -11,18 +11,20 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.transforms.wire.codec_fuzz import INT_RANGES
-from transforms.wire import primitives as prim
-from transforms.wire.coordinator_records import RECORD_TYPES, decode_coordinator_record, encode_coordinator_record
-from transforms.wire.frames import (
+from rebalance_radar.transforms.wire import primitives as prim
+from rebalance_radar.transforms.wire.coordinator_records import (
+    RECORD_TYPES,
+    decode_coordinator_record,
+    encode_coordinator_record,
+)
+from rebalance_radar.transforms.wire.frames import (
     APIS,
     decode_request,
     decode_response,
     request_header_version,
     response_header_version,
 )
-from transforms.wire.messages import (
+from rebalance_radar.transforms.wire.messages import (
     COORDINATOR_MESSAGES,
     DEFINITIONS,
     PROTOCOL_MESSAGES,
@@ -30,8 +32,8 @@ from transforms.wire.messages import (
     RESPONSE_HEADER,
     message,
 )
-from transforms.wire.reader import read_message
-from transforms.wire.spec import (
+from rebalance_radar.transforms.wire.reader import read_message
+from rebalance_radar.transforms.wire.spec import (
     FieldSpec,
     MessageSpec,
     Versions,
@@ -39,7 +41,9 @@ from transforms.wire.spec import (
     message_from_definition,
     read_definition,
 )
-from transforms.wire.writer import write_message
+from rebalance_radar.transforms.wire.writer import write_message
+
+from tests.transforms.wire.codec_fuzz import INT_RANGES
 
 ALL_MESSAGES: tuple[MessageSpec, ...] = COORDINATOR_MESSAGES + PROTOCOL_MESSAGES
 MAX_STRING_CHARS = 12  # short keeps generation fast; non-ASCII code points still reach 4 UTF-8 bytes each
