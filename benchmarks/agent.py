@@ -40,6 +40,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from rebalance_radar.emitters.agent import RadarConsumer
 
 VARIANTS = ("plain", "agent_up", "agent_down")

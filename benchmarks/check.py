@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
+
+from benchmarks.ingest import BASE_TS, Record, realistic_mix
 from rebalance_radar.pipelines.check import CheckSchedule, run_checks
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.dump import DumpRecord, dump_line
@@ -29,8 +31,6 @@ from rebalance_radar.pipelines.ingest import IngestStage
 from rebalance_radar.pipelines.sources import replay_stream
 from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.schemas import DETECTIONS, GROUP_HEALTH, Severity
-
-from benchmarks.ingest import BASE_TS, Record, realistic_mix
 
 
 def write_dumps(records: list[Record], files: int, folder: Path) -> list[Path]:

@@ -219,6 +219,7 @@ def arrow_rates(records: list[Record], repeat: int) -> dict[str, object]:
     from pyspark.sql import SparkSession
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType
+
     from rebalance_radar.transforms.offsets_batch import (
         decoded_batch_ddl,
         route_offsets_batch,

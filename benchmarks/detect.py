@@ -34,6 +34,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.detect import TrackerBinding, default_binding, start_detect
 from rebalance_radar.pipelines.local_runtime import codegen_compilations
@@ -150,7 +151,6 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
     from rebalance_radar.pipelines.sources import kafka_stream
     from rebalance_radar.pipelines.streams import start_stages
-
     from tests.pipelines.group_member import create_topics as create_work_topics
     from tests.pipelines.group_member import start_member
 

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
-from rebalance_radar.pipelines.sources import parse_dump_files, parse_dump_files_by_rows
 
 from benchmarks.ingest import realistic_mix, write_dump
+from rebalance_radar.pipelines.sources import parse_dump_files, parse_dump_files_by_rows
 
 Parse = Callable[[Iterator[pa.RecordBatch], Mapping[str, str]], Iterator[pa.RecordBatch]]
 

@@ -49,6 +49,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
+
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.dump import DumpRecord, dump_line
 from rebalance_radar.pipelines.ingest import (

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
+
+from benchmarks.agent import produce_topic, read_all
 from rebalance_radar.emitters.protocol_tap import advertise_through
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka, free_loopback_port
-
-from benchmarks.agent import produce_topic, read_all
 
 
 def consumer_config(bootstrap: str, name: str) -> dict[str, Any]:

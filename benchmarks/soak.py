@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
+
 from rebalance_radar.pipelines.config import REPO_ROOT, load_config
 from rebalance_radar.pipelines.delta_log import live_files, record_count
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka

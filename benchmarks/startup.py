@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rebalance_radar.pipelines.phases import PROFILE_ENV
 from rich.console import Console
+
+from rebalance_radar.pipelines.phases import PROFILE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"

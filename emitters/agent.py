@@ -77,6 +77,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
 from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings, shared_client_settings
 from rebalance_radar.emitters.telemetry_producer import DEFAULT_TELEMETRY_TOPIC, TelemetryProducer
 from rebalance_radar.transforms.schemas import HeartbeatEventKind

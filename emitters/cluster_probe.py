@@ -13,6 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+
 from rebalance_radar.emitters.kafka_settings import ConfigError, masked
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
+
 from rebalance_radar.emitters.cluster_probe import client_logger
 from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 

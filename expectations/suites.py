@@ -46,6 +46,7 @@ def run_suite(
         InMemoryStoreBackendDefaults,
         ProgressBarsConfig,
     )
+
     from rebalance_radar.expectations.actions import LogFailedExpectationsAction
 
     # no Data Docs site: the default ephemeral context makes a temporary folder for one on every run

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.pipelines.config import KafkaConfig
 from rebalance_radar.pipelines.dump import DumpRecord, dump_line

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
 from rebalance_radar.pipelines.config import ChecksConfig, ConfigError, RadarConfig
 from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files

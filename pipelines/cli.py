@@ -120,9 +120,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
+        from rich.console import Console
+
         from rebalance_radar.pipelines.detections_view import load_detections, render_detections
         from rebalance_radar.pipelines.session import build_spark_session
-        from rich.console import Console
 
     config = _config(args)
     spark = build_spark_session(_delta_only(config), quick_start=True)
@@ -140,6 +141,7 @@ def _detections(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from pyspark.errors import AnalysisException
+
         from rebalance_radar.pipelines.oncall_queries import bind_parameters
         from rebalance_radar.pipelines.session import build_spark_session
         from rebalance_radar.pipelines.table_reference import tables_named_in
@@ -317,10 +319,11 @@ def _tap(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from rebalance_radar.pipelines.check import render_check_report, run_checks
     from rebalance_radar.pipelines.run_status import read_run_status
     from rebalance_radar.pipelines.session import build_spark_session
-    from rich.console import Console
 
     config = _config(args)
     report = run_checks(build_spark_session(config), config)
@@ -336,9 +339,10 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from rebalance_radar.pipelines.demo import prepare_data_dir, print_demo_result, run_demo
     from rebalance_radar.pipelines.local.scenarios import scenario_named
-    from rich.console import Console
 
     scenario_named(args.scenario)  # an unknown name is said before anything starts or is written
     config = _config(args)

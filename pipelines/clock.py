@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
+
 from rebalance_radar.emitters.cluster_probe import client_logger
 from rebalance_radar.transforms.telemetry.clock import clock_tick_record
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_origin
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+
 from rebalance_radar.emitters.kafka_settings import (
     ClientSettings,
     ConfigError,

@@ -22,14 +22,15 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
-from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
-from rebalance_radar.pipelines.tables import TableCatalog
-from rebalance_radar.transforms.schemas import DETECTIONS, DetectionStatus
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
+from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.transforms.schemas import DETECTIONS, DetectionStatus
 
 DEMO_MARKER = ".radar-demo"
 """A data dir the demo made holds this file: only such a dir is cleared when the demo starts again."""

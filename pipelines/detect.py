@@ -58,6 +58,7 @@ from pyspark.sql import DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.data_dir_locks import writing
 from rebalance_radar.pipelines.delta_log import history_without_checkpoint, timestamp_maximum

@@ -9,11 +9,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from rich.console import Console
+from rich.table import Table
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
-from rich.console import Console
-from rich.table import Table
 
 SEVERITY_STYLE = {str(Severity.CRITICAL): "bold red", str(Severity.WARNING): "yellow", str(Severity.INFO): "cyan"}
 SHOWN_COLUMNS = ("detected_at", "status", "severity", "kind", "group_id", "generation", "member_id", "summary")

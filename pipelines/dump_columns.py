@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+
 from rebalance_radar.pipelines.dump import CODECS, DumpFormatError, decode_dump_line
 
 # A replayed dump line (the timestamp is typed afterwards, in Spark); a bad line keeps its bytes as the value.

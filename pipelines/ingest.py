@@ -24,6 +24,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
+
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.phases import phase
 from rebalance_radar.pipelines.streams import (

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
     from rebalance_radar.pipelines.config import RadarConfig
 
 # A JVM that lives for one short command spends most of its time in cold code: C2 compiler threads then compete

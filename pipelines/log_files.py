@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Iterator
 
 import pyarrow as pa
+
 from rebalance_radar.pipelines.dump import DumpFormatError, decode_dump_line
 from rebalance_radar.pipelines.dump_columns import PARSED_DUMP
 from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
 from rebalance_radar.transforms.schemas import DETECTOR_OUTPUT, TABLES, TableSchema

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time

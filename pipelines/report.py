@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.config import REPO_ROOT, ConfigError, RadarConfig
 from rebalance_radar.pipelines.console import quiet_python_logging, write_log4j2_properties
 from rebalance_radar.pipelines.jvm import default_cache_dir, spark_connector_jars

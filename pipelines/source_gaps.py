@@ -13,6 +13,7 @@ from typing import Any, Self
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.tables import upsert_by_key
 from rebalance_radar.transforms.schemas import SOURCE_GAPS

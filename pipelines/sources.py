@@ -23,6 +23,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.emitters.kafka_settings import ClientSettings
 from rebalance_radar.pipelines.config import RadarConfig, SecretLookup, kafka_client_options
 from rebalance_radar.pipelines.dump import check_dump_files

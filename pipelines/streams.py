@@ -28,6 +28,7 @@ from typing import Self
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.data_dir_locks import hold_stream, release_stream, writing
 from rebalance_radar.pipelines.run_status import RunStatusFile

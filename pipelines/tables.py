@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.data_dir_locks import creating_tables
 from rebalance_radar.pipelines.delta_log import (

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
+
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
 
 SELECTED_MODULES = pytest.StashKey[set[str]]()

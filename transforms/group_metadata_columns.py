@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from rebalance_radar.transforms.binary_column import (
     BinaryColumn,
     FieldCursor,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from rebalance_radar.transforms.consumer_protocol_columns import decode_consumer_protocols
 from rebalance_radar.transforms.schemas import MEMBER_COLUMNS
 from rebalance_radar.transforms.wire.consumer_protocol import (

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
 from rebalance_radar.transforms.binary_column import BinaryColumn, string_slices
 from rebalance_radar.transforms.schemas import MAX_TIMESTAMP_MS
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from rebalance_radar.transforms.cyclic_gc import cyclic_gc_paused
 from rebalance_radar.transforms.group_metadata_columns import decode_group_metadata
 from rebalance_radar.transforms.member_columns import member_row, members_array

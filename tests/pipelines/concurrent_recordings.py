@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import pytest
+
 from rebalance_radar.pipelines.config import RadarConfig
 
 

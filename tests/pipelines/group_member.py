@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer
+
 from rebalance_radar.pipelines.local.member import MEMBER_MODULE
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
 

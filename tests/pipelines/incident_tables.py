@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from rebalance_radar.pipelines.cli import main
-
 from tests.transforms.detectors.silver_rows import BASE_MS, OFFSETS_TOPIC, TELEMETRY_TOPIC, Member, Outcome, Silver, run
 
 REPO = Path(__file__).resolve().parents[2]

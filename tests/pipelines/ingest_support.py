@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.ingest import IngestStage
 from rebalance_radar.pipelines.sources import kafka_stream

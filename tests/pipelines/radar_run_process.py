@@ -11,10 +11,10 @@ from pathlib import Path
 from types import TracebackType
 
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
 from rebalance_radar.pipelines.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS
-
 from tests.pipelines.ingest_support import table, wait_for
 
 CONF = REPO_ROOT / "conf" / "local.yml"

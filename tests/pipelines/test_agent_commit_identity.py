@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from confluent_kafka import Consumer
+
 from rebalance_radar.emitters.agent import GroupIdentity, client_identity_details, commit_identity, parse_group_metadata
 
 GROUP = "orders"

@@ -29,6 +29,7 @@ import yaml
 from databricks.bundles.dashboards import Dashboard
 from databricks.bundles.jobs import Job
 from databricks.bundles.volumes import Volume
+
 from rebalance_radar.pipelines.cli import build_parser
 from rebalance_radar.pipelines.config import load_config
 from rebalance_radar.pipelines.oncall_queries import dashboard_json, oncall_queries

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from rebalance_radar.pipelines.capture import parse_time_ms, run_capture
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.dump import read_dump

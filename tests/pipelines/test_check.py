@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rebalance_radar.pipelines.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config

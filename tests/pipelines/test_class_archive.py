@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.pipelines.config import REPO_ROOT
 from rebalance_radar.pipelines.local_runtime import ClassArchive, archive_key, class_archive, settle_class_archive
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rebalance_radar.pipelines.cli import build_parser
 
 

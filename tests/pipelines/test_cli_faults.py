@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
 from rebalance_radar.pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.ingest import OFFSETS_QUERY
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
@@ -33,7 +34,6 @@ from rebalance_radar.transforms.schemas import (
     TABLES,
     TableSchema,
 )
-
 from tests.pipelines.group_member import create_topics, start_member
 from tests.pipelines.incident_tables import IncidentTables
 from tests.pipelines.ingest_support import (

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
 from rebalance_radar.pipelines.data_dir_locks import hold_stream, release_stream
 from rebalance_radar.transforms.schemas import GROUP_METADATA, OFFSET_COMMITS, OFFSETS_RAW
-
 from tests.pipelines.ingest_support import isolated_config, table
 from tests.pipelines.radar_run_process import radar_command
 

@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT
-
 from tests.pipelines.radar_run_process import radar_command
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
 from rebalance_radar.pipelines.local.scenarios import (
@@ -24,7 +25,6 @@ from rebalance_radar.pipelines.local.scenarios import (
 )
 from rebalance_radar.pipelines.oncall_queries import QUERIES_DIR, bind_parameters, parse_query
 from rebalance_radar.transforms.schemas import TABLES, DetectionKind
-
 from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.test_report import CHART_SLOTS, CHARTS_DRAWN, non_white_share

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.detect import (
     DETECTOR_KEY,
@@ -64,7 +65,6 @@ from rebalance_radar.transforms.schemas import (
     DetectionStatus,
     TableSchema,
 )
-
 from tests.pipelines.ingest_support import isolated_config, table, wait_for
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, run
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.pipelines.config import ConfigError, load_config
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 import rebalance_radar.pipelines.detection_turn as detection_turn_module
 from rebalance_radar.pipelines.detection_turn import LEND_GRACE_S, detection_turn, write_turn
 

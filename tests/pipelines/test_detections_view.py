@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rebalance_radar.pipelines.detections_view import detections_summary, render_detections
 from rich.console import Console
+
+from rebalance_radar.pipelines.detections_view import detections_summary, render_detections
 
 
 def _detection(kind: str, status: str, group: str, second: int) -> dict[str, object]:

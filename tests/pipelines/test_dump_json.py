@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
 from rebalance_radar.pipelines.dump_json import run_decode

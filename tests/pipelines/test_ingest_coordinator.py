@@ -16,10 +16,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS
-
 from tests.pipelines.ingest_support import create_topic, isolated_config, run_kafka_ingest_now, table
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
 from rebalance_radar.pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY, replay_checkpoint_name, run_replay
@@ -28,7 +29,6 @@ from rebalance_radar.transforms.schemas import (
 )
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record
-
 from tests.pipelines.ingest_support import coordinates, duplicates, isolated_config, table
 
 pytestmark = [pytest.mark.spark]

@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.ingest import IngestStage
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
@@ -28,7 +29,6 @@ from rebalance_radar.transforms.schemas import (
     TELEMETRY_RAW,
     TELEMETRY_UNRECOGNISED,
 )
-
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,

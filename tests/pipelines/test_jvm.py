@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
 from rebalance_radar.pipelines.jvm import (
     MANIFEST_NAME,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from py4j.protocol import Py4JJavaError
+
 from rebalance_radar.pipelines.local_runtime import LOCAL_FILESYSTEM_CONF, jar_key, java_sources, local_filesystem_jar
 
 pytestmark = pytest.mark.spark

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import MaintainConfig, RadarConfig
 from rebalance_radar.pipelines.maintain import DELTA_SAFE_RETENTION_HOURS, MaintainResult, run_maintain, zorder_columns
@@ -21,7 +22,6 @@ from rebalance_radar.transforms.schemas import (
     TABLES,
     TableSchema,
 )
-
 from tests.pipelines.ingest_support import isolated_config
 
 pytestmark = pytest.mark.spark

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
 from rebalance_radar.emitters.agent import parse_group_metadata
 from rebalance_radar.emitters.protocol_tap import FrameScanner, advertise_through
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka, free_loopback_port
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
-
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics
 

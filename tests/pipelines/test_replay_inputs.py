@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.dump import dump_line, read_dump
 from rebalance_radar.pipelines.ingest import records_once, run_replay
 from rebalance_radar.pipelines.sources import replay_staging_dir, staging_links
 from rebalance_radar.transforms.schemas import TABLES
-
 from tests.pipelines.ingest_support import isolated_config, table
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines import sources
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.dump_columns import DumpLines
@@ -32,7 +33,6 @@ from rebalance_radar.pipelines.sources import (
 )
 from rebalance_radar.pipelines.tables import TableCatalog
 from rebalance_radar.transforms.schemas import OFFSETS_RAW, QUARANTINE
-
 from tests.pipelines.ingest_support import isolated_config, table
 
 REPO = Path(__file__).resolve().parents[2]

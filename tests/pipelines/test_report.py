@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rebalance_radar.pipelines.report import (
     NO_ALERTS_TABLE,
     ReportData,
@@ -17,7 +18,6 @@ from rebalance_radar.pipelines.report import (
     vega_embed_javascript,
     write_report,
 )
-
 from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
+
 from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings
 from rebalance_radar.pipelines.clock import ClockTickEmitter
 from rebalance_radar.pipelines.config import RadarConfig
@@ -35,7 +36,6 @@ from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
 from rebalance_radar.pipelines.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
-
 from tests.pipelines.group_member import start_member
 from tests.pipelines.ingest_support import table, wait_for
 from tests.pipelines.radar_run_process import RadarRun, radar_command

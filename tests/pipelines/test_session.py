@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.local_runtime import (
     CHECKPOINT_FILE_MANAGER,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
+
 from rebalance_radar.pipelines.streams import (
     MAX_JAVA_ERROR_LINES,
     JavaBatchFailure,

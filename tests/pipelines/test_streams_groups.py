@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
 from rebalance_radar.emitters.kafka_wire_client import (
     KafkaConnectionError,
     KafkaWireClient,
@@ -22,7 +23,6 @@ from rebalance_radar.emitters.kafka_wire_client import (
 )
 from rebalance_radar.transforms.schemas import HeartbeatEventKind
 from rebalance_radar.transforms.wire.error_codes import error_name
-
 from tests.pipelines.group_member import create_topics, read_records
 
 SOURCE_PARTITIONS = 2

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
 from rebalance_radar.pipelines import tables
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.delta_log import (

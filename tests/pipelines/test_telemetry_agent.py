@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+
 from rebalance_radar.emitters.agent import RadarConsumer, instrument
 from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
-
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, read_records, start_member
 

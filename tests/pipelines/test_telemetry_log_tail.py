@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rebalance_radar.emitters.log_shipper import DEFAULT_KEYWORDS, LogTail, keyword_filter
 
 
@@ -72,7 +73,6 @@ def test_default_keywords_keep_coordinator_lines_of_both_wordings() -> None:
 def test_radar_ship_logs_ships_the_coordinator_lines_once(kafka_broker: Any, tmp_path: Path) -> None:
     """`radar ship-logs` wiring: --log, --bootstrap, --topic, --keyword and --once reach the shipper."""
     from rebalance_radar.pipelines.cli import main
-
     from tests.pipelines.group_member import create_topics, read_records
 
     topic = f"ship-logs-{time.time_ns()}"

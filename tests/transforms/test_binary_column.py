@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.binary_column import BinaryColumn, byte_slices, string_slices
 
 

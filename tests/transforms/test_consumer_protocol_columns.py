@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.binary_column import MAX_LISTED
 from rebalance_radar.transforms.consumer_protocol_columns import decode_consumer_protocols
 from rebalance_radar.transforms.member_columns import (
@@ -24,7 +25,6 @@ from rebalance_radar.transforms.wire.consumer_protocol import (
     encode_subscription,
 )
 from rebalance_radar.transforms.wire.coordinator_records import decode_record
-
 from tests.data_files import load_jsonl
 
 Pair = tuple[bytes | None, bytes | None]

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.group_metadata_columns import decode_group_metadata
 from rebalance_radar.transforms.offset_commit_columns import decode_offset_commits
 from rebalance_radar.transforms.offsets_batch import (
@@ -22,7 +23,6 @@ from rebalance_radar.transforms.schemas import MAX_TIMESTAMP_MS
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from rebalance_radar.transforms.wire.coordinator_records import decode_record, encode_coordinator_record
-
 from tests.data_files import load_jsonl
 
 Record = tuple[bytes | None, bytes | None]

@@ -6,12 +6,12 @@ import json
 
 import pyarrow as pa
 import pytest
+
 from rebalance_radar.pipelines.local.sample_dump import sample_records
 from rebalance_radar.transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch, route_offsets_row
 from rebalance_radar.transforms.schemas import MEMBER_COLUMNS
 from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
-
 from tests.cyclic_collections import cyclic_collections
 
 

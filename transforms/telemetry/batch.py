@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+
 from rebalance_radar.transforms.cyclic_gc import cyclic_gc_paused
 from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
+
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 

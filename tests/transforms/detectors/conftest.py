@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from rebalance_radar.transforms.detectors.tracker import GroupTracker, TrackerOutput
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
-
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of, run
 
 G = "orders"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
-
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
 
 G = "orders"

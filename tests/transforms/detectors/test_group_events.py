@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.detectors.group_events import (
     GroupEvent,
     MemberInfo,
@@ -19,7 +20,6 @@ from rebalance_radar.transforms.detectors.group_events import (
     group_event_from_row,
 )
 from rebalance_radar.transforms.schemas import DETECTOR_INPUT
-
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, events_of
 from tests.transforms.detectors.test_replay_determinism import drive
 

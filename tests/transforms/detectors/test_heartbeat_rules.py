@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
 
 G = "orders"

@@ -11,11 +11,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
 from rebalance_radar.transforms.schemas import DETECTION_STATUS_RANK, DetectionStatus
-
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of
 from tests.transforms.detectors.test_replay_determinism import END_MS, THRESHOLDS, G, incident_events, one_jump
 

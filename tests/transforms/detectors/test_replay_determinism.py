@@ -8,10 +8,10 @@ from functools import cache
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker, TrackerOutput
-
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of
 from tests.transforms.detectors.test_seed_scenarios import kip848_stuck_rows
 

@@ -4,7 +4,6 @@ real coordinator bytes and real-format log lines; each asserts exactly the kinds
 from __future__ import annotations
 
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
-
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, log_time, run
 
 APP = "otter-app"

@@ -9,7 +9,6 @@ import zlib
 
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
-
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Silver, events_of
 from tests.transforms.detectors.test_healthy_fleet import ClassicGroup
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 
+from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 from tests.cyclic_collections import cyclic_collections
 
 LINES = [

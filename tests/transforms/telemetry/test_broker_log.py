@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.broker_log import cause_of_reason, parse_broker_log_line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.client_log import parse_client_log_line

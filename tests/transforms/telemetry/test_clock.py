@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+
 from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
 from rebalance_radar.transforms.telemetry.clock import ClockTick, clock_tick_record, parse_clock_tick
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record

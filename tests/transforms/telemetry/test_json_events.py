@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record

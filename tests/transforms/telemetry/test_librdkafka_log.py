@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent

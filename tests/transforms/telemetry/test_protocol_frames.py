@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
@@ -27,7 +28,6 @@ from rebalance_radar.transforms.wire.frame_envelope import (
 from rebalance_radar.transforms.wire.frames import APIS, APIS_BY_NAME, request_header_version, response_header_version
 from rebalance_radar.transforms.wire.messages import REQUEST_HEADER, RESPONSE_HEADER
 from rebalance_radar.transforms.wire.writer import write_message
-
 from tests.data_files import load_jsonl
 
 TS = 1_714_564_800_000

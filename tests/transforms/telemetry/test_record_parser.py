@@ -6,6 +6,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.events import EVENT_COLUMNS, ParseOutcome, RecordContext

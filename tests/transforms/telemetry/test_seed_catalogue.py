@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
+
 from rebalance_radar.transforms.schemas import HeartbeatEventKind as K
 from rebalance_radar.transforms.schemas import TelemetrySource as S
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
-
 from tests.data_files import SHARED
 
 RECORD_TS = 1_714_564_800_000  # 2024-05-01T12:00:00Z

@@ -4,6 +4,7 @@ data; `radar decode`'s JSON form and the ingest's routing agree because both go 
 from __future__ import annotations
 
 import pytest
+
 from rebalance_radar.transforms.offsets_batch import route_offsets_row
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.coordinator_records import (

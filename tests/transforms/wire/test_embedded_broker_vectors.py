@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from rebalance_radar.transforms.wire.consumer_protocol import decode_assignment, decode_subscription
 from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
 from rebalance_radar.transforms.wire.error_codes import upper_snake
 from rebalance_radar.transforms.wire.json_form import to_kafka_json
-
 from tests.data_files import load_jsonl
 
 VECTORS = load_jsonl("vectors", "embedded_broker_offsets.jsonl")

@@ -14,6 +14,7 @@ import tracemalloc
 from collections.abc import Iterator
 
 import pytest
+
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.consumer_protocol import EmbeddedDecode
 from rebalance_radar.transforms.wire.coordinator_records import (
@@ -26,7 +27,6 @@ from rebalance_radar.transforms.wire.frames import APIS, decode_body, decode_req
 from rebalance_radar.transforms.wire.messages import REQUEST_HEADER, message
 from rebalance_radar.transforms.wire.reader import read_message
 from rebalance_radar.transforms.wire.writer import write_message
-
 from tests.transforms.wire.codec_fuzz import (
     FuzzReport,
     Seed,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
 from rebalance_radar.transforms.wire.errors import DecodeError
 from rebalance_radar.transforms.wire.frames import decode_body, decode_response
@@ -14,7 +15,6 @@ from rebalance_radar.transforms.wire.json_form import (
     to_kafka_json,
     value_json,
 )
-
 from tests.data_files import load_jsonl
 
 OFFSETS = load_jsonl("vectors", "consumer_offsets_vectors.jsonl")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.coordinator_records import (
     RECORD_TYPES,
@@ -42,7 +43,6 @@ from rebalance_radar.transforms.wire.spec import (
     read_definition,
 )
 from rebalance_radar.transforms.wire.writer import write_message
-
 from tests.transforms.wire.codec_fuzz import INT_RANGES
 
 ALL_MESSAGES: tuple[MessageSpec, ...] = COORDINATOR_MESSAGES + PROTOCOL_MESSAGES
