@@ -8,7 +8,7 @@ standalone on a real broker host:
     radar ship-logs --log /var/log/kafka/server.log --bootstrap HOST:9092 \\
         --topic radar.telemetry [--keyword coordinator.group ...] [--from-end] [-X security.protocol=SASL_SSL ...]
 
-(`python -m emitters.log_shipper` takes the same arguments, for hosts with only the emitters installed.)
+(`python -m rebalance_radar.emitters.log_shipper` takes the same arguments, for hosts with only the emitters installed.)
 
 Rotation-safe: a file that shrinks (truncated / copytruncate) is read again from the start; a path that now names
 another inode (rename-and-create rotation) has the old file drained, then the new one read from its start.
@@ -284,7 +284,7 @@ def start_shipper(
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool = True) -> None:
-    """The shipper's options, shared by `python -m emitters.log_shipper` and `radar ship-logs`."""
+    """The shipper's options, shared by `python -m rebalance_radar.emitters.log_shipper` and `radar ship-logs`."""
     parser.add_argument("--log", required=True, help="the broker's log file (server.log)")
     add_producer_arguments(parser, bootstrap_required=bootstrap_required)
     parser.add_argument(
@@ -327,7 +327,9 @@ def run_shipper(args: argparse.Namespace, client_settings: Mapping[str, Any] | N
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m emitters.log_shipper", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rebalance_radar.emitters.log_shipper", description=__doc__.split("\n")[0]
+    )
     add_arguments(parser)
     counts = run_shipper(parser.parse_args(argv))
     print(f"log shipper: stopped; {counts}", file=sys.stderr, flush=True)

@@ -6,7 +6,8 @@ a tap sees who called, with which generation/epoch, and how the coordinator answ
     radar tap --listen 127.0.0.1:19092 --broker 127.0.0.1:9092 \\
         --bootstrap telemetry:9092 --topic radar.telemetry [-X security.protocol=SASL_SSL -X ...]
 
-(`python -m emitters.protocol_tap` takes the same arguments, for hosts with only the emitters installed.)
+(`python -m rebalance_radar.emitters.protocol_tap` takes the same arguments, for hosts with only the emitters
+installed.)
 
 Each connection is forwarded byte for byte in both directions (the bytes are written on before the tap looks at
 them). Meanwhile the size-prefixed stream is scanned: client->broker request headers give api key, version,
@@ -405,7 +406,7 @@ async def run(args: argparse.Namespace, client_settings: Mapping[str, Any] | Non
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool = True) -> None:
-    """The tap's options, shared by `python -m emitters.protocol_tap` and `radar tap`."""
+    """The tap's options, shared by `python -m rebalance_radar.emitters.protocol_tap` and `radar tap`."""
     parser.add_argument("--listen", type=parse_host_port, required=True, help="HOST:PORT the clients connect to")
     parser.add_argument("--broker", type=parse_host_port, required=True, help="HOST:PORT of the tapped broker")
     add_producer_arguments(parser, bootstrap_required=bootstrap_required)
@@ -415,7 +416,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, bootstrap_required: bool =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m emitters.protocol_tap", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rebalance_radar.emitters.protocol_tap", description=__doc__.split("\n\n")[0]
+    )
     add_arguments(parser)
     stats = asyncio.run(run(parser.parse_args(argv)))
     print(json.dumps({"stopped": asdict(stats)}), flush=True)

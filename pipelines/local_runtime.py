@@ -14,8 +14,9 @@ what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or 
 - `unix_sockets`: the JVM talks to its Python workers over Unix sockets, not loopback TCP;
 - `checkpoint_rename`: checkpoint files are committed by Hadoop's FileSystem rename, not FileContext's.
 
-The daemon itself is this module run as `python -m pipelines.local_runtime` (`spark.python.daemon.module`): only the
-standard library is imported at module level, so the archives are dropped before pyspark is first imported.
+The daemon itself is this module run as `python -m rebalance_radar.pipelines.local_runtime`
+(`spark.python.daemon.module`): only the standard library is imported at module level, so the archives are dropped
+before pyspark is first imported.
 """
 
 from __future__ import annotations

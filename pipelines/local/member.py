@@ -1,6 +1,7 @@
 """One consumer-group member of the demo fleet, run as its own process so a scenario can SIGSTOP or SIGKILL it.
 
-`python -m pipelines.local.member --bootstrap B --topic T --group G [--protocol consumer] [--agent-topic TOPIC]`
+`python -m rebalance_radar.pipelines.local.member --bootstrap B --topic T --group G [--protocol consumer]
+[--agent-topic TOPIC]`
 polls, and every `--commit-every-s` synchronously commits offset 0 on every partition it holds. Like a
 batch-processing application it keeps working on partitions it *lost* (on_lost) until a commit fails, so a resumed
 zombie commits with its old generation. `--block-revoke-s S` makes it hang S seconds in its first revocation

@@ -1,7 +1,7 @@
 """The sample dump shipped in `samples/`: every coordinator record type, tombstones, a few bad records and some
 telemetry lines, built with the codec's writer. Demo and test material only; production paths never call it.
 
-Regenerate with `python -m pipelines.local.sample_dump samples/consumer_offsets.sample.jsonl`.
+Regenerate with `python -m rebalance_radar.pipelines.local.sample_dump samples/consumer_offsets.sample.jsonl`.
 """
 
 from __future__ import annotations
