@@ -63,23 +63,20 @@ def _table(location: Path, version: int | None = None) -> DeltaTable | None:
 
 
 def _files_of(table: DeltaTable) -> list[LiveFile]:
-    actions = table.get_add_actions(flatten=True)
+    """The table's add actions, a row each, with their statistics by kind (`min.<column>`, `max.<column>`,
+    `null_count.<column>` in delta-rs's flattened form; a null statistic is one Delta did not keep)."""
     import pyarrow as pa
 
-    columns = pa.table(actions).to_pydict()
-    stats: dict[str, dict[str, dict[str, Any]]] = {"min": {}, "max": {}, "null_count": {}}
-    for name, values in columns.items():
-        kind, _, column = name.partition(".")
-        if kind in stats and column:
-            stats[kind][column] = values  # type: ignore[assignment]
     files = []
-    for i, path in enumerate(columns["path"]):
-
-        def of(kind: str, row: int = i) -> dict[str, Any]:
-            return {column: values[row] for column, values in stats[kind].items() if values[row] is not None}  # type: ignore[index]
-
+    for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+        stats: dict[str, dict[str, Any]] = {"min": {}, "max": {}, "null_count": {}}
+        for name, value in action.items():
+            kind, _, column = name.partition(".")
+            if kind in stats and column and value is not None:
+                stats[kind][column] = value
+        records = action["num_records"]
         files.append(
-            LiveFile(path, columns["size_bytes"][i], columns["num_records"][i], of("min"), of("max"), of("null_count"))
+            LiveFile(action["path"], action["size_bytes"], records, stats["min"], stats["max"], stats["null_count"])
         )
     return files
 
