@@ -24,12 +24,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from benchmarks.ingest import BASE_TS, Record, realistic_mix
-from rebalance_radar.pipelines.check import CheckSchedule, run_checks
+from rebalance_radar.pipelines.checks.check import CheckSchedule, run_checks
 from rebalance_radar.pipelines.config import RadarConfig, load_config
-from rebalance_radar.pipelines.dump import DumpRecord, dump_line
-from rebalance_radar.pipelines.ingest import IngestStage
-from rebalance_radar.pipelines.sources import replay_stream
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
+from rebalance_radar.pipelines.stages.ingest import IngestStage
+from rebalance_radar.pipelines.stages.sources import replay_stream
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.schemas import DETECTIONS, GROUP_HEALTH, Severity
 
 
@@ -95,7 +95,7 @@ def batch_durations(spark: SparkSession, config: RadarConfig, paths: list[Path],
 
 
 def run(config: RadarConfig, files: int, per_file: int, interval_s: float, groups: int) -> dict[str, Any]:
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     spark = build_spark_session(config)

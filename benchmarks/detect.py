@@ -36,10 +36,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import RadarConfig, load_config
-from rebalance_radar.pipelines.detect import TrackerBinding, default_binding, start_detect
-from rebalance_radar.pipelines.local_runtime import codegen_compilations
-from rebalance_radar.pipelines.session import build_spark_session
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.pipelines.runtime.local_runtime import codegen_compilations
+from rebalance_radar.pipelines.runtime.session import build_spark_session
+from rebalance_radar.pipelines.stages.detect import TrackerBinding, default_binding, start_detect
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS
 
 
@@ -143,14 +143,14 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
 
     from rebalance_radar.emitters.kafka_settings import client_settings
     from rebalance_radar.emitters.log_shipper import start_shipper
-    from rebalance_radar.pipelines.clock import ClockTickEmitter
-    from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
-    from rebalance_radar.pipelines.ingest import IngestStage
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.scenarios import MemberProcess, ScenarioError
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
-    from rebalance_radar.pipelines.sources import kafka_stream
-    from rebalance_radar.pipelines.streams import start_stages
+    from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
+    from rebalance_radar.pipelines.stages.ingest import IngestStage
+    from rebalance_radar.pipelines.stages.sources import kafka_stream
+    from rebalance_radar.pipelines.stages.streams import start_stages
     from tests.pipelines.group_member import create_topics as create_work_topics
     from tests.pipelines.group_member import start_member
 
@@ -179,7 +179,7 @@ def run_live(duration_s: float, stalls: int, settle_s: float = 0.0) -> dict[str,
         )
         queries = start_stages(stack, [ingest, detect])
         if config.checks.in_run:  # as `radar run`: the expectation checks beside the queries
-            from rebalance_radar.pipelines.check import CheckSchedule
+            from rebalance_radar.pipelines.checks.check import CheckSchedule
 
             checks = stack.enter_context(CheckSchedule(spark, config))
         detect_query = detect.detection_query

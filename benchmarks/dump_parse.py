@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from benchmarks.ingest import realistic_mix, write_dump
-from rebalance_radar.pipelines.sources import parse_dump_files, parse_dump_files_by_rows
+from rebalance_radar.pipelines.stages.sources import parse_dump_files, parse_dump_files_by_rows
 
 Parse = Callable[[Iterator[pa.RecordBatch], Mapping[str, str]], Iterator[pa.RecordBatch]]
 

@@ -51,8 +51,9 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
 from rebalance_radar.pipelines.config import RadarConfig, load_config
-from rebalance_radar.pipelines.dump import DumpRecord, dump_line
-from rebalance_radar.pipelines.ingest import (
+from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
+from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
+from rebalance_radar.pipelines.stages.ingest import (
     KAFKA_COLUMNS,
     OFFSETS_QUERY,
     IngestStage,
@@ -61,9 +62,8 @@ from rebalance_radar.pipelines.ingest import (
     records_once,
     route_offsets,
 )
-from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
-from rebalance_radar.pipelines.sources import kafka_stream, replay_stream
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.pipelines.stages.sources import kafka_stream, replay_stream
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.offsets_batch import decoded_batch_ddl, route_offsets_batch
 from rebalance_radar.transforms.schemas import OFFSETS_RAW
 from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
@@ -366,7 +366,7 @@ def run(
 ) -> dict[str, Any]:
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     records, mix = realistic_mix(max(count, catch_up))
     result: dict[str, Any] = {"master": config.spark.master, "records": count, "mix": dict(mix)}

@@ -1,9 +1,9 @@
 """What each piece of the local master's tuning saves a user (issue #50): `radar replay` of the bundled sample into a
 fresh data dir, in a fresh process, with every piece on, and with one piece turned off at a time; prints JSON.
 
-A piece stays in `pipelines.local_runtime` only if turning it off costs at least `KEEP_ABOVE` (10 %) of the replay's
-wall time. Variants run in alternating order, round after round, so a slow spell of the host touches all of them;
-each variant is reported by its median and its ratio to the all-on median of the same run.
+A piece stays in `pipelines.runtime.local_runtime` only if turning it off costs at least `KEEP_ABOVE` (10 %) of the
+replay's wall time. Variants run in alternating order, round after round, so a slow spell of the host touches all of
+them; each variant is reported by its median and its ratio to the all-on median of the same run.
 
 Pieces are turned off through the config a user has (`spark.local_tuning`, `spark.extra_conf`), so the benchmark
 runs unchanged against the code before a piece is removed and after.

@@ -36,11 +36,11 @@ from typing import Any
 from confluent_kafka import Producer
 
 from rebalance_radar.pipelines.config import REPO_ROOT, load_config
-from rebalance_radar.pipelines.delta_log import live_files, record_count
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.local.topics import create_topics
-from rebalance_radar.pipelines.run_status import read_run_status
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.runtime.run_status import read_run_status
+from rebalance_radar.pipelines.storage.delta_log import live_files, record_count
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import TABLES
 from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 

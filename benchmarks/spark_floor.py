@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rebalance_radar.pipelines.phases import mark, phase
+from rebalance_radar.pipelines.runtime.phases import mark, phase
 
 FLOOR_ROWS = 42  # the bundled sample's record count
 
@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with phase("command floor"):
         with phase("import pipelines"):
             from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
-            from rebalance_radar.pipelines.session import build_spark_session
+            from rebalance_radar.pipelines.runtime.session import build_spark_session
 
         config = load_config(DEFAULT_CONF_PATH, env=os.environ).with_data_dir(data_dir)
         spark = build_spark_session(config, quick_start=True)

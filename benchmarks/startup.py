@@ -1,6 +1,6 @@
 """Fixed costs a user waits for (issue #11): `radar replay` of the bundled sample into a fresh data dir, then
 `radar sql` and `radar detections` on it, each in a fresh subprocess, broken down into the phases the commands
-mark themselves (`pipelines.phases`, `RADAR_PROFILE`); prints JSON.
+mark themselves (`pipelines.runtime.phases`, `RADAR_PROFILE`); prints JSON.
 
 Phases are exclusive (a phase's time less the phases inside it), so they add up to the wall time:
 `python start` is spawn -> `main` entered (interpreter + `pipelines.cli` imports), `import pipelines` the command's
@@ -34,7 +34,7 @@ from typing import Any
 
 from rich.console import Console
 
-from rebalance_radar.pipelines.phases import PROFILE_ENV
+from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"

@@ -13,7 +13,7 @@ LOG = logging.getLogger("radar.checks")
 
 class LogFailedExpectationsAction(ValidationAction):
     """Logs one line per failed expectation of a checkpoint run (rule, failing rows); the alert lifecycle and its
-    notifications happen after the run, in pipelines/check.py, where the alerts table is known."""
+    notifications happen after the run, in pipelines/checks/check.py, where the alerts table is known."""
 
     type: Literal["radar_log_failed_expectations"] = "radar_log_failed_expectations"
 

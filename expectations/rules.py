@@ -1,5 +1,5 @@
 """The alert rules as data: name, the tables each reads, the column of the check view it bounds, the threshold and
-the severity. `pipelines/check.py` builds the check view (one row per group for per-group rules, one per cluster
+the severity. `pipelines/checks/check.py` builds the check view (one row per group for per-group rules, one per cluster
 for cluster-wide ones; a metric that does not apply to a row is null, and GX's column-map expectations skip
 nulls), and `expectations.suites` turns these rules into one Great Expectations suite over it."""
 
@@ -54,7 +54,7 @@ CHECK_VIEW = TableSchema(
         ),
     ),
 )
-"""The one table the suite validates, built by `pipelines.check.build_check_view`."""
+"""The one table the suite validates, built by `pipelines.checks.check.build_check_view`."""
 
 INDEX_COLUMNS: tuple[str, ...] = ("cluster", "group_id")
 """The columns that say which group (or cluster) a failing row is about: GX's unexpected_index_column_names."""

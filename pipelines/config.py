@@ -92,7 +92,7 @@ class KafkaConfig(FrozenSection):
 
 
 class LocalTuningConfig(FrozenSection):
-    """The pieces of `pipelines.local_runtime` a local master uses: all by default; one is turned off to measure
+    """The pieces of `pipelines.runtime.local_runtime` a local master uses: all by default; one is turned off to measure
     what it saves (`benchmarks/local_tuning.py`)."""
 
     worker_daemon: bool = True
@@ -168,8 +168,8 @@ class IngestConfig(FrozenSection):
     """Streaming ingest: trigger, checkpoints (relative paths are under the data dir), bronze on/off.
 
     The trigger sets how fresh the bronze/silver history is, not how soon a detection shows: a live detection
-    query decodes the Kafka streams itself (`pipelines.detect`). Each ingest micro-batch costs seconds whatever it
-    holds, so a short trigger spends the cores the detection query needs (measured: benchmarks/README.md)."""
+    query decodes the Kafka streams itself (`pipelines.stages.detect`). Each ingest micro-batch costs seconds whatever
+    it holds, so a short trigger spends the cores the detection query needs (measured: benchmarks/README.md)."""
 
     trigger_interval: TriggerInterval = "10 seconds"
     checkpoint_location: Path = Path("checkpoints")

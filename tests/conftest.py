@@ -64,7 +64,7 @@ def radar_config(tmp_path_factory: pytest.TempPathFactory) -> RadarConfig:
 @pytest.fixture(scope="session")
 def spark(radar_config: RadarConfig) -> Iterator[object]:
     """The run's only SparkSession. A missing connector jar fails the tests that need it (never a silent skip)."""
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     session = build_spark_session(radar_config)
     yield session

@@ -1,6 +1,6 @@
 """The alert lifecycle as pure logic: failures of one check run against the alerts still open, giving the rows to
 MERGE into `alerts` (one alert per rule, cluster, group and incident: opened, updated while failing, resolved when
-the rule passes again), and the payloads the notifiers post. No Spark, no I/O (pipelines/check.py does both)."""
+the rule passes again), and the payloads the notifiers post. No Spark, no I/O (pipelines/checks/check.py does both)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ quarantine).
 
 Runs inside Spark's `mapInArrow` (no per-row Python UDF): each record is decoded by the codec's front door
 (`transforms.wire.coordinator_records.decode_record`), each output row names its `target` table and fills the
-struct column for that table (`DECODED_OFFSETS_BATCH` in transforms/schemas.py); `pipelines.ingest` splits the
+struct column for that table (`DECODED_OFFSETS_BATCH` in transforms/schemas.py); `pipelines.stages.ingest` splits the
 batch into the Delta tables.
 """
 

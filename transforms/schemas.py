@@ -24,7 +24,7 @@ class Column:
 class TableSchema:
     """A table's name, layer (bronze/silver/gold), columns, partition columns, and `record_key`: the columns naming
     the source record a row came from, so a record written once is never written again, whatever file or checkpoint
-    brings it back (`pipelines.tables.append_new_records`); empty for tables that are not per record."""
+    brings it back (`pipelines.storage.tables.append_new_records`); empty for tables that are not per record."""
 
     name: str
     layer: str
@@ -272,7 +272,8 @@ telemetry topic replays the same passage of time."""
 
 # Columns the detectors read: the union of the silver tables that speak about groups, projected onto one row
 # shape (`src_table` says which table a row came from; a column a table does not have is null). Declared once so
-# the Spark projection (pipelines/detect.py) and the pure conversion to group events (transforms/detectors) agree.
+# the Spark projection (pipelines/stages/detect.py) and the pure conversion to group events (transforms/detectors)
+# agree.
 DETECTOR_INPUT = TableSchema(
     "detector_input",
     "view",
@@ -317,8 +318,8 @@ DETECTOR_INPUT = TableSchema(
     ),
 )
 
-# A `members` struct as the detection query hands it to the trackers (`pipelines.detect.packed_detector_input`), not
-# its subscription and assignment bytes: "f", these fields as texts in this order (what `group_events` reads
+# A `members` struct as the detection query hands it to the trackers (`pipelines.stages.detect.packed_detector_input`),
+# not its subscription and assignment bytes: "f", these fields as texts in this order (what `group_events` reads
 # positionally); "p", its assigned partitions as sorted `topic-partition` texts; "s", its subscribed topics sorted.
 # Shaped by Spark, a member costs the tracker a few list reads instead of a walk through nested objects.
 DETECTOR_MEMBER_TEXTS: tuple[str, ...] = (
@@ -440,7 +441,7 @@ ALERTS = TableSchema(
     ),
 )
 
-# The detection query's outputs (`alerts` is written by the checks, pipelines/check.py, not by detection).
+# The detection query's outputs (`alerts` is written by the checks, pipelines/checks/check.py, not by detection).
 GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
 
 # What the detection query emits, routed like an ingest batch: one row per new version of a gold row, `target`
@@ -505,8 +506,8 @@ TABLES: dict[str, TableSchema] = {
 
 
 # The routed-batch contract: what the `mapInArrow` stages of the ingest (transforms/offsets_batch.py,
-# transforms/telemetry/batch.py) hand to pipelines/ingest.py. One row per routed record: its Kafka coordinates, the
-# `target` table, and one struct column per target filled for that target only (the others null).
+# transforms/telemetry/batch.py) hand to pipelines/stages/ingest.py. One row per routed record: its Kafka coordinates,
+# the `target` table, and one struct column per target filled for that target only (the others null).
 ROUTED_SOURCE_COLUMNS: tuple[Column, ...] = SOURCE_COLUMNS[1:]  # the cluster is added by the pipeline
 # Columns of a table the pipeline fills itself: the cluster, the Kafka coordinates, partition dates.
 PIPELINE_COLUMNS = frozenset({c.name for c in SOURCE_COLUMNS} | {"commit_date"})

@@ -22,7 +22,6 @@ from types import TracebackType
 from typing import TextIO
 
 from rebalance_radar.pipelines.config import BrokerConfig, RadarConfig, SparkConfig
-from rebalance_radar.pipelines.jvm import broker_classpath
 from rebalance_radar.pipelines.local.broker_security import (
     BrokerTls,
     Grant,
@@ -32,6 +31,7 @@ from rebalance_radar.pipelines.local.broker_security import (
     make_tls,
     secured_properties,
 )
+from rebalance_radar.pipelines.runtime.jvm import broker_classpath
 
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 BROKER_MAIN_CLASS = "kafka.Kafka"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rebalance_radar.pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
+from rebalance_radar.pipelines.formats.dump import OFFSETS_TOPIC, DumpRecord, dump_line
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES, encode_coordinator_record

@@ -18,10 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.ingest import IngestStage
-from rebalance_radar.pipelines.sources import kafka_stream
-from rebalance_radar.pipelines.streams import RunningQueries
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.stages.ingest import IngestStage
+from rebalance_radar.pipelines.stages.sources import kafka_stream
+from rebalance_radar.pipelines.stages.streams import RunningQueries
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
 
 OFFSETS_SILVER = (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, QUARANTINE)

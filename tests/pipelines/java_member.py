@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.jvm import broker_classpath
 from rebalance_radar.pipelines.local.broker import log4j2_properties
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
+from rebalance_radar.pipelines.runtime.jvm import broker_classpath
 
 SOURCE = Path(__file__).with_name("JavaGroupMember.java")
 JAVA_CLIENT_PREFIX = "[Consumer "

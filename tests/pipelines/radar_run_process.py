@@ -13,7 +13,7 @@ from types import TracebackType
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS
 from tests.pipelines.ingest_support import table, wait_for
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from rebalance_radar.pipelines.capture import parse_time_ms, run_capture
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.dump import read_dump
-from rebalance_radar.pipelines.dump_json import run_decode
+from rebalance_radar.pipelines.formats.capture import parse_time_ms, run_capture
+from rebalance_radar.pipelines.formats.dump import read_dump
+from rebalance_radar.pipelines.formats.dump_json import run_decode
 
 
 @pytest.mark.kafka

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from rebalance_radar.pipelines.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
+from rebalance_radar.pipelines.checks.check import CheckView, build_check_view, ingest_quality_row, rules_of, run_checks
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, CheckRuleConfig, ConfigError, RadarConfig, load_config
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.schemas import (
     ALERTS,
     CLOCK_TICKS,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from rebalance_radar.pipelines.checkpoint_repair import find_damage, format_problem
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
+from rebalance_radar.pipelines.storage.checkpoint_repair import find_damage, format_problem
 from rebalance_radar.transforms.schemas import DETECTIONS, OFFSET_COMMITS, OFFSETS_RAW, TABLES
 from tests.pipelines.ingest_support import table
 

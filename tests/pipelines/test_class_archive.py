@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from rebalance_radar.pipelines.config import REPO_ROOT
-from rebalance_radar.pipelines.local_runtime import ClassArchive, archive_key, class_archive, settle_class_archive
+from rebalance_radar.pipelines.runtime.local_runtime import (
+    ClassArchive,
+    archive_key,
+    class_archive,
+    settle_class_archive,
+)
 
 WRITES_AT_EXIT = "import sys, pathlib; sys.stdin.read(); pathlib.Path(sys.argv[1]).write_bytes(b'classes')"
 EXITS_WITHOUT_WRITING = "import sys; sys.stdin.read()"

@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
-from rebalance_radar.pipelines.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
-from rebalance_radar.pipelines.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
+from rebalance_radar.pipelines.runtime.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
+from rebalance_radar.pipelines.storage.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
 CONF = REPO_ROOT / "conf" / "local.yml"
@@ -332,7 +332,7 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
     (stub / "python3").write_text("#!/bin/sh\necho 'not the python radar runs in' >&2\nexit 1\n")
     (stub / "python3").chmod(0o755)
     (stub / "python").symlink_to(stub / "python3")
-    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.local_runtime`)
+    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.runtime.local_runtime`)
     started = tmp_path / "started.log"
     for command in ("chmod", "readlink", "stat", "ls"):
         real = shutil.which(command)

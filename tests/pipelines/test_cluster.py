@@ -23,9 +23,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.ingest import OFFSETS_QUERY
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.stages.ingest import OFFSETS_QUERY
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     DETECTIONS,
     DETECTOR_OUTPUT,

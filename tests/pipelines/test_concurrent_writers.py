@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
-from rebalance_radar.pipelines.data_dir_locks import hold_stream, release_stream
+from rebalance_radar.pipelines.storage.data_dir_locks import hold_stream, release_stream
 from rebalance_radar.transforms.schemas import GROUP_METADATA, OFFSET_COMMITS, OFFSETS_RAW
 from tests.pipelines.ingest_support import isolated_config, table
 from tests.pipelines.radar_run_process import radar_command
@@ -85,7 +85,7 @@ def test_a_second_writer_of_a_stream_is_refused_in_a_sentence(tmp_path: Path) ->
     holder = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from rebalance_radar.pipelines.data_dir_locks import StreamInUse, hold_stream\n"
+        "from rebalance_radar.pipelines.storage.data_dir_locks import StreamInUse, hold_stream\n"
         "try:\n"
         f"    hold_stream(Path({str(checkpoints)!r}), 'kafka-local-abc')\n"
         "except StreamInUse as refused:\n"

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from rebalance_radar.pipelines.cli.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
+from rebalance_radar.pipelines.cli.oncall_queries import QUERIES_DIR, bind_parameters, parse_query
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
 from rebalance_radar.pipelines.local.scenarios import (
     SCENARIOS,
     Freeze,
@@ -23,7 +24,6 @@ from rebalance_radar.pipelines.local.scenarios import (
     WaitFor,
     scenario_named,
 )
-from rebalance_radar.pipelines.oncall_queries import QUERIES_DIR, bind_parameters, parse_query
 from rebalance_radar.transforms.schemas import TABLES, DetectionKind
 from tests.pipelines.headless_browser import visit
 from tests.pipelines.ingest_support import isolated_config

@@ -22,8 +22,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
+from rebalance_radar.pipelines.cli.monitor import summarise_detections
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.detect import (
+from rebalance_radar.pipelines.stages.detect import (
     DETECTOR_KEY,
     DETECTOR_ROW,
     DETECTOR_TIME,
@@ -39,11 +40,10 @@ from rebalance_radar.pipelines.detect import (
     start_detect,
     start_gold_query,
 )
-from rebalance_radar.pipelines.detection_turn import detection_turn
-from rebalance_radar.pipelines.ingest import run_replay
-from rebalance_radar.pipelines.monitor import summarise_detections
-from rebalance_radar.pipelines.streams import Trigger
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables, forget_held_keys
+from rebalance_radar.pipelines.stages.detection_turn import detection_turn
+from rebalance_radar.pipelines.stages.ingest import run_ingest_replay
+from rebalance_radar.pipelines.stages.streams import Trigger
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables, forget_held_keys
 from rebalance_radar.transforms.detectors.group_events import group_event_from_packed, group_event_from_row
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
@@ -183,8 +183,13 @@ def test_the_kafka_path_gives_the_rows_silver_gives(spark: SparkSession, config:
     """A live run's detection query decodes the Kafka streams itself (`detector_input_from_kafka`): for the same
     records, its `DETECTOR_INPUT` rows must be exactly those the silver tables give the replay's detection query
     (`detector_input_projection` over ingest's split), for every detector source table."""
-    from rebalance_radar.pipelines.dump import read_dump
-    from rebalance_radar.pipelines.ingest import parse_telemetry, route_offsets, split_decoded, split_parsed_telemetry
+    from rebalance_radar.pipelines.formats.dump import read_dump
+    from rebalance_radar.pipelines.stages.ingest import (
+        parse_telemetry,
+        route_offsets,
+        split_decoded,
+        split_parsed_telemetry,
+    )
     from rebalance_radar.transforms.telemetry.clock import clock_tick_record
 
     records = [(r.key, r.value, r.topic, r.partition, r.offset, r.timestamp) for r in read_dump([SAMPLE])]
@@ -361,7 +366,7 @@ def test_members_shaped_by_spark_convert_as_the_whole_members_do(spark: SparkSes
 
 
 def test_projection_of_replayed_silver_tables(spark: SparkSession, config: RadarConfig) -> None:
-    counts = run_replay(config, [str(SAMPLE)])
+    counts = run_ingest_replay(config, [str(SAMPLE)])
     rows = detector_input(spark, config, streaming=False)
 
     assert tuple(rows.columns) == DETECTOR_INPUT.column_names

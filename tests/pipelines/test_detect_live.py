@@ -26,12 +26,12 @@ from confluent_kafka import Consumer, TopicPartition
 
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.emitters.log_shipper import LogShipper, start_shipper
-from rebalance_radar.pipelines.clock import ClockTickEmitter
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
-from rebalance_radar.pipelines.sources import kafka_stream
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
+from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
+from rebalance_radar.pipelines.stages.sources import kafka_stream
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.group_member import create_topics, start_member, stop_mid_batch

@@ -1,4 +1,4 @@
-"""The turn a live detection micro-batch and the process's other writes share (`pipelines.detection_turn`)."""
+"""The turn a live detection micro-batch and the process's other writes share (`pipelines.stages.detection_turn`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import rebalance_radar.pipelines.detection_turn as detection_turn_module
-from rebalance_radar.pipelines.detection_turn import LEND_GRACE_S, detection_turn, write_turn
+import rebalance_radar.pipelines.stages.detection_turn as detection_turn_module
+from rebalance_radar.pipelines.stages.detection_turn import LEND_GRACE_S, detection_turn, write_turn
 
 
 def taking_turn(write: Callable[[], None]) -> Callable[[], None]:

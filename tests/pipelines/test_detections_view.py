@@ -6,7 +6,7 @@ from datetime import datetime
 
 from rich.console import Console
 
-from rebalance_radar.pipelines.detections_view import detections_summary, render_detections
+from rebalance_radar.pipelines.cli.detections_view import detections_summary, render_detections
 
 
 def _detection(kind: str, status: str, group: str, second: int) -> dict[str, object]:

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rebalance_radar.pipelines.dump import CODECS, DumpRecord, dump_line
-from rebalance_radar.pipelines.dump_columns import DumpLines, fast_path_rows, holds_only_topic
-from rebalance_radar.pipelines.sources import LINES_PER_ARROW_BATCH, parse_dump_files, parse_dump_files_by_rows
+from rebalance_radar.pipelines.formats.dump import CODECS, DumpRecord, dump_line
+from rebalance_radar.pipelines.formats.dump_columns import DumpLines, fast_path_rows, holds_only_topic
+from rebalance_radar.pipelines.stages.sources import LINES_PER_ARROW_BATCH, parse_dump_files, parse_dump_files_by_rows
 from tests.data_files import data_path
 
 REPO = Path(__file__).resolve().parents[2]

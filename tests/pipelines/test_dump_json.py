@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rebalance_radar.pipelines.cli import main
-from rebalance_radar.pipelines.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
-from rebalance_radar.pipelines.dump_json import run_decode
+from rebalance_radar.pipelines.formats.dump import DumpFormatError, DumpRecord, dump_line, parse_dump_line
+from rebalance_radar.pipelines.formats.dump_json import run_decode
 from rebalance_radar.pipelines.local.sample_dump import sample_records
 from rebalance_radar.transforms.wire.coordinator_records import RECORD_TYPES
 

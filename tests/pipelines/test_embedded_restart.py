@@ -12,9 +12,9 @@ from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.ingest import kafka_checkpoint_name
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
-from rebalance_radar.pipelines.sources import kafka_cluster_id
+from rebalance_radar.pipelines.stages.ingest import kafka_checkpoint_name
+from rebalance_radar.pipelines.stages.sources import kafka_cluster_id
 from tests.pipelines.ingest_support import create_topic, end_offsets, isolated_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

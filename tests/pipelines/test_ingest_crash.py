@@ -22,9 +22,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
-from rebalance_radar.pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.stages.ingest import OFFSETS_QUERY, TELEMETRY_QUERY
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     HEARTBEAT_EVENTS,
@@ -118,7 +118,7 @@ def delta_commits(config: RadarConfig) -> int:
 
 
 def kafka_checkpoint(config: RadarConfig) -> Path:
-    """`radar run`'s checkpoint: one per Kafka cluster id (`pipelines.ingest.kafka_checkpoint_name`)."""
+    """`radar run`'s checkpoint: one per Kafka cluster id (`pipelines.stages.ingest.kafka_checkpoint_name`)."""
     (found,) = config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")
     return found
 

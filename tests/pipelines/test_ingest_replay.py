@@ -12,10 +12,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.dump import OFFSETS_TOPIC, DumpRecord, dump_line
-from rebalance_radar.pipelines.ingest import OFFSETS_QUERY, TELEMETRY_QUERY, replay_checkpoint_name, run_replay
+from rebalance_radar.pipelines.formats.dump import OFFSETS_TOPIC, DumpRecord, dump_line
 from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.stages.ingest import (
+    OFFSETS_QUERY,
+    TELEMETRY_QUERY,
+    replay_checkpoint_name,
+    run_ingest_replay,
+)
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     GROUP_METADATA,
     GROUP_RECORDS,
@@ -165,7 +170,7 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
     unreadable = sum(1 for line in dump.read_text().splitlines() if line in UNREADABLE_LINES)
     assert unreadable >= len(UNREADABLE_LINES)
 
-    counts = run_replay(config, [str(dump)])
+    counts = run_ingest_replay(config, [str(dump)])
 
     per_table = Counter(target for *_, target, _ in expected)
     assert counts[OFFSETS_RAW.name] == len(expected)
@@ -218,7 +223,7 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
     before = delta_versions(config)
 
     # replaying the same files again: the checkpoint knows them, nothing is written
-    assert run_replay(config, [str(dump)]) == counts
+    assert run_ingest_replay(config, [str(dump)]) == counts
 
     # a crash after the Delta commits but before the checkpoint commit: the batch runs again with the same
     # batch id, and Delta's (txnAppId, txnVersion) makes every write a no-op
@@ -228,7 +233,7 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
         last = max(int(p.name) for p in commits_dir.iterdir() if p.name.isdigit())
         (commits_dir / str(last)).unlink()
         (commits_dir / f".{last}.crc").unlink(missing_ok=True)
-    assert run_replay(config, [str(dump)]) == counts
+    assert run_ingest_replay(config, [str(dump)]) == counts
     assert delta_versions(config) == before
     assert not duplicates(coordinates(table(spark, config, OFFSETS_RAW)))
 
@@ -241,7 +246,7 @@ def test_replay_reconciles_and_is_idempotent(spark: SparkSession, radar_config: 
         for index, (key, value, *_) in enumerate(offsets_records()[:3])
     ]
     second.write_text("".join(dump_line(record) + "\n" for record in more), encoding="utf-8")
-    grown = run_replay(config, [str(second)])
+    grown = run_ingest_replay(config, [str(second)])
     assert grown[OFFSETS_RAW.name] == counts[OFFSETS_RAW.name] + 3
     assert grown[OFFSET_COMMITS.name] == counts[OFFSET_COMMITS.name] + 3
 
@@ -252,8 +257,8 @@ def test_an_ingest_stage_has_its_tables_once_started(
 ) -> None:
     """The tables are created while the queries start up, but the stage counts as started only once they exist:
     callers read them right after (a run's status line, a test polling a table)."""
-    from rebalance_radar.pipelines.ingest import IngestStage
-    from rebalance_radar.pipelines.sources import replay_stream
+    from rebalance_radar.pipelines.stages.ingest import IngestStage
+    from rebalance_radar.pipelines.stages.sources import replay_stream
     from rebalance_radar.transforms.schemas import TABLES
 
     config = isolated_config(radar_config, tmp_path / "data")

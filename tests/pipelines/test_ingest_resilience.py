@@ -18,10 +18,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.ingest import IngestStage
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
-from rebalance_radar.pipelines.sources import kafka_stream
-from rebalance_radar.pipelines.streams import RunningQueries
+from rebalance_radar.pipelines.stages.ingest import IngestStage
+from rebalance_radar.pipelines.stages.sources import kafka_stream
+from rebalance_radar.pipelines.stages.streams import RunningQueries
 from rebalance_radar.transforms.schemas import (
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
-from rebalance_radar.pipelines.jvm import (
+from rebalance_radar.pipelines.runtime.jvm import (
     MANIFEST_NAME,
     MissingArtifactError,
     broker_artifacts,
@@ -82,7 +82,7 @@ def test_two_threads_asking_for_one_set_resolve_it_once(radar_config: RadarConfi
     for: Maven runs once, and neither replaces the folder the other's JVM reads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rebalance_radar.pipelines.jvm import ArtifactSet, MavenArtifact
+    from rebalance_radar.pipelines.runtime.jvm import ArtifactSet, MavenArtifact
 
     config = with_spark(radar_config, jars_cache_dir=tmp_path / "cache")
     tiny = ArtifactSet("tiny", "the test's", (MavenArtifact("org.slf4j", "slf4j-api", "1.7.36"),))
@@ -100,7 +100,7 @@ def test_two_processes_asking_for_one_set_on_a_cold_cache_resolve_it_once(
     other waits for it (a lock beside the cache) and reads its folder; neither replaces what the other reads."""
     script = (
         "import sys; from pathlib import Path; from rebalance_radar.pipelines.config import load_config; "
-        "from rebalance_radar.pipelines.jvm import ArtifactSet, MavenArtifact, resolve_artifact_set; "
+        "from rebalance_radar.pipelines.runtime.jvm import ArtifactSet, MavenArtifact, resolve_artifact_set; "
         "config = load_config('conf/local.yml'); "
         "spark = config.spark.model_copy(update={'jars_cache_dir': Path(sys.argv[1])}); "
         "config = config.model_copy(update={'spark': spark}); "

@@ -9,7 +9,7 @@ import select
 import threading
 import time
 
-from rebalance_radar.pipelines.local_runtime import JvmStderrFilter
+from rebalance_radar.pipelines.runtime.local_runtime import JvmStderrFilter
 
 WORKER = "Streaming TransformWithStateInPandas Python worker"
 CHATTER = [

@@ -14,8 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import DataFrame, SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.ingest import route_offsets
-from rebalance_radar.pipelines.sources import CONSUMER_FETCH_OPTIONS, kafka_source_options, kafka_stream
+from rebalance_radar.pipelines.stages.ingest import route_offsets
+from rebalance_radar.pipelines.stages.sources import CONSUMER_FETCH_OPTIONS, kafka_source_options, kafka_stream
 from rebalance_radar.transforms.schemas import OFFSET_COMMITS, OFFSETS_RAW
 from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 from tests.pipelines.ingest_support import (

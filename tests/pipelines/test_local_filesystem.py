@@ -1,4 +1,4 @@
-"""Hadoop's local file system without a process per file (`pipelines.local_runtime`): the session's FileSystem
+"""Hadoop's local file system without a process per file (`pipelines.runtime.local_runtime`): the session's FileSystem
 and FileContext are the compiled classes, and they answer as Hadoop's own: the same permissions on new files and
 folders, the same link status for links, files and absent paths. (That `radar replay` writes its tables without
 starting `chmod` or `readlink` is `test_cli_faults.test_replay_works_with_a_broken_python3_first_on_path`'s.)"""
@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from rebalance_radar.pipelines.local_runtime import LOCAL_FILESYSTEM_CONF, jar_key, java_sources, local_filesystem_jar
+from rebalance_radar.pipelines.runtime.local_runtime import (
+    LOCAL_FILESYSTEM_CONF,
+    jar_key,
+    java_sources,
+    local_filesystem_jar,
+)
 
 pytestmark = pytest.mark.spark
 

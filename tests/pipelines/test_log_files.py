@@ -16,9 +16,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli import main
-from rebalance_radar.pipelines.dump import DumpRecord, dump_line
-from rebalance_radar.pipelines.log_files import REPLAYED_LOG_TOPIC, is_log_file, log_partition, log_records
-from rebalance_radar.pipelines.sources import parse_dump_files
+from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
+from rebalance_radar.pipelines.formats.log_files import REPLAYED_LOG_TOPIC, is_log_file, log_partition, log_records
+from rebalance_radar.pipelines.stages.sources import parse_dump_files
 from tests.pipelines.incident_tables import CONF, ORDERS, incident_scenario
 from tests.transforms.detectors.silver_rows import TELEMETRY_TOPIC, run
 

@@ -11,8 +11,13 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import MaintainConfig, RadarConfig
-from rebalance_radar.pipelines.maintain import DELTA_SAFE_RETENTION_HOURS, MaintainResult, run_maintain, zorder_columns
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables
+from rebalance_radar.pipelines.storage.maintain import (
+    DELTA_SAFE_RETENTION_HOURS,
+    MaintainResult,
+    run_maintain,
+    zorder_columns,
+)
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 from rebalance_radar.transforms.schemas import (
     DETECTIONS,
     DETECTOR_OUTPUT,
@@ -172,8 +177,8 @@ def test_maintain_deletes_staged_gold_rows_past_retention_and_the_gold_stream_re
 ) -> None:
     """`detector_output` only carries rows to the gold query: `radar maintain` deletes those staged longer ago than
     `detect.staged_retention_hours`, keeps the rest, and the gold stream skips the deletion instead of failing."""
-    from rebalance_radar.pipelines.detect import start_gold_query
-    from rebalance_radar.pipelines.streams import Trigger
+    from rebalance_radar.pipelines.stages.detect import start_gold_query
+    from rebalance_radar.pipelines.stages.streams import Trigger
 
     config = isolated_config(radar_config, tmp_path / "data")
     ensure_tables(spark, config, (DETECTOR_OUTPUT, REBALANCES, GROUP_HEALTH))

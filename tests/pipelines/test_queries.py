@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.cli.oncall_queries import QUERIES_DIR, bind_parameters, oncall_queries, parse_query
 from rebalance_radar.pipelines.config import ConfigError
-from rebalance_radar.pipelines.oncall_queries import QUERIES_DIR, bind_parameters, oncall_queries, parse_query
 from rebalance_radar.transforms.schemas import DetectionKind, DetectionStatus, Severity
 from tests.pipelines.incident_tables import (
     BILLING,

@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.dump import dump_line, read_dump
-from rebalance_radar.pipelines.ingest import records_once, run_replay
-from rebalance_radar.pipelines.sources import replay_staging_dir, staging_links
+from rebalance_radar.pipelines.formats.dump import dump_line, read_dump
+from rebalance_radar.pipelines.stages.ingest import records_once, run_ingest_replay
+from rebalance_radar.pipelines.stages.sources import replay_staging_dir, staging_links
 from rebalance_radar.transforms.schemas import TABLES
 from tests.pipelines.ingest_support import isolated_config, table
 
@@ -45,7 +45,7 @@ def test_replay_beside_partition_like_folders(spark: object, radar_config: Radar
     (work / "commit_date=2025-01-01").mkdir(parents=True)
     dump = work / SAMPLE.name
     dump.write_bytes(SAMPLE.read_bytes())
-    counts = run_replay(radar_config.with_data_dir(work / "radar-data"), [str(dump)])
+    counts = run_ingest_replay(radar_config.with_data_dir(work / "radar-data"), [str(dump)])
     expected = {"offsets_raw": 39, "offset_commits": 7, "group_metadata": 5, "group_records": 22, "quarantine": 6}
     assert {name: counts[name] for name in expected} == expected  # 5 bad offsets records + 1 telemetry garbage
 
@@ -83,9 +83,9 @@ def test_a_record_is_written_once_whatever_files_bring_it(
     copy.parent.mkdir()
     copy.write_bytes(a.read_bytes())
 
-    first = run_replay(config, [str(a)])
-    assert run_replay(config, [str(a), str(b)])["offsets_raw"] == first["offsets_raw"] + len(moved)
-    last = run_replay(config, [str(copy), str(a)])  # the copy and a in one run: the same records twice at once
+    first = run_ingest_replay(config, [str(a)])
+    assert run_ingest_replay(config, [str(a), str(b)])["offsets_raw"] == first["offsets_raw"] + len(moved)
+    last = run_ingest_replay(config, [str(copy), str(a)])  # the copy and a in one run: the same records twice at once
     assert last["offsets_raw"] == first["offsets_raw"] + len(moved)
     assert last["offset_commits"] + last["group_metadata"] + last["group_records"] == (
         first["offset_commits"] + first["group_metadata"] + first["group_records"] + len(moved)
@@ -112,12 +112,12 @@ def test_a_dump_and_its_copy_in_one_new_replay_write_each_record_once(
     twice = tmp_path / "t" / "a-twice.jsonl"
     twice.parent.mkdir()
     twice.write_bytes(SAMPLE.read_bytes() + b"\n".join(reversed(SAMPLE.read_bytes().splitlines())))
-    alone = run_replay(isolated_config(radar_config, tmp_path / "alone"), [str(a)])
+    alone = run_ingest_replay(isolated_config(radar_config, tmp_path / "alone"), [str(a)])
     assert alone["offsets_raw"] > 0 and alone["heartbeat_events"] > 0 and alone["quarantine"] > 0
     for name, inputs in (("both", [a, copy]), ("twice", [twice])):
         config = isolated_config(radar_config, tmp_path / name)
         # the sample's quarantined records have coordinates too: each is held once
-        assert run_replay(config, [str(path) for path in inputs]) == alone, name
+        assert run_ingest_replay(config, [str(path) for path in inputs]) == alone, name
         for schema in TABLES.values():
             if schema.record_key:
                 keys = [tuple(row) for row in table(spark, config, schema).select(*schema.record_key).collect()]

@@ -1,4 +1,4 @@
-"""A large dump is replayed in pieces cut at line ends (`pipelines.sources.PIECE_BYTES`), `PIECES_TOGETHER` a
+"""A large dump is replayed in pieces cut at line ends (`pipelines.stages.sources.PIECE_BYTES`), `PIECES_TOGETHER` a
 micro-batch: the rows, their line numbers and the quarantine are those of the whole file, and the JVM never holds
 more than a batch of pieces (a 164 MB dump read whole exhausted Spark's default heap and ended `radar replay` in a
 stack trace)."""
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-from rebalance_radar.pipelines import sources
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.dump_columns import DumpLines
-from rebalance_radar.pipelines.ingest import run_replay
-from rebalance_radar.pipelines.sources import (
+from rebalance_radar.pipelines.formats.dump_columns import DumpLines
+from rebalance_radar.pipelines.stages import sources
+from rebalance_radar.pipelines.stages.ingest import run_ingest_replay
+from rebalance_radar.pipelines.stages.sources import (
     PIECE_MARK,
     PIECES_TOGETHER,
     parse_dump_files,
@@ -31,7 +31,7 @@ from rebalance_radar.pipelines.sources import (
     replay_staging_dir,
     staged_inputs,
 )
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import OFFSETS_RAW, QUARANTINE
 from tests.pipelines.ingest_support import isolated_config, table
 
@@ -208,14 +208,14 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     dump.parent.mkdir()
     dump.write_bytes(content)
     whole_config = isolated_config(radar_config, tmp_path / "whole")
-    whole = run_replay(whole_config, [str(dump)])
+    whole = run_ingest_replay(whole_config, [str(dump)])
     _cut_at(monkeypatch, 1_500)
     pieces = len(staged_inputs([dump], tmp_path / "counted")[0].pieces)
     assert pieces > 3 and pieces % PIECES_TOGETHER == 0
     batches = pieces // PIECES_TOGETHER
     pieces_config = isolated_config(radar_config, tmp_path / "pieces")
     capfd.readouterr()
-    in_pieces = run_replay(pieces_config, [str(dump)])
+    in_pieces = run_ingest_replay(pieces_config, [str(dump)])
     assert f": {pieces} input files in {batches} batches" in capfd.readouterr().err
     assert in_pieces == whole
     assert whole["offsets_raw"] > 30 and whole["quarantine"] >= 1
@@ -232,4 +232,4 @@ def test_a_replay_in_pieces_writes_what_a_whole_replay_writes(
     for before, after in itertools.pairwise(spans):
         assert all(before[p][1] < low for p, (low, _) in after.items() if p in before), (before, after)
     assert list((pieces_config.data_dir / "replay-inputs").glob(f"*/*{PIECE_MARK}*")) == []
-    assert run_replay(pieces_config, [str(dump)]) == in_pieces  # again: nothing read twice
+    assert run_ingest_replay(pieces_config, [str(dump)]) == in_pieces  # again: nothing read twice

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rebalance_radar.pipelines.report import (
+from rebalance_radar.pipelines.cli.report import (
     NO_ALERTS_TABLE,
     ReportData,
     render_report,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rebalance_radar.pipelines.run_status import STALE_AFTER_S, QueryStatus, RunStatusFile, read_run_status
+from rebalance_radar.pipelines.runtime.run_status import STALE_AFTER_S, QueryStatus, RunStatusFile, read_run_status
 
 QUERIES = [
     QueryStatus(name="radar-offsets-kafka-x", active=True, batches=12, last_batch_at="2026-12-02T01:00:00Z"),

@@ -27,14 +27,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
 from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings
-from rebalance_radar.pipelines.clock import ClockTickEmitter
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.console import StatusLine
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.local.broker_security import Grant, ScramUser, monitor_grants
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.runtime.console import StatusLine
+from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
 from tests.pipelines.group_member import start_member
 from tests.pipelines.ingest_support import table, wait_for

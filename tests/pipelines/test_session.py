@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.local_runtime import (
+from rebalance_radar.pipelines.runtime.local_runtime import (
     CHECKPOINT_FILE_MANAGER,
     DAEMON_MODULE,
     LOCAL_FILESYSTEM_CONF,
@@ -30,7 +30,7 @@ from rebalance_radar.pipelines.local_runtime import (
     python_socket_dir,
     worker_python,
 )
-from rebalance_radar.pipelines.session import (
+from rebalance_radar.pipelines.runtime.session import (
     CODEGEN_CACHE_ENTRIES,
     build_spark_session,
     check_master,
@@ -337,7 +337,7 @@ def test_a_stateful_querys_python_runs_without_sparks_archives_in_the_sessions_o
 
 _NO_JARS_SESSION = """
 from pyspark.sql import SparkSession
-from rebalance_radar.pipelines.session import SparkSessionError, verify_formats
+from rebalance_radar.pipelines.runtime.session import SparkSessionError, verify_formats
 spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 try:
     verify_formats(spark, ("kafka", "delta"))

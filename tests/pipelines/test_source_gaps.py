@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.source_gaps import SourceGapRecorder
+from rebalance_radar.pipelines.stages.source_gaps import SourceGapRecorder
 from rebalance_radar.transforms.schemas import SOURCE_GAPS, SourceGapKind
 from rebalance_radar.transforms.source_gaps import kafka_offsets, source_gaps
 from tests.pipelines.ingest_support import create_topic, isolated_config, run_kafka_ingest_now, table, wait_for

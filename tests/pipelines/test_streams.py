@@ -11,7 +11,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from rebalance_radar.pipelines.streams import (
+from rebalance_radar.pipelines.stages.streams import (
     MAX_JAVA_ERROR_LINES,
     JavaBatchFailure,
     RunningQueries,
@@ -149,7 +149,7 @@ def test_a_first_entry_a_stop_abandoned_does_not_block_the_next_start(spark: Spa
 
 def test_a_query_the_kafka_cluster_refuses_ends_in_a_sentence_that_names_the_grant() -> None:
     """Spark's error for a Kafka ACL the principal lacks (its whole plan after it) becomes what to grant."""
-    from rebalance_radar.pipelines.streams import query_failure_sentence
+    from rebalance_radar.pipelines.stages.streams import query_failure_sentence
 
     error = (
         "[STREAM_FAILED] Query [id = 1] terminated with exception: org.apache.kafka.common.errors."
@@ -166,7 +166,7 @@ def test_a_query_the_kafka_cluster_refuses_ends_in_a_sentence_that_names_the_gra
 def test_any_other_failed_query_is_one_sentence_with_its_cause_and_where_the_whole_error_is(tmp_path: Path) -> None:
     """The detection query's worker died under load: 216 lines of state and plan became one sentence, and the
     whole text went to the data dir's failure log."""
-    from rebalance_radar.pipelines.streams import keep_failure, query_failure_sentence
+    from rebalance_radar.pipelines.stages.streams import keep_failure, query_failure_sentence
 
     error = (
         "[STREAM_FAILED] Query radar-detect [id = 1, runId = 2] terminated with exception: Job aborted due to stage "

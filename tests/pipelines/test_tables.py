@@ -9,9 +9,10 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-from rebalance_radar.pipelines import tables
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.delta_log import (
+from rebalance_radar.pipelines.stages.streams import ONE_FILE_MAX_ROWS, TableWriter
+from rebalance_radar.pipelines.storage import tables
+from rebalance_radar.pipelines.storage.delta_log import (
     ColumnMaximum,
     history_without_checkpoint,
     live_files,
@@ -21,8 +22,7 @@ from rebalance_radar.pipelines.delta_log import (
     rows_from_files,
     timestamp_maximum,
 )
-from rebalance_radar.pipelines.streams import ONE_FILE_MAX_ROWS, TableWriter
-from rebalance_radar.pipelines.tables import (
+from rebalance_radar.pipelines.storage.tables import (
     CHECKPOINT_INTERVAL,
     TableCatalog,
     append_idempotent,

@@ -122,9 +122,9 @@ def test_shipped_and_agent_telemetry_lands_in_heartbeat_events(
     classic: ScenarioResult, kafka_broker: Any, spark: Any, radar_config: Any
 ) -> None:
     """End to end: Spark's Kafka source + the ingest's telemetry query, available-now, into Delta."""
-    from rebalance_radar.pipelines.ingest import IngestStage
-    from rebalance_radar.pipelines.sources import kafka_stream
-    from rebalance_radar.pipelines.tables import TableCatalog
+    from rebalance_radar.pipelines.stages.ingest import IngestStage
+    from rebalance_radar.pipelines.stages.sources import kafka_stream
+    from rebalance_radar.pipelines.storage.tables import TableCatalog
     from rebalance_radar.transforms.schemas import HEARTBEAT_EVENTS
 
     kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (classic.telemetry_topic,)})

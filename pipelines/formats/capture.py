@@ -17,7 +17,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
 
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.pipelines.config import KafkaConfig
-from rebalance_radar.pipelines.dump import DumpRecord, dump_line
+from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
 
 
 def parse_time_ms(text: str | None) -> int | None:

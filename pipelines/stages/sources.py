@@ -2,7 +2,7 @@
 
 Both give `key, value, topic, partition, offset, timestamp, source_error`; `source_error` is set only for a dump
 line that is not a dump record, so the pipeline can quarantine it instead of stopping. Dump lines are read by the
-same reader as `radar decode` (`pipelines.dump.decode_dump_line`).
+same reader as `radar decode` (`pipelines.formats.dump.decode_dump_line`).
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.emitters.kafka_settings import ClientSettings
 from rebalance_radar.pipelines.config import RadarConfig, SecretLookup, kafka_client_options
-from rebalance_radar.pipelines.dump import check_dump_files
-from rebalance_radar.pipelines.dump_columns import (
+from rebalance_radar.pipelines.formats.dump import check_dump_files
+from rebalance_radar.pipelines.formats.dump_columns import (
     PARSED_DUMP,
     decode_dump_content,
     decode_dump_lines_by_rows,
     holds_only_topic,
 )
-from rebalance_radar.pipelines.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
-from rebalance_radar.pipelines.session import on_databricks
+from rebalance_radar.pipelines.formats.log_files import SNIFFED_BYTES, is_log_file, log_file_rows, log_partition
+from rebalance_radar.pipelines.runtime.session import on_databricks
 
 SOURCE_COLUMNS = (
     *("key", "value", "topic", "partition", "offset", "timestamp"),
@@ -172,7 +172,7 @@ class ReplayedFile:
     partition: int  # a replayed log file's records' partition: its resolved path's CRC-32 (`log_partition`)
     modified_ms: int
     content: pa.Buffer
-    is_log: bool  # a log file rather than a dump, by its first MiB (`pipelines.log_files.is_log_file`)
+    is_log: bool  # a log file rather than a dump, by its first MiB (`pipelines.formats.log_files.is_log_file`)
     first_line: int = 1  # the number of its first line: a piece of a large dump starts further in (`staged_inputs`)
 
     @classmethod
@@ -262,9 +262,9 @@ def parse_dump_files(
     other_than_topic: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` body of the replay over whole dump files (`binaryFile` rows: path, content): the dump format's
-    vectorised reader (`pipelines.dump_columns`), which leaves every line it cannot prove to the one dump reader
-    (`pipelines.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record keeps its bytes as the
-    value, says why in `source_error`, and every row keeps its file and line number. Batches of
+    vectorised reader (`pipelines.formats.dump_columns`), which leaves every line it cannot prove to the one dump reader
+    (`pipelines.formats.dump.decode_dump_line`, as `radar decode`); a line that is not a dump record keeps its bytes as
+    the value, says why in `source_error`, and every row keeps its file and line number. Batches of
     `LINES_PER_ARROW_BATCH` rows across files, as `parse_dump_files_by_rows` cuts them.
     `files` maps a staging entry's name to the path the user gave; `first_lines` a piece's to its first line.
     With `other_than_topic` (the telemetry query's read), a dump proven to hold records of that topic only
@@ -281,7 +281,7 @@ def _holds_only(file: ReplayedFile | UnreadableFile, topic: str) -> bool:
 
 
 def _file_rows(file: ReplayedFile | UnreadableFile) -> Iterator[pa.RecordBatch]:
-    """A dump's lines through the dump readers; a log file's records as telemetry (`pipelines.log_files`)."""
+    """A dump's lines through the dump readers; a log file's records as telemetry (`pipelines.formats.log_files`)."""
     if isinstance(file, UnreadableFile):
         return iter([file.rows()])
     if file.is_log:

@@ -1,7 +1,7 @@
 """The one SparkSession of a radar process, whatever the master: Databricks' own session, the session of a
 `spark-submit` (its master and jars), or one radar builds for `spark.master` (`local[N]`, `spark://`, `k8s://`,
-`yarn`). The same settings serve every master; what only a local master needs lives in `pipelines.local_runtime`,
-used for no other.
+`yarn`). The same settings serve every master; what only a local master needs lives in
+`pipelines.runtime.local_runtime`, used for no other.
 
 Connector jars go by `spark.jars` (Spark serves them to the executors), and radar's own Python packages by
 `addPyFile` (a zip of them), so a cluster's executors run the same code with the same connectors; their Python is
@@ -22,9 +22,9 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import REPO_ROOT, ConfigError, RadarConfig
-from rebalance_radar.pipelines.console import quiet_python_logging, write_log4j2_properties
-from rebalance_radar.pipelines.jvm import default_cache_dir, spark_connector_jars
-from rebalance_radar.pipelines.phases import phase
+from rebalance_radar.pipelines.runtime.console import quiet_python_logging, write_log4j2_properties
+from rebalance_radar.pipelines.runtime.jvm import default_cache_dir, spark_connector_jars
+from rebalance_radar.pipelines.runtime.phases import phase
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -230,7 +230,7 @@ def silence_driver_stderr() -> None:
     """From now on, drop what the driver JVM radar started prints (a stopped run's abandoned tasks); nothing to do
     for a JVM radar did not start with a filter (a cluster master's, spark-submit's, Databricks')."""
     if _local_runtime_used:
-        from rebalance_radar.pipelines import local_runtime
+        from rebalance_radar.pipelines.runtime import local_runtime
 
         local_runtime.silence_jvm_stderr()
 
@@ -239,7 +239,7 @@ def kill_driver_jvm() -> None:
     """A second Ctrl-C: end radar's own local JVM and its Python workers at once (a cluster's executors are the
     cluster's; the driver JVM of a client-mode session ends with this process)."""
     if _local_runtime_used:
-        from rebalance_radar.pipelines import local_runtime
+        from rebalance_radar.pipelines.runtime import local_runtime
 
         local_runtime.kill_jvm()
 
@@ -248,7 +248,7 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
     """The one SparkSession of this process, verified to resolve the configured formats. An existing session
     (Databricks', spark-submit's, or one this process built) is used as it is. Otherwise one is built for
     `spark.master`; `quick_start` (the command is short) is a hint only a local master acts on
-    (`pipelines.local_runtime`)."""
+    (`pipelines.runtime.local_runtime`)."""
     quiet_python_logging(config.spark.log_level != "ERROR")
     existing = running_session()
     if existing is None and on_databricks():
@@ -268,7 +268,7 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
             conf = session_conf(config, spark_connector_jars(config))
         builder = SparkSession.builder.master(master).appName(config.spark.app_name)
     if local:
-        from rebalance_radar.pipelines import local_runtime
+        from rebalance_radar.pipelines.runtime import local_runtime
 
         with phase("local runtime"):
             jars = [Path(jar) for jar in conf["spark.jars"].split(",") if jar]

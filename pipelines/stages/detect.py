@@ -20,8 +20,8 @@ before this split). Live, the detection query runs none: it appends the first ro
 holds) to `detector_output` (blind appends: no table state); the gold query MERGEs them from there on its own, slower
 trigger (`detect.gold_trigger_interval`), coalescing many micro-batches into one upsert, and a stop drains it. To
 completion (`radar replay`, availableNow) the detection query MERGEs all three itself. Both paths end in the same
-gold rows (tested). Live, the two queries also take turns (`pipelines.detection_turn`): a detection micro-batch runs
-alone, the gold query's writes in the gaps between detection batches, one at a time, a waiting detection batch
+gold rows (tested). Live, the two queries also take turns (`pipelines.stages.detection_turn`): a detection micro-batch
+runs alone, the gold query's writes in the gaps between detection batches, one at a time, a waiting detection batch
 first; a detection batch that ends while writes wait lends the turn to one and returns after it, so the next batch
 fixes its offsets after that write, not before.
 
@@ -60,12 +60,19 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.data_dir_locks import writing
-from rebalance_radar.pipelines.delta_log import history_without_checkpoint, timestamp_maximum
-from rebalance_radar.pipelines.detection_turn import detection_turn, write_turn
-from rebalance_radar.pipelines.phases import phase
-from rebalance_radar.pipelines.streams import RunningQueries, Stage, Trigger, failure_log_of, start_query, wait_a_while
-from rebalance_radar.pipelines.tables import (
+from rebalance_radar.pipelines.runtime.phases import phase
+from rebalance_radar.pipelines.stages.detection_turn import detection_turn, write_turn
+from rebalance_radar.pipelines.stages.streams import (
+    RunningQueries,
+    Stage,
+    Trigger,
+    failure_log_of,
+    start_query,
+    wait_a_while,
+)
+from rebalance_radar.pipelines.storage.data_dir_locks import writing
+from rebalance_radar.pipelines.storage.delta_log import history_without_checkpoint, timestamp_maximum
+from rebalance_radar.pipelines.storage.tables import (
     HeldKeys,
     TableCatalog,
     append_rows,
@@ -192,7 +199,7 @@ def routed_detector_input(routed: DataFrame, config: RadarConfig, contract: Rout
 
 @dataclass(frozen=True)
 class KafkaDetectorSources:
-    """The Kafka streams of a live run (`pipelines.sources.kafka_stream`, as the ingest stage reads them): the
+    """The Kafka streams of a live run (`pipelines.stages.sources.kafka_stream`, as the ingest stage reads them): the
     detection query decodes them itself instead of waiting for silver (see the module docstring)."""
 
     offsets: DataFrame
@@ -201,7 +208,7 @@ class KafkaDetectorSources:
 
 def detector_input_from_kafka(config: RadarConfig, sources: KafkaDetectorSources) -> DataFrame:
     """`DETECTOR_INPUT` rows straight from the Kafka streams, decoded and parsed by ingest's own routers."""
-    from rebalance_radar.pipelines.ingest import parse_telemetry, route_offsets
+    from rebalance_radar.pipelines.stages.ingest import parse_telemetry, route_offsets
 
     offsets = route_offsets(sources.offsets.where(F.col("topic") == config.kafka.offsets_topic), spread=False)
     telemetry_topics = list(config.kafka.telemetry_topics)

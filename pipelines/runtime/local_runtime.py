@@ -1,6 +1,6 @@
 """What only a local master needs (`spark.master: local[N]`): the driver JVM started in a session of its own, and the
 start-up tuning of a laptop's few cores. Nothing here runs for a cluster master, spark-submit or Databricks
-(`pipelines.session` decides), and this is the only module that uses PySpark's private API.
+(`pipelines.runtime.session` decides), and this is the only module that uses PySpark's private API.
 
 Each tuning piece can be turned off (`spark.local_tuning`), and stays only while turning it off costs at least 10 % of
 what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or live detection's p95
@@ -14,7 +14,7 @@ what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or 
 - `unix_sockets`: the JVM talks to its Python workers over Unix sockets, not loopback TCP;
 - `checkpoint_rename`: checkpoint files are committed by Hadoop's FileSystem rename, not FileContext's.
 
-The daemon itself is this module run as `python -m rebalance_radar.pipelines.local_runtime`
+The daemon itself is this module run as `python -m rebalance_radar.pipelines.runtime.local_runtime`
 (`spark.python.daemon.module`): only the standard library is imported at module level, so the archives are dropped
 before pyspark is first imported.
 """
@@ -55,7 +55,7 @@ QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=24
 # one small file costs a live micro-batch noticeably. A POSIX rename is atomic, and only this process writes its
 # checkpoints.
 CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-DAEMON_MODULE = "rebalance_radar.pipelines.local_runtime"
+DAEMON_MODULE = "rebalance_radar.pipelines.runtime.local_runtime"
 # One daemon for every Python task: Spark keeps a daemon per set of worker environment variables, and sets
 # SPARK_SIMPLIFIED_TRACEBACK for `mapInArrow` tasks but not for `transformWithState`'s.
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
@@ -105,7 +105,7 @@ _archive: ClassArchive | None = None  # the class-data archive of the session `l
 
 
 def _cache_dir(config: RadarConfig) -> Path:
-    from rebalance_radar.pipelines.jvm import default_cache_dir
+    from rebalance_radar.pipelines.runtime.jvm import default_cache_dir
 
     return default_cache_dir(config)
 
@@ -345,7 +345,7 @@ def launcher_script(python: str) -> str:
     return "\n".join(
         [
             "#!/bin/sh",
-            "# rebalance-radar (pipelines/local_runtime.py): Spark's Python workers without Spark's archives",
+            "# rebalance-radar (pipelines/runtime/local_runtime.py): Spark's Python workers without Spark's archives",
             "set -f",  # the entries are names, not patterns to expand
             "kept=",
             "IFS=:",
@@ -391,11 +391,11 @@ WORKER_MODULES = (
     "pandas",  # pyarrow imports it at a worker's first `pa.array` of a Python list, in every new worker
     "rebalance_radar.transforms.offsets_batch",
     "rebalance_radar.transforms.telemetry.batch",
-    "rebalance_radar.pipelines.detect",
+    "rebalance_radar.pipelines.stages.detect",
 )
 """What the workers of a radar session import for their tasks (the decode, the telemetry parse, the detection
-operator, whose pickled processor names `pipelines.detect`). Imported once by the daemon, before it forks a worker
-per task slot: each worker starts with them in memory instead of importing them again."""
+operator, whose pickled processor names `pipelines.stages.detect`). Imported once by the daemon, before it forks a
+worker per task slot: each worker starts with them in memory instead of importing them again."""
 
 
 def import_worker_modules() -> None:
@@ -428,8 +428,8 @@ def freeze_imported_objects() -> None:
 # --- shell_free_fs: Hadoop's local file system without a process per file ----------------------------------------
 # pip's pyspark ships no Hadoop native library, so Hadoop 3.4 sets the permission of every file it creates on a local
 # disk by starting `chmod`, and reads a path's link status on each rename by starting `readlink`: hundreds
-# in a replay of the sample. The classes in `pipelines/java/` do both through java.nio; they are compiled once, with
-# the JDK's `javac`, into the jar cache, against the Hadoop jar pyspark ships.
+# in a replay of the sample. The classes in `pipelines/runtime/java/` do both through java.nio; they are compiled once,
+# with the JDK's `javac`, into the jar cache, against the Hadoop jar pyspark ships.
 
 SOURCES_DIR = Path(__file__).resolve().parent / "java"
 JAR_PREFIX = "radar-local-fs-"
@@ -447,7 +447,7 @@ def java_sources() -> list[Path]:
 
 def hadoop_api_jar() -> Path | None:
     """The Hadoop API jar pyspark ships (what the classes compile against), if this pyspark has one."""
-    from rebalance_radar.pipelines.jvm import pyspark_jars_dir
+    from rebalance_radar.pipelines.runtime.jvm import pyspark_jars_dir
 
     found = sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
     return found[-1] if found else None
@@ -542,7 +542,7 @@ class ClassArchive:
 
     @property
     def java_options(self) -> str:
-        from rebalance_radar.pipelines.session import java_option
+        from rebalance_radar.pipelines.runtime.session import java_option
 
         if self.pending is None:
             return f"{java_option('-XX:SharedArchiveFile=', self.path)} {QUIET_CDS_LOGGING}"

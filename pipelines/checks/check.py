@@ -34,9 +34,9 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
 from rebalance_radar.pipelines.config import ChecksConfig, ConfigError, RadarConfig
-from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
-from rebalance_radar.pipelines.detection_turn import write_turn
-from rebalance_radar.pipelines.tables import TableCatalog, ensure_tables, upsert_by_key
+from rebalance_radar.pipelines.stages.detection_turn import write_turn
+from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
+from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables, upsert_by_key
 from rebalance_radar.transforms.alerts import (
     Alert,
     AlertChanges,
@@ -581,14 +581,14 @@ def run_checks(
     and the notifications hold none."""
     turn = write_turn if beside_detection else nullcontext
     from rebalance_radar.expectations.suites import run_suite
-    from rebalance_radar.pipelines.session import on_databricks
+    from rebalance_radar.pipelines.runtime.session import on_databricks
 
     started = time.monotonic()
     now = now or datetime.now(UTC)
     rules = rules_of(config)
     lookup = None
     if on_databricks() and config.checks.secret_scope:
-        from rebalance_radar.pipelines.sources import databricks_secret_lookup
+        from rebalance_radar.pipelines.stages.sources import databricks_secret_lookup
 
         lookup = databricks_secret_lookup(spark)
     notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)
@@ -716,7 +716,7 @@ class CheckSchedule:
     run`); a failed run is one line on stderr and the next one tries again. Its Spark jobs go to their own
     scheduler pool ("checks"): where the scheduler is FAIR (Databricks' default) they do not queue ingest's jobs
     behind them; locally (FIFO) they interleave with them (benchmarks/check.py measures the cost). Their writes
-    run in write turns, between the live detection micro-batches (`pipelines.detection_turn`)."""
+    run in write turns, between the live detection micro-batches (`pipelines.stages.detection_turn`)."""
 
     def __init__(self, spark: SparkSession, config: RadarConfig, *, interval_s: float | None = None) -> None:
         self.spark = spark

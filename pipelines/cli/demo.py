@@ -1,7 +1,7 @@
 """`radar demo`: the embedded default. The embedded broker, the monitor's live stages (ingest + detection + the
 clock, as in `radar run`, in-process) and a fleet of real confluent-kafka consumers playing an incident scenario
 (`pipelines.local.scenarios`); a live terminal view of the phases and of the detections as the gold tables get
-them; then the HTML report (`pipelines.report`).
+them; then the HTML report (`pipelines.cli.report`).
 
 Why a command and not a notebook: a newcomer's first minutes decide whether the monitor is believed. Every part
 is the production one; only the consumers' misbehaviour is scripted.
@@ -29,7 +29,7 @@ from rich.text import Text
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, DetectionStatus
 
 DEMO_MARKER = ".radar-demo"
@@ -230,15 +230,15 @@ def run_demo(
     `catch_up_s` passed), then the report at `report`."""
     from rebalance_radar.emitters.kafka_settings import client_settings
     from rebalance_radar.emitters.log_shipper import start_shipper
-    from rebalance_radar.pipelines.clock import ClockTickEmitter
-    from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources
-    from rebalance_radar.pipelines.ingest import IngestStage, kafka_checkpoint_name
+    from rebalance_radar.pipelines.cli.report import write_report
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
-    from rebalance_radar.pipelines.report import write_report
-    from rebalance_radar.pipelines.session import build_spark_session
-    from rebalance_radar.pipelines.sources import kafka_cluster_id, kafka_stream
-    from rebalance_radar.pipelines.streams import start_stages, stop_stages
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
+    from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
+    from rebalance_radar.pipelines.stages.ingest import IngestStage, kafka_checkpoint_name
+    from rebalance_radar.pipelines.stages.sources import kafka_cluster_id, kafka_stream
+    from rebalance_radar.pipelines.stages.streams import start_stages, stop_stages
 
     scenario = scenario_named(scenario_name)
     if not config.kafka.telemetry_topics:
@@ -306,7 +306,7 @@ def run_demo(
         missing = tuple(view.missing())
         # The expectations run once over the final tables (a check run costs tens of seconds of Spark jobs on two
         # cores, so not during the script): their failures become `alerts` rows, which the report shows.
-        from rebalance_radar.pipelines.check import run_checks
+        from rebalance_radar.pipelines.checks.check import run_checks
 
         check = run_checks(spark, config)
         console.print(f"radar demo: checks: {check.summary_line()}")

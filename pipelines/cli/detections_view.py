@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
 
 SEVERITY_STYLE = {str(Severity.CRITICAL): "bold red", str(Severity.WARNING): "yellow", str(Severity.INFO): "cyan"}

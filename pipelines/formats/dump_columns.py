@@ -1,10 +1,10 @@
 """The dump format's vectorised reader: a whole dump file parsed over Arrow buffers into the replay's columns.
 
-Replay parsed every line in Python (`pipelines.dump.decode_dump_line`, ~8-10 µs a line), which capped a worker near
-100k lines/s before anything else ran. This reader cuts a file into lines with numpy (exactly as `bytes.splitlines`),
-checks every line at once against the shape `dump_line` writes (one RE2 pattern over the Arrow array), parses the
-lines of that shape with Arrow's JSON reader and decodes their payloads over whole buffers (base64 in one
-`binascii` call per column, hex with numpy). It *accepts* only lines it can
+Replay parsed every line in Python (`pipelines.formats.dump.decode_dump_line`, ~8-10 µs a line), which capped a worker
+near 100k lines/s before anything else ran. This reader cuts a file into lines with numpy (exactly as
+`bytes.splitlines`), checks every line at once against the shape `dump_line` writes (one RE2 pattern over the Arrow
+array), parses the lines of that shape with Arrow's JSON reader and decodes their payloads over whole buffers (base64 in
+one `binascii` call per column, hex with numpy). It *accepts* only lines it can
 prove the row-by-row reader reads the same way: fields in `dump_line`'s order, JSON whitespace, strings without
 escapes or control characters, integers of at most 18 digits (partition 9), UTF-8 text, canonical base64 (padded),
 hex in pairs. Every other line (other field orders, extra fields, escapes, big numbers, bad payloads, bad lines) goes
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from rebalance_radar.pipelines.dump import CODECS, DumpFormatError, decode_dump_line
+from rebalance_radar.pipelines.formats.dump import CODECS, DumpFormatError, decode_dump_line
 
 # A replayed dump line (the timestamp is typed afterwards, in Spark); a bad line keeps its bytes as the value.
 PARSED_DUMP = pa.schema(

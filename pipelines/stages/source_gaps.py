@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.tables import upsert_by_key
+from rebalance_radar.pipelines.storage.tables import upsert_by_key
 from rebalance_radar.transforms.schemas import SOURCE_GAPS
 from rebalance_radar.transforms.source_gaps import SourceGap, kafka_offsets, source_gaps
 

@@ -1,6 +1,6 @@
 """The dump format (docs/OPERATIONS.md): JSON Lines, one Kafka record per line, read by `radar decode` and `replay`
 and written by `radar capture`. `CODECS` and `parse_dump_line` are its one declaration and its one reader: replay
-runs the same reader inside Spark (`pipelines.sources.parse_dump_files`).
+runs the same reader inside Spark (`pipelines.stages.sources.parse_dump_files`).
 
 `{"topic", "partition", "offset", "timestamp" (ms), "key", "value", "codec": "base64"|"hex"|"utf8"}`;
 `codec` (default base64, also when null) applies to key and value; a null value is a tombstone.

@@ -12,7 +12,7 @@ read in UTC: the telemetry parsers read the line's own time again, in `telemetry
 (indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`; also behind `docker compose
 logs`' `service | ` prefix) is one record with the line it
 follows, as a multi-line log shipper sends it: the exception names the error. (A gzip-compressed input arrives here
-decompressed: `pipelines.sources` reads every replay input by its magic bytes.)
+decompressed: `pipelines.stages.sources` reads every replay input by its magic bytes.)
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from rebalance_radar.pipelines.dump import DumpFormatError, decode_dump_line
-from rebalance_radar.pipelines.dump_columns import PARSED_DUMP
+from rebalance_radar.pipelines.formats.dump import DumpFormatError, decode_dump_line
+from rebalance_radar.pipelines.formats.dump_columns import PARSED_DUMP
 from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 

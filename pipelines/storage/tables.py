@@ -21,8 +21,8 @@ from typing import Protocol, TypeVar
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.data_dir_locks import creating_tables
-from rebalance_radar.pipelines.delta_log import (
+from rebalance_radar.pipelines.storage.data_dir_locks import creating_tables
+from rebalance_radar.pipelines.storage.delta_log import (
     DRIVER_READ_MAX_BYTES,
     live_files,
     log_version,
@@ -185,7 +185,7 @@ def ensure_tables_in_background(
     meanwhile, and waits for the future before it counts as started and before each query's first write
     (`TableWriter.tables_ready`). Creating fifteen tables takes ~3.8 s of a cold JVM, and a query's start and first
     read (~3 s) need none of them."""
-    from rebalance_radar.pipelines.phases import phase
+    from rebalance_radar.pipelines.runtime.phases import phase
 
     future: Future[None] = Future()
 
@@ -681,7 +681,7 @@ class TableWrite(Protocol):
 
 
 def upserting(keys: Mapping[str, Sequence[str]]) -> TableWrite:
-    """A table write for `pipelines.streams` (a `TableWrite`) that upserts each table by its key columns."""
+    """A table write for `pipelines.stages.streams` (a `TableWrite`) that upserts each table by its key columns."""
 
     def upsert(
         df: DataFrame,
@@ -708,7 +708,7 @@ def log_says_empty(config: RadarConfig, table: TableSchema) -> bool:
 
 def count_if_exists(spark: SparkSession, config: RadarConfig, table: TableSchema) -> int | None:
     """Rows of `table`, or None while it does not exist yet (the live status shows detections once they do). A
-    local table is counted from its Delta log (`pipelines.delta_log`: no Spark job), or scanned where the log
+    local table is counted from its Delta log (`pipelines.storage.delta_log`: no Spark job), or scanned where the log
     alone cannot say."""
     catalog = TableCatalog(config)
     location = catalog.location(table)

@@ -1,8 +1,8 @@
 """The commands' compositions: `radar run` (ingest + detection + the clock, live) and `radar replay` (ingest,
 then detection, each to completion, then a summary of the detections).
 
-Kept apart from `pipelines.ingest` and `pipelines.detect`, which each own one stage: this module only decides
-which stages a command runs, in which order, and what it prints at the end.
+Kept apart from `pipelines.stages.ingest` and `pipelines.stages.detect`, which each own one stage: this module only
+decides which stages a command runs, in which order, and what it prints at the end.
 """
 
 from __future__ import annotations
@@ -20,19 +20,19 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
-from rebalance_radar.pipelines.detect import DetectStage, KafkaDetectorSources, seal_replay_time
-from rebalance_radar.pipelines.ingest import (
+from rebalance_radar.pipelines.runtime.phases import phase
+from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
+from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources, seal_replay_time
+from rebalance_radar.pipelines.stages.ingest import (
     IngestStage,
     ingest_dumps,
     kafka_checkpoint_name,
     replay_checkpoint_name,
     table_counts,
 )
-from rebalance_radar.pipelines.phases import phase
-from rebalance_radar.pipelines.run_status import RunStatusFile
-from rebalance_radar.pipelines.streams import run_until_stopped, start_stages, stop_stages
-from rebalance_radar.pipelines.tables import TableCatalog, count_if_exists, log_says_empty
+from rebalance_radar.pipelines.stages.streams import run_until_stopped, start_stages, stop_stages
+from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
+from rebalance_radar.pipelines.storage.tables import TableCatalog, count_if_exists, log_says_empty
 from rebalance_radar.transforms.schemas import DETECTIONS
 
 SUMMARY_EXAMPLES = 5
@@ -112,10 +112,10 @@ def short_replay(paths: Sequence[str]) -> bool:
 
 
 def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int], DetectionSummary]:
-    """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.detect`), run
+    """`radar replay`: ingest the dump files to completion, seal the dump's time (see `pipelines.stages.detect`), run
     detection to completion, and print the detections found; returns (rows per table, the summary)."""
-    from rebalance_radar.pipelines.dump import check_dump_files
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.formats.dump import check_dump_files
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     # a short replay's time is mostly the JVM's cold start
@@ -138,12 +138,12 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     """`radar run`: ingest + detection + the clock-tick emitter against the configured cluster, or the embedded
     broker when no bootstrap is configured; until Ctrl-C / SIGTERM / `stop_after_s` (the current micro-batches
     complete, then the clock, the queries and the broker stop). Returns rows per table."""
-    from rebalance_radar.pipelines.clock import ClockTickEmitter
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
-    from rebalance_radar.pipelines.session import build_spark_session, on_databricks
-    from rebalance_radar.pipelines.source_gaps import SourceGapRecorder
-    from rebalance_radar.pipelines.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
+    from rebalance_radar.pipelines.runtime.session import build_spark_session, on_databricks
+    from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
+    from rebalance_radar.pipelines.stages.source_gaps import SourceGapRecorder
+    from rebalance_radar.pipelines.stages.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
 
     with ExitStack() as stack:
         bootstrap = config.kafka.bootstrap_servers
@@ -190,7 +190,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         stages = [ingest, detect]
         queries = start_stages(stack, stages)
         if config.checks.in_run:  # expectations -> alerts every checks.interval_s, beside the queries
-            from rebalance_radar.pipelines.check import CheckSchedule
+            from rebalance_radar.pipelines.checks.check import CheckSchedule
 
             stack.enter_context(CheckSchedule(spark, config))
         print(

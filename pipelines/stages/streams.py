@@ -30,9 +30,9 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.data_dir_locks import hold_stream, release_stream, writing
-from rebalance_radar.pipelines.run_status import RunStatusFile
-from rebalance_radar.pipelines.tables import TableCatalog, TableWrite, append_new_records
+from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
+from rebalance_radar.pipelines.storage.data_dir_locks import hold_stream, release_stream, writing
+from rebalance_radar.pipelines.storage.tables import TableCatalog, TableWrite, append_new_records
 from rebalance_radar.transforms.schemas import TABLES, TableSchema
 
 BatchWriter = Callable[[DataFrame, int], None]
@@ -257,7 +257,7 @@ CHECKPOINT_DAMAGE = re.compile(
     r"|Unexpected end-of-input|JsonParseException|incomplete log file|UNSUPPORTED_LOG_VERSION|Unsupported log version"
 )
 """How Spark says a query's checkpoint log is damaged (a truncated or half-written entry, or one entry of a batch
-deleted without the other): `pipelines.checkpoint_repair` mends it."""
+deleted without the other): `pipelines.storage.checkpoint_repair` mends it."""
 
 
 def query_failure_sentence(name: str, error: str, failure_log: Path | None = None) -> str:
@@ -393,7 +393,7 @@ class RunningQueries:
     def await_with_progress(self, label: str, poll_s: float = 1.0, *, unit: str = "records") -> None:
         """Wait for the queries, with a live status line on stderr and a summary at the end (`unit`: what the
         queries' input rows are)."""
-        from rebalance_radar.pipelines.console import StatusLine
+        from rebalance_radar.pipelines.runtime.console import StatusLine
 
         status = StatusLine(label, self.all, unit=unit)
         try:
@@ -520,7 +520,7 @@ def run_until_stopped(
     handler (cancel all jobs, raise KeyboardInterrupt inside a py4j call) is replaced meanwhile: it is what spilled
     Py4JErrors and thousands of Java stack lines.
     """
-    from rebalance_radar.pipelines.console import StatusLine
+    from rebalance_radar.pipelines.runtime.console import StatusLine
 
     requests = 0
 
@@ -531,7 +531,7 @@ def run_until_stopped(
             print(f"\n{label}: stopping; Ctrl-C again to quit at once", file=sys.stderr, flush=True)
         else:
             print(f"{label}: quit; the next start redoes the unfinished micro-batch", file=sys.stderr, flush=True)
-            from rebalance_radar.pipelines.session import kill_driver_jvm
+            from rebalance_radar.pipelines.runtime.session import kill_driver_jvm
 
             kill_driver_jvm()
             os._exit(130)
@@ -559,7 +559,7 @@ def run_until_stopped(
         status.update()
         status.close()
         if not verbose:  # an abandoned micro-batch logs its interruption; it is expected and redone on restart
-            from rebalance_radar.pipelines.session import running_session, silence_driver_stderr
+            from rebalance_radar.pipelines.runtime.session import running_session, silence_driver_stderr
 
             spark = running_session()
             if spark is not None:

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig, load_config
-from rebalance_radar.pipelines.dump import DumpFormatError
-from rebalance_radar.pipelines.phases import mark, phase
+from rebalance_radar.pipelines.formats.dump import DumpFormatError
+from rebalance_radar.pipelines.runtime.phases import mark, phase
 
 
 def _config(args: argparse.Namespace) -> RadarConfig:
@@ -58,7 +58,7 @@ def _print_counts(command: str, counts: dict[str, int]) -> None:
 
 
 def _decode(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.dump_json import run_decode
+    from rebalance_radar.pipelines.formats.dump_json import run_decode
 
     counts = run_decode(args.input, embedded=args.embedded)
     failures = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.failures_by_kind.items())) or "none"
@@ -74,7 +74,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 
 def _jars(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.jvm import run_jars, spark_connector_jars
+    from rebalance_radar.pipelines.runtime.jvm import run_jars, spark_connector_jars
 
     if args.spark_jars:  # for spark-submit --jars: its JVM is started before radar runs
         print(",".join(str(jar) for jar in spark_connector_jars(_config(args))))
@@ -84,8 +84,8 @@ def _jars(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
-        from rebalance_radar.pipelines.dump import check_dump_files
-        from rebalance_radar.pipelines.monitor import run_replay
+        from rebalance_radar.pipelines.cli.monitor import run_replay
+        from rebalance_radar.pipelines.formats.dump import check_dump_files
 
     config = _config(args)
     check_dump_files(args.input)  # a typo is said before anything else, and before Spark starts
@@ -109,7 +109,7 @@ def _probe(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.monitor import run_live
+    from rebalance_radar.pipelines.cli.monitor import run_live
 
     config = _config(args)
     if config.kafka.bootstrap_servers:  # the embedded broker is waited for by its own start-up check
@@ -122,8 +122,8 @@ def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from rich.console import Console
 
-        from rebalance_radar.pipelines.detections_view import load_detections, render_detections
-        from rebalance_radar.pipelines.session import build_spark_session
+        from rebalance_radar.pipelines.cli.detections_view import load_detections, render_detections
+        from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = _config(args)
     spark = build_spark_session(_delta_only(config), quick_start=True)
@@ -142,10 +142,10 @@ def _sql(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from pyspark.errors import AnalysisException
 
-        from rebalance_radar.pipelines.oncall_queries import bind_parameters
-        from rebalance_radar.pipelines.session import build_spark_session
-        from rebalance_radar.pipelines.table_reference import tables_named_in
-        from rebalance_radar.pipelines.tables import register_existing_tables
+        from rebalance_radar.pipelines.cli.oncall_queries import bind_parameters
+        from rebalance_radar.pipelines.runtime.session import build_spark_session
+        from rebalance_radar.pipelines.storage.table_reference import tables_named_in
+        from rebalance_radar.pipelines.storage.tables import register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
@@ -171,7 +171,7 @@ def _sql(args: argparse.Namespace) -> int:
 def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """The SQL of `radar sql`: the query given, or the file of `--file` with its `--param` values checked against
     the parameters its header declares (before Spark starts)."""
-    from rebalance_radar.pipelines.oncall_queries import check_params, parse_params, parse_query
+    from rebalance_radar.pipelines.cli.oncall_queries import check_params, parse_params, parse_query
 
     params = parse_params(args.param or ())
     if (args.query is None) == (args.file is None):
@@ -193,7 +193,7 @@ def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 def sql_error_sentence(error: Exception, query: str, present: Sequence[str], data_dir: Path) -> str:
     """The error class and the first line of Spark's message, then what exists: the tables, or the columns of the
     tables the query names."""
-    from rebalance_radar.pipelines.table_reference import describe_table, tables_named_in
+    from rebalance_radar.pipelines.storage.table_reference import describe_table, tables_named_in
 
     condition = getattr(error, "getCondition", getattr(error, "getErrorClass", lambda: None))() or "SQL_ERROR"
     message = (getattr(error, "getMessage", lambda: str(error))() or str(error)).strip().splitlines()[0]
@@ -210,7 +210,12 @@ def sql_error_sentence(error: Exception, query: str, present: Sequence[str], dat
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.table_reference import describe_table, list_tables, table_named, tables_markdown
+    from rebalance_radar.pipelines.storage.table_reference import (
+        describe_table,
+        list_tables,
+        table_named,
+        tables_markdown,
+    )
 
     if args.markdown:
         print(tables_markdown())
@@ -222,7 +227,7 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.capture import parse_time_ms, run_capture
+    from rebalance_radar.pipelines.formats.capture import parse_time_ms, run_capture
 
     config = _config(args)
     bootstrap = args.bootstrap or config.kafka.bootstrap_servers
@@ -321,9 +326,9 @@ def _tap(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rebalance_radar.pipelines.check import render_check_report, run_checks
-    from rebalance_radar.pipelines.run_status import read_run_status
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.checks.check import render_check_report, run_checks
+    from rebalance_radar.pipelines.runtime.run_status import read_run_status
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = _config(args)
     report = run_checks(build_spark_session(config), config)
@@ -341,7 +346,7 @@ def _check(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rebalance_radar.pipelines.demo import prepare_data_dir, print_demo_result, run_demo
+    from rebalance_radar.pipelines.cli.demo import prepare_data_dir, print_demo_result, run_demo
     from rebalance_radar.pipelines.local.scenarios import scenario_named
 
     scenario_named(args.scenario)  # an unknown name is said before anything starts or is written
@@ -359,7 +364,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.report import run_report
+    from rebalance_radar.pipelines.cli.report import run_report
 
     config = _config(args)
     out = Path(args.out)
@@ -370,8 +375,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _repair_checkpoint(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.checkpoint_repair import find_damage, set_aside
-    from rebalance_radar.pipelines.data_dir_locks import STREAM_LOCKS, hold_stream, release_stream
+    from rebalance_radar.pipelines.storage.checkpoint_repair import find_damage, set_aside
+    from rebalance_radar.pipelines.storage.data_dir_locks import STREAM_LOCKS, hold_stream, release_stream
 
     config = _config(args)
     checkpoints = config.checkpoint_dir
@@ -400,8 +405,8 @@ def _repair_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.maintain import check_table_names, retention_hours, run_maintain
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
+    from rebalance_radar.pipelines.storage.maintain import check_table_names, retention_hours, run_maintain
 
     check_table_names(args.table or ())  # a typo is said before Spark starts
     config = _config(args)
@@ -414,7 +419,7 @@ def _maintain(args: argparse.Namespace) -> int:
 
 
 def _queries(args: argparse.Namespace) -> int:
-    from rebalance_radar.pipelines.oncall_queries import dashboard_json, describe_queries, oncall_queries
+    from rebalance_radar.pipelines.cli.oncall_queries import dashboard_json, describe_queries, oncall_queries
 
     queries = oncall_queries()
     print(dashboard_json(queries) if args.dashboard else describe_queries(queries), end="" if args.dashboard else "\n")

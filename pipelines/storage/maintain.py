@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.tables import TableCatalog, register_existing_tables, zorder_columns
+from rebalance_radar.pipelines.storage.tables import TableCatalog, register_existing_tables, zorder_columns
 from rebalance_radar.transforms.schemas import DETECTOR_OUTPUT, TABLES, TableSchema
 
 # Delta refuses VACUUM below this retention unless its safety check is turned off (delta.deletedFileRetentionDuration

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
-from rebalance_radar.pipelines.tables import TableCatalog
+from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     ALERTS,
     DETECTIONS,
@@ -331,7 +331,7 @@ def write_report(spark: SparkSession, config: RadarConfig, out: Path, *, title: 
 
 def run_report(config: RadarConfig, out: Path) -> ReportData | None:
     """`radar report`: a Delta-only session over the data dir, then the page."""
-    from rebalance_radar.pipelines.session import build_spark_session
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
     return write_report(build_spark_session(config), config, out)

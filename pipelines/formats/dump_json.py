@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from rebalance_radar.pipelines.dump import DumpFormatError, DumpRecord, read_dump
+from rebalance_radar.pipelines.formats.dump import DumpFormatError, DumpRecord, read_dump
 from rebalance_radar.transforms.wire.json_form import coordinator_record_json
 
 

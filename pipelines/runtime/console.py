@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pyspark.sql.streaming import StreamingQuery
 
 if TYPE_CHECKING:
-    from rebalance_radar.pipelines.run_status import QueryStatus
+    from rebalance_radar.pipelines.runtime.run_status import QueryStatus
 
 # Spark WARNs that are expected in normal operation and say nothing actionable, muted even with --verbose.
 EXPECTED_WARNING_LOGGERS = (
@@ -275,8 +275,8 @@ class StatusLine:
                 print(f"{self.label}: {text}", file=self.stream, flush=True)
 
     def query_statuses(self) -> list[QueryStatus]:
-        """Each query as the run's status file records it (`pipelines.run_status`)."""
-        from rebalance_radar.pipelines.run_status import QueryStatus
+        """Each query as the run's status file records it (`pipelines.runtime.run_status`)."""
+        from rebalance_radar.pipelines.runtime.run_status import QueryStatus
 
         statuses = []
         for query in self.queries:

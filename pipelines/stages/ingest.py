@@ -3,10 +3,10 @@
 Offsets and telemetry run as separate queries so garbage or a flood on a telemetry topic cannot stop or slow the
 offsets pipeline. Each micro-batch is decoded once (Arrow batches through `mapInArrow`) and split into the silver
 tables; every table write leaves out the records the table holds already, so a batch replayed after a crash is
-written once (`pipelines.tables.append_new_records`).
+written once (`pipelines.storage.tables.append_new_records`).
 
 This module holds what is ingest-specific (which rows each query reads, routing, splitting into tables); queries,
-triggers, the multi-table writer and the stage lifecycle are `pipelines.streams`'.
+triggers, the multi-table writer and the stage lifecycle are `pipelines.stages.streams`'.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
-from rebalance_radar.pipelines.phases import phase
-from rebalance_radar.pipelines.streams import (
+from rebalance_radar.pipelines.runtime.phases import phase
+from rebalance_radar.pipelines.stages.streams import (
     BatchTables,
     BatchWriter,
     RunningQueries,
@@ -38,7 +38,7 @@ from rebalance_radar.pipelines.streams import (
     failure_log_of,
     start_query,
 )
-from rebalance_radar.pipelines.tables import TableCatalog, count_if_exists, ensure_tables_in_background
+from rebalance_radar.pipelines.storage.tables import TableCatalog, count_if_exists, ensure_tables_in_background
 from rebalance_radar.transforms.offsets_batch import route_offsets_batches
 from rebalance_radar.transforms.schemas import (
     DECODED_OFFSETS_BATCH,
@@ -110,7 +110,7 @@ _ONCE = "_radar_once"  # the dedup key of `distinct_records`, dropped before any
 
 def distinct_records(batch: DataFrame) -> DataFrame:
     """A record read twice in one micro-batch (a dump file and its copy, replayed together) once; dump lines that
-    are no record are kept, each is its own line. Across batches, `pipelines.tables.append_new_records` does it.
+    are no record are kept, each is its own line. Across batches, `pipelines.storage.tables.append_new_records` does it.
 
     One pass over the batch (not a union of two filtered reads): the batch is not cached before this, so a union
     would read the source (Kafka, or the dump text) twice."""
@@ -450,7 +450,7 @@ def set_aside_moved_replay_checkpoints(config: RadarConfig) -> Path | None:
 
 def replay_checkpoint_name(paths: Sequence[str]) -> str:
     """One checkpoint per set of dump files: replaying the same files again writes nothing twice."""
-    from rebalance_radar.pipelines.sources import replay_staging_dir
+    from rebalance_radar.pipelines.stages.sources import replay_staging_dir
 
     return f"replay-{replay_staging_dir(paths).name}"
 
@@ -490,8 +490,8 @@ def table_counts(spark: SparkSession, config: RadarConfig) -> dict[str, int]:
 
 def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str]) -> None:
     """The ingest stage over dump files, to completion (one checkpoint per set of files); then the copies of large
-    dumps it read in pieces are deleted (`pipelines.sources.PIECE_BYTES`)."""
-    from rebalance_radar.pipelines.sources import remove_pieces, replay_files
+    dumps it read in pieces are deleted (`pipelines.stages.sources.PIECE_BYTES`)."""
+    from rebalance_radar.pipelines.stages.sources import remove_pieces, replay_files
 
     set_aside_moved_replay_checkpoints(config)
     staging_root = config.data_dir / "replay-inputs"
@@ -511,11 +511,11 @@ def ingest_dumps(spark: SparkSession, config: RadarConfig, paths: Sequence[str])
     remove_pieces(paths, staging_root)
 
 
-def run_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
+def run_ingest_replay(config: RadarConfig, paths: Sequence[str]) -> dict[str, int]:
     """Ingest only (no detection) over dump files, to completion; returns rows per table. `radar replay` is
-    `pipelines.monitor.run_replay`, which adds detection."""
-    from rebalance_radar.pipelines.dump import check_dump_files
-    from rebalance_radar.pipelines.session import build_spark_session
+    `pipelines.cli.monitor.run_replay`, which adds detection."""
+    from rebalance_radar.pipelines.formats.dump import check_dump_files
+    from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     spark = build_spark_session(config)
