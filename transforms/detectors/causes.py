@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rebalance_radar.transforms.detectors.state import OpenRebalance
+from rebalance_radar.transforms.detectors.state import AttemptKind, MembershipChange, OpenRebalance
 from rebalance_radar.transforms.schemas import RebalanceCause
 
 _BROKER_CAUSES = {c.value for c in RebalanceCause} - {RebalanceCause.UNKNOWN.value}
@@ -43,23 +43,23 @@ def decide_cause(
     skipped_generations: int,
 ) -> CauseDecision:
     """The one cause of a rebalance from its attempts and its membership change."""
-    first_broker = next((a for a in rebalance.attempts if a["kind"] == "prepare"), None)
-    if first_broker is not None and first_broker.get("cause") in _BROKER_CAUSES:
-        client_reason = (first_broker.get("client_reason") or "").lower()
-        if first_broker["cause"] == RebalanceCause.MEMBER_LEFT.value and (
-            "poll timeout" in client_reason or first_broker.get("member_id") in rebalance.poll_timeouts
+    first_broker = next((a for a in rebalance.attempts if a.kind == AttemptKind.PREPARE), None)
+    if first_broker is not None and first_broker.cause in _BROKER_CAUSES:
+        client_reason = (first_broker.client_reason or "").lower()
+        if first_broker.cause == RebalanceCause.MEMBER_LEFT.value and (
+            "poll timeout" in client_reason or first_broker.member_id in rebalance.poll_timeouts
         ):
-            return CauseDecision(RebalanceCause.POLL_TIMEOUT, first_broker.get("reason") or "")
-        return CauseDecision(RebalanceCause(first_broker["cause"]), first_broker.get("reason") or "")
+            return CauseDecision(RebalanceCause.POLL_TIMEOUT, first_broker.reason or "")
+        return CauseDecision(RebalanceCause(first_broker.cause), first_broker.reason or "")
     poll_timeouts = [m for m in rebalance.poll_timeouts if m in left or m in expired or not (left or expired)]
     first = rebalance.first_change
-    if first == "joined" and joined:
+    if first == MembershipChange.JOINED and joined:
         return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
-    if first == "left" and left:
+    if first == MembershipChange.LEFT and left:
         if poll_timeouts:
             return CauseDecision(RebalanceCause.POLL_TIMEOUT, f"poll timeout: {', '.join(sorted(poll_timeouts))}")
         return CauseDecision(RebalanceCause.MEMBER_LEFT, f"left: {', '.join(sorted(left))}")
-    if first == "expired" and expired:
+    if first == MembershipChange.EXPIRED and expired:
         return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
     if expired:
         return CauseDecision(RebalanceCause.HEARTBEAT_EXPIRATION, f"expired: {', '.join(sorted(expired))}")
@@ -68,19 +68,19 @@ def decide_cause(
     if rebalance.enforced:
         return CauseDecision(RebalanceCause.ENFORCED, rebalance.enforced[0])
     for attempt in rebalance.attempts:
-        text = (attempt.get("reason") or "").lower()
-        if attempt["kind"] == "client" and text:
+        text = (attempt.reason or "").lower()
+        if attempt.kind == AttemptKind.CLIENT and text:
             for needle, cause in _CLIENT_TEXT_CAUSES:
                 if needle in text:
-                    return CauseDecision(cause, attempt["reason"])
+                    return CauseDecision(cause, attempt.reason or "")
     if left:
         return CauseDecision(RebalanceCause.MEMBER_LEFT, f"left: {', '.join(sorted(left))}")
     if joined:
         return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
     if subscription_changed:
         return CauseDecision(RebalanceCause.SUBSCRIPTION_CHANGE, "members' subscriptions changed")
-    if skipped_generations > 1 or any(a["kind"] == "sync_failed" for a in rebalance.attempts):
+    if skipped_generations > 1 or any(a.kind == AttemptKind.SYNC_FAILED for a in rebalance.attempts):
         return CauseDecision(RebalanceCause.FAILED_PREVIOUS, "the previous rebalance attempt did not complete")
-    if first_broker is not None and first_broker.get("reason"):
-        return CauseDecision(RebalanceCause.UNKNOWN, first_broker["reason"])
+    if first_broker is not None and first_broker.reason:
+        return CauseDecision(RebalanceCause.UNKNOWN, first_broker.reason)
     return CauseDecision(RebalanceCause.UNKNOWN, "")

@@ -8,35 +8,12 @@ restarted stream resolves what the previous one opened.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from rebalance_radar.transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, stable_id
-from rebalance_radar.transforms.detectors.state import GroupState
+from rebalance_radar.transforms.detectors.state import GroupState, HeldDetection, SourceRef
 from rebalance_radar.transforms.schemas import DETECTIONS, DetectionKind, DetectionStatus, Severity
-
-SEVERITY: dict[DetectionKind, Severity] = {
-    DetectionKind.FAILING_GENERATION: Severity.CRITICAL,
-    DetectionKind.ZOMBIE_COMMIT: Severity.CRITICAL,
-    DetectionKind.HEARTBEAT_EXPIRATION: Severity.WARNING,
-    DetectionKind.HEARTBEAT_AT_RISK: Severity.INFO,
-    DetectionKind.REBALANCE_STORM: Severity.WARNING,
-    DetectionKind.PROBING_REBALANCE_LOOP: Severity.WARNING,
-    DetectionKind.MEMBERSHIP_FLAPPING: Severity.WARNING,
-    DetectionKind.LEADER_INSTABILITY: Severity.WARNING,
-    DetectionKind.OFFSET_REGRESSION: Severity.WARNING,
-}
-
-
-QUIET_RESOLVED: frozenset[str] = frozenset(
-    {DetectionKind.ZOMBIE_COMMIT.value, DetectionKind.HEARTBEAT_EXPIRATION.value, DetectionKind.OFFSET_REGRESSION.value}
-)
-"""Point incidents that end on their own once no new evidence comes (their specific ends may never be seen)."""
-
-
-def quiet_deadline(state: GroupState, quiet_ms: int) -> int | None:
-    """When the quietest open point incident runs out of evidence."""
-    times = [row["last_seen"] + quiet_ms for row in state.detections.values() if row["kind"] in QUIET_RESOLVED]
-    return min(times) if times else None
 
 
 class DetectionBook:
@@ -44,7 +21,7 @@ class DetectionBook:
 
     def __init__(self, state: GroupState) -> None:
         self.state = state
-        self.changed: dict[str, dict[str, Any]] = {}
+        self.changed: dict[str, HeldDetection] = {}
 
     def detection_id(self, kind: DetectionKind, *key: object) -> str:
         return stable_id(self.state.cluster, self.state.group_id, kind.value, *key)
@@ -52,8 +29,8 @@ class DetectionBook:
     def is_open(self, detection_id: str) -> bool:
         return detection_id in self.state.detections
 
-    def open_of_kind(self, kind: DetectionKind) -> list[dict[str, Any]]:
-        return [d for d in self.state.detections.values() if d["kind"] == kind.value]
+    def open_of_kind(self, kind: DetectionKind) -> list[HeldDetection]:
+        return [d for d in self.state.detections.values() if d.kind == kind.value]
 
     def open(
         self,
@@ -62,13 +39,13 @@ class DetectionBook:
         *,
         at_ms: int,
         first_seen_ms: int,
+        severity: Severity,
         summary: str,
-        refs: Iterable[dict[str, Any]],
+        refs: Iterable[SourceRef],
         generation: int | None = None,
         member_id: str | None = None,
         topic: str | None = None,
         partition: int | None = None,
-        severity: Severity | None = None,
     ) -> str:
         """Open (or, if already open under the same id, update) a detection; returns its id."""
         detection_id = self.detection_id(kind, *key)
@@ -76,24 +53,24 @@ class DetectionBook:
         if existing is not None:
             self.update(detection_id, at_ms=at_ms, summary=summary, refs=refs)
             return detection_id
-        row = {
-            "detection_id": detection_id,
-            "kind": kind.value,
-            "severity": (severity or SEVERITY[kind]).value,
-            "generation": generation,
-            "member_id": member_id,
-            "topic": topic,
-            "partition": partition,
-            "first_seen": min(first_seen_ms, at_ms),
-            "last_seen": at_ms,
-            "detected_at": at_ms,
-            "status": DetectionStatus.OPEN.value,
-            "resolved_at": None,
-            "summary": summary,
-            "refs": merge_refs([], refs),
-        }
+        row = HeldDetection(
+            detection_id=detection_id,
+            kind=kind.value,
+            severity=severity.value,
+            generation=generation,
+            member_id=member_id,
+            topic=topic,
+            partition=partition,
+            first_seen=min(first_seen_ms, at_ms),
+            last_seen=at_ms,
+            detected_at=at_ms,
+            status=DetectionStatus.OPEN.value,
+            resolved_at=None,
+            summary=summary,
+            refs=merge_refs([], refs),
+        )
         self.state.detections[detection_id] = row
-        self.changed[detection_id] = dict(row)
+        self.changed[detection_id] = replace(row)
         return detection_id
 
     def update(
@@ -102,33 +79,27 @@ class DetectionBook:
         *,
         at_ms: int,
         summary: str | None = None,
-        refs: Iterable[dict[str, Any]] = (),
+        refs: Iterable[SourceRef] = (),
     ) -> None:
         row = self.state.detections.get(detection_id)
         if row is None:
             return
-        row["last_seen"] = max(row["last_seen"], at_ms)
+        row.last_seen = max(row.last_seen, at_ms)
         if summary is not None:
-            row["summary"] = summary
-        row["refs"] = merge_refs(row["refs"], refs)
-        self.changed[detection_id] = dict(row)
+            row.summary = summary
+        row.refs = merge_refs(row.refs, refs)
+        self.changed[detection_id] = replace(row)
 
     def resolve(self, detection_id: str, *, at_ms: int, summary: str | None = None) -> None:
         """Close an open detection (it leaves the state; its final row is output)."""
         row = self.state.detections.pop(detection_id, None)
         if row is None:
             return
-        row["status"] = DetectionStatus.RESOLVED.value
-        row["resolved_at"] = at_ms
+        row.status = DetectionStatus.RESOLVED.value
+        row.resolved_at = at_ms
         if summary is not None:
-            row["summary"] = summary
-        self.changed[detection_id] = dict(row)
-
-    def resolve_quiet(self, now_ms: int, quiet_ms: int) -> None:
-        """Resolve point incidents without new evidence for `quiet_ms` (a zombie that stopped committing...)."""
-        for row in list(self.state.detections.values()):
-            if row["kind"] in QUIET_RESOLVED and now_ms - row["last_seen"] >= quiet_ms:
-                self.resolve(row["detection_id"], at_ms=now_ms, summary=f"{row['summary']}; no new evidence since")
+            row.summary = summary
+        self.changed[detection_id] = replace(row)
 
     def rows(self) -> tuple[dict[str, Any], ...]:
         """Changed rows in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes), in id order."""
@@ -137,14 +108,24 @@ class DetectionBook:
         return out
 
 
-def detection_row(state: GroupState, row: dict[str, Any]) -> dict[str, Any]:
-    """One held detection (JSON-ready, epoch-ms times) in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes)."""
+def detection_row(state: GroupState, row: HeldDetection) -> dict[str, Any]:
+    """One held detection (epoch-ms times) in `DETECTIONS` shape (TIMESTAMPs as aware UTC datetimes)."""
     full = {
         "cluster": state.cluster,
         "group_id": state.group_id,
-        **{k: v for k, v in row.items() if k != "refs"},
-        "evidence": evidence_json(row["refs"]),
+        "detection_id": row.detection_id,
+        "kind": row.kind,
+        "severity": row.severity,
+        "generation": row.generation,
+        "member_id": row.member_id,
+        "topic": row.topic,
+        "partition": row.partition,
+        "first_seen": as_datetime(row.first_seen),
+        "last_seen": as_datetime(row.last_seen),
+        "detected_at": as_datetime(row.detected_at),
+        "status": row.status,
+        "resolved_at": as_datetime(row.resolved_at),
+        "summary": row.summary,
+        "evidence": evidence_json(row.refs),
     }
-    for name in ("first_seen", "last_seen", "detected_at", "resolved_at"):
-        full[name] = as_datetime(full[name])
     return {name: full.get(name) for name in DETECTIONS.column_names}

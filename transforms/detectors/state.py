@@ -1,29 +1,30 @@
 """What the tracker remembers about one group: members, departures, the open rebalance and recent history.
 
-These are mutable on purpose: the tracker updates them event by event and snapshots them as JSON between
-micro-batches (`as_json` / `from_json`), so everything here is plain data, bounded by pruning on event time.
+Typed and mutable on purpose: the tracker updates them event by event and snapshots them between micro-batches
+(`snapshot.py`), so everything here is plain data, bounded by pruning on event time. Every class forbids unknown
+fields when read back, so a renamed field fails the restore instead of silently losing state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
-T = TypeVar("T")
+from pydantic import ConfigDict
 
+STRICT = ConfigDict(extra="forbid")
+"""Read back strictly: a field the class does not declare is an error (a snapshot needs a migration)."""
 
-def _plain(obj: Any) -> dict[str, Any]:
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
-
-
-def _from_json(cls: type[T], data: dict[str, Any]) -> T:
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in data.items() if k in known})
+SourceRef = dict[str, Any]
+"""One evidence entry: {table, topic, partition, offset, event_time} (`evidence.source_ref`)."""
 
 
 @dataclass
 class MemberState:
     """A live member: identity, timeouts, where it stands (generation/epoch, assignment) and its last heartbeat."""
+
+    __pydantic_config__ = STRICT
 
     member_id: str
     instance_id: str | None = None
@@ -38,7 +39,7 @@ class MemberState:
     pending: list[str] = field(default_factory=list)
     joined_ms: int | None = None
     last_heartbeat_ms: int | None = None
-    heartbeat_ref: dict[str, Any] | None = None
+    heartbeat_ref: SourceRef | None = None
     heartbeat_gap_ms: int | None = None
     """The gap between its last two reported heartbeats (how often this member's telemetry reports)."""
     at_risk_checked_for: int | None = None
@@ -56,12 +57,25 @@ class MemberState:
         return f"member:{self.member_id}"
 
 
+class DepartureKind(StrEnum):
+    """How a member left the group."""
+
+    LEFT = "left"
+    EXPIRED = "expired"
+    REMOVED = "removed"
+    REPLACED = "replaced"
+    VANISHED = "vanished"
+    """Missing from the next generation with no leave seen (may turn out expired)."""
+
+
 @dataclass
 class DepartedMember:
-    """A member that left the group: how (left, expired, removed, replaced, vanished), when, and what it owned."""
+    """A member that left the group: how, when, and what it owned."""
+
+    __pydantic_config__ = STRICT
 
     member_id: str
-    how: str
+    how: DepartureKind
     at_ms: int
     generation: int | None = None
     instance_id: str | None = None
@@ -71,40 +85,65 @@ class DepartedMember:
     session_timeout_ms: int | None = None
     last_heartbeat_ms: int | None = None
     replaced_by: str | None = None
-    refs: list[dict[str, Any]] = field(default_factory=list)
+    refs: list[SourceRef] = field(default_factory=list)
     rebalance_id: str | None = None
     """The rebalance that removed it (its row is re-emitted when a vanished member turns out expired)."""
 
 
+class AttemptKind(StrEnum):
+    """What tried to leave the stable generation."""
+
+    PREPARE = "prepare"
+    """The coordinator's "Preparing to rebalance ... with old generation N"."""
+    BUMP = "bump"
+    """A KIP-848/1071 group epoch bump."""
+    CLIENT = "client"
+    """A client saying it is rejoining (the same reason counts once)."""
+    SYNC_FAILED = "sync_failed"
+    JOIN_FAILED = "join_failed"
+
+
 @dataclass
 class Attempt:
-    """One try to leave the stable generation: a broker prepare (old generation) or a failed join/sync."""
+    """One try to leave the stable generation: a broker prepare (old generation), an epoch bump or a failed
+    join/sync."""
+
+    __pydantic_config__ = STRICT
 
     at_ms: int
     generation: int | None
-    kind: str
+    kind: AttemptKind
     cause: str | None = None
     reason: str | None = None
+    client_reason: str | None = None
     member_id: str | None = None
+
+
+class MembershipChange(StrEnum):
+    JOINED = "joined"
+    LEFT = "left"
+    EXPIRED = "expired"
 
 
 @dataclass
 class OpenRebalance:
     """A rebalance under way: from which generation/epoch, since when, and the evidence gathered for its cause."""
 
+    __pydantic_config__ = STRICT
+
     rebalance_id: str
     from_generation: int | None
     started_ms: int
     members_before: int
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     joined: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
     poll_timeouts: list[str] = field(default_factory=list)
     enforced: list[str] = field(default_factory=list)
-    refs: list[dict[str, Any]] = field(default_factory=list)
-    first_change: str | None = None
-    """joined | left | expired: the membership change that started it (KIP-848 epochs bump per change)."""
+    refs: list[SourceRef] = field(default_factory=list)
+    first_change: MembershipChange | None = None
+    """The membership change that started it (KIP-848 epochs bump per change)."""
     started_known: bool = True
     """False when only the completion was seen (no prepare line, no epoch bump): started_at is then a guess."""
 
@@ -112,6 +151,8 @@ class OpenRebalance:
 @dataclass
 class CompletedRebalance:
     """A finished rebalance kept for the windowed rules and re-emission of its row."""
+
+    __pydantic_config__ = STRICT
 
     rebalance_id: str
     started_ms: int
@@ -124,11 +165,126 @@ class CompletedRebalance:
     cause: str
     streams: bool
     row: dict[str, Any]
+    """Its `REBALANCES` row (epoch-ms times), re-emitted under the same id when a later fact changes its cause."""
+
+
+@dataclass
+class GenerationSkip:
+    """Persisted classic generations that skipped numbers: how many never completed, beyond the one a
+    stabilised-but-never-persisted generation explains."""
+
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    never_completed: int
+
+
+@dataclass
+class SyncExpiry:
+    """Members the coordinator removed for never sending SyncGroup after a generation was formed."""
+
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    generation: int | None
+    member_ids: list[str]
+    ref: SourceRef
+
+
+@dataclass
+class Departure:
+    """One departure of a client (any member id it had), for crash loops."""
+
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    identity: str
+
+
+@dataclass
+class CommittedOffset:
+    """A partition's highest committed offset (a backwards commit keeps the high-water mark) and its time."""
+
+    __pydantic_config__ = STRICT
+
+    offset: int
+    at_ms: int
+
+
+@dataclass
+class OwnerChange:
+    """When a partition changed owner, and the owner it had before."""
+
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    previous_owner: str
+
+
+class SignalKind(StrEnum):
+    """Facts that precede the rebalance they explain (kept a while, matched when it completes)."""
+
+    POLL_TIMEOUT = "poll_timeout"
+    ENFORCED = "enforced"
+    """A Kafka Streams followup/probing rebalance, version probing or shutdown request."""
+    FENCED = "fenced"
+    """A client said it is no longer a member (UNKNOWN_MEMBER_ID, session timed out, partitions lost)."""
+    LEFT = "left"
+    JOINED = "joined"
+    """KIP-848: a member record written before the epoch bump it belongs to."""
+    DEPARTED = "departed"
+    """KIP-848: a member removed before the epoch bump it belongs to."""
+
+
+@dataclass
+class Signal:
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    kind: SignalKind
+    subject: str
+    """The member id, or the text of an enforced rebalance's reason."""
+
+
+@dataclass
+class HeldDetection:
+    """An open detection as the state holds it (epoch-ms times); `detections.detection_row` gives its row."""
+
+    __pydantic_config__ = STRICT
+
+    detection_id: str
+    kind: str
+    severity: str
+    generation: int | None
+    member_id: str | None
+    topic: str | None
+    partition: int | None
+    first_seen: int
+    last_seen: int
+    detected_at: int
+    status: str
+    resolved_at: int | None
+    summary: str
+    refs: list[SourceRef]
+
+
+@dataclass
+class ShownProvisional:
+    """A detection shown ahead of the watermark, until the watermark passes `horizon_ms` (confirmed or
+    withdrawn)."""
+
+    __pydantic_config__ = STRICT
+
+    horizon_ms: int
+    """The newest event time the preview saw."""
+    row: HeldDetection
 
 
 @dataclass
 class GroupState:
     """Everything about one group the rules need, pruned by event time."""
+
+    __pydantic_config__ = STRICT
 
     cluster: str
     group_id: str
@@ -149,50 +305,29 @@ class GroupState:
     departed: dict[str, DepartedMember] = field(default_factory=dict)
     rebalance: OpenRebalance | None = None
     history: list[CompletedRebalance] = field(default_factory=list)
-    skips: list[list[int]] = field(default_factory=list)
-    """[time, generations never completed beyond the one a never-persisted generation explains]."""
+    skips: list[GenerationSkip] = field(default_factory=list)
     leader_changes: list[int] = field(default_factory=list)
-    sync_expiries: list[list[Any]] = field(default_factory=list)
-    """[time, generation, member ids, source ref]: members the coordinator removed for never sending SyncGroup."""
+    sync_expiries: list[SyncExpiry] = field(default_factory=list)
     sync_failing_id: str | None = None
     """The open failing_generation detection those removals raised (it outlives the generations in between)."""
-    departures: list[list[Any]] = field(default_factory=list)
-    """[time, identity] of every departure, for crash-loop detection."""
-    offsets: dict[str, list[int]] = field(default_factory=dict)
-    """topic-partition -> [committed offset, time]."""
-    owner_changed: dict[str, list[Any]] = field(default_factory=dict)
-    """topic-partition -> [time the owner changed, previous owner member id]."""
+    departures: list[Departure] = field(default_factory=list)
+    offsets: dict[str, CommittedOffset] = field(default_factory=dict)
+    """topic-partition -> its committed offset."""
+    owner_changed: dict[str, OwnerChange] = field(default_factory=dict)
+    """topic-partition -> its last owner change."""
     empty_by_removal_ms: int | None = None
     removed_partitions: dict[str, str] = field(default_factory=dict)
     """partition -> member id of the removed owner, while the group is Empty after removals."""
-    signals: list[list[Any]] = field(default_factory=list)
-    """[time, kind, member id or text]: poll timeouts, Streams-enforced rebalances, clients told they were fenced;
-    they precede the rebalance they explain, so they are kept a while and matched when it completes."""
-    detections: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Open detections by id (JSON-ready rows with epoch-ms times)."""
-    provisional: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Detections shown ahead of the watermark (`GroupTracker.preview`), by id: {"horizon": the newest event time
-    the preview saw, "row": the row shown}, until the watermark passes the horizon (confirmed or withdrawn)."""
+    signals: list[Signal] = field(default_factory=list)
+    detections: dict[str, HeldDetection] = field(default_factory=dict)
+    """Open detections by id."""
+    provisional: dict[str, ShownProvisional] = field(default_factory=dict)
+    """Detections shown ahead of the watermark (`GroupTracker.preview`), by id."""
     last_event_ms: int | None = None
     pruned_ms: int | None = None
     deadlines_done_ms: int | None = None
     """Every deadline up to this event time has been evaluated (each deadline is evaluated once, in time order)."""
 
-    def as_json(self) -> dict[str, Any]:
-        """A JSON-ready view (shared, not copied: it is serialised at once). `dataclasses.asdict` gives the same
-        data but deep-copies every nested value, a large share of a snapshot's cost."""
-        data = _plain(self)
-        data["members"] = {k: _plain(v) for k, v in self.members.items()}
-        data["departed"] = {k: _plain(v) for k, v in self.departed.items()}
-        data["rebalance"] = _plain(self.rebalance) if self.rebalance is not None else None
-        data["history"] = [_plain(h) for h in self.history]
-        return data
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> GroupState:
-        state = _from_json(GroupState, data)
-        state.members = {k: _from_json(MemberState, v) for k, v in data.get("members", {}).items()}
-        state.departed = {k: _from_json(DepartedMember, v) for k, v in data.get("departed", {}).items()}
-        state.rebalance = _from_json(OpenRebalance, data["rebalance"]) if data.get("rebalance") else None
-        state.history = [_from_json(CompletedRebalance, h) for h in data.get("history", [])]
-        return state
+    def signals_of(self, kind: SignalKind, since_ms: int, until_ms: int) -> list[str]:
+        """The subjects of the signals of `kind` in [since_ms, until_ms], oldest first."""
+        return [s.subject for s in self.signals if since_ms <= s.at_ms <= until_ms and s.kind == kind]

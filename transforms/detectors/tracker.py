@@ -21,29 +21,57 @@ expirations, poll timeouts, heartbeats) and, for a group seen through telemetry 
 from __future__ import annotations
 
 import json
-import zlib
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from rebalance_radar.transforms.detectors import commit_rules, generation_rules, heartbeat_rules
 from rebalance_radar.transforms.detectors.causes import decide_cause
-from rebalance_radar.transforms.detectors.detections import DetectionBook, detection_row, quiet_deadline
+from rebalance_radar.transforms.detectors.detections import DetectionBook, detection_row
 from rebalance_radar.transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, source_ref, stable_id
+from rebalance_radar.transforms.detectors.facts import (
+    ClientCommitted,
+    Fact,
+    GroupStable,
+    Heartbeat,
+    LeaderChanged,
+    MemberCaughtUp,
+    MemberDeparted,
+    MemberExpired,
+    MemberFencedBehind,
+    OffsetCommitted,
+    RebalanceAttempted,
+    RebalanceCompleted,
+    SyncExpired,
+)
 from rebalance_radar.transforms.detectors.group_events import (
     GroupEvent,
     MemberInfo,
     event_order,
     group_event_from_packed,
 )
+from rebalance_radar.transforms.detectors.membership import attribute
+from rebalance_radar.transforms.detectors.rules import RULES, RuleContext, rules_told
+from rebalance_radar.transforms.detectors.snapshot import Snapshot, decoded, encoded
 from rebalance_radar.transforms.detectors.state import (
+    Attempt,
+    AttemptKind,
+    CommittedOffset,
     CompletedRebalance,
     DepartedMember,
+    DepartureKind,
+    GenerationSkip,
     GroupState,
+    MembershipChange,
     MemberState,
     OpenRebalance,
+    OwnerChange,
+    ShownProvisional,
+    Signal,
+    SignalKind,
+    SyncExpiry,
 )
+from rebalance_radar.transforms.detectors.state import Departure as DepartureSeen
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import (
     GROUP_HEALTH,
@@ -58,7 +86,6 @@ from rebalance_radar.transforms.schemas import (
 )
 
 K = HeartbeatEventKind
-SNAPSHOT_VERSION = 1
 HOUR_MS = 3_600_000
 OFFSETS_KEPT_MS = 7 * 24 * HOUR_MS
 """Committed offsets are remembered as long as Kafka keeps them by default (offsets.retention.minutes, 7 days)."""
@@ -73,32 +100,36 @@ POLL_TIMEOUT_LATE_MS = 60_000
 librdkafka's LeaveGroup after a max.poll.interval.ms overrun carries no reason, and the agent can only report the
 overrun when the application polls again, after the rebalance may already have stabilised."""
 FENCED_ERRORS = frozenset({"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH"})
-EXPIRY_LIKE = frozenset({"expired", "removed"})
+EXPIRY_LIKE = frozenset({DepartureKind.EXPIRED, DepartureKind.REMOVED})
 LIVENESS_ERRORS = frozenset({"REBALANCE_IN_PROGRESS"})
 """A heartbeat answered with these still reset the member's session on the coordinator: it is alive."""
-HOW_WORDS = {
-    "left": "it left the group",
-    "expired": "it was removed on session expiry",
-    "removed": "it was removed from the group",
-    "replaced": "it was replaced under its group.instance.id",
-    "vanished": "it is no longer in the group",
+HOW_WORDS: dict[DepartureKind, str] = {
+    DepartureKind.LEFT: "it left the group",
+    DepartureKind.EXPIRED: "it was removed on session expiry",
+    DepartureKind.REMOVED: "it was removed from the group",
+    DepartureKind.REPLACED: "it was replaced under its group.instance.id",
+    DepartureKind.VANISHED: "it is no longer in the group",
 }
 
 
 MAX_ATTEMPTS = 64
 
 
-def _note_change(reb: OpenRebalance, kind: str) -> None:
+RULES_TOLD = rules_told()
+"""fact class -> the rules that react to it."""
+
+
+def _note_change(reb: OpenRebalance, kind: MembershipChange) -> None:
     """The first membership change of a rebalance is what started it (later ones happened during it)."""
     if reb.first_change is None:
         reb.first_change = kind
 
 
-def _add_attempt(reb: OpenRebalance, attempt: dict[str, Any]) -> None:
+def _add_attempt(reb: OpenRebalance, attempt: Attempt) -> None:
     """Record one attempt; client reports repeating the same reason (librdkafka stats every interval) count once,
     and a long stuck rebalance keeps its first attempts (the cause) and its latest ones."""
-    if attempt["kind"] == "client" and any(
-        a["kind"] == "client" and a.get("reason") == attempt.get("reason") for a in reb.attempts
+    if attempt.kind == AttemptKind.CLIENT and any(
+        a.kind == AttemptKind.CLIENT and a.reason == attempt.reason for a in reb.attempts
     ):
         return
     reb.attempts.append(attempt)
@@ -126,6 +157,7 @@ class GroupTracker:
         self.thresholds = thresholds
         self.state = GroupState(cluster=cluster, group_id=group_id)
         self.book = DetectionBook(self.state)
+        self._context = RuleContext(self.state, self.book, thresholds)
         self._buffer: list[GroupEvent] = []
         # Rows not yet converted to events: (event time ms, packed text), see `accept_packed`.
         self._arrivals: list[tuple[int, str]] = []
@@ -137,28 +169,21 @@ class GroupTracker:
 
     @classmethod
     def restore(cls, snapshot: bytes, thresholds: DetectorThresholds) -> GroupTracker:
-        data = json.loads(zlib.decompress(snapshot))
-        if data.get("v") != SNAPSHOT_VERSION:
-            raise ValueError(f"tracker snapshot version {data.get('v')} is not {SNAPSHOT_VERSION}")
-        state = GroupState.from_json(data["state"])
+        restored = decoded(snapshot)
+        state = restored.state
         tracker = cls(state.cluster, state.group_id, thresholds)
         tracker.state = state
         tracker.book = DetectionBook(state)
-        tracker._buffer = [GroupEvent.from_json(e) for e in data.get("buffer", [])]
-        tracker._arrivals = [(int(time_ms), str(text)) for time_ms, text in data.get("arrivals", [])]
+        tracker._context = RuleContext(state, tracker.book, thresholds)
+        tracker._buffer = restored.buffer
+        tracker._arrivals = restored.arrivals
         tracker._sorted = False
         return tracker
 
     def snapshot(self) -> bytes:
-        """JSON + zlib of the state, the events not yet processed (bounded by pruning on event time) and the packed
-        rows not yet converted (`accept_packed`), as they came."""
-        data = {
-            "v": SNAPSHOT_VERSION,
-            "state": self.state.as_json(),
-            "buffer": [e.as_json() for e in self._buffer],
-            "arrivals": self._arrivals,
-        }
-        return zlib.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode(), 6)
+        """The state, the events not yet processed (bounded by pruning on event time) and the packed rows not
+        yet converted (`accept_packed`), as they came (`snapshot.py`, versioned)."""
+        return encoded(Snapshot(self.state, self._buffer, self._arrivals))
 
     def accept(self, events: Iterable[GroupEvent]) -> None:
         before = len(self._buffer)
@@ -255,8 +280,8 @@ class GroupTracker:
         for detection_id, changed in sorted(ahead.book.changed.items()):
             if detection_id in self.state.detections or detection_id in self.state.provisional:
                 continue
-            row = {**changed, "status": DetectionStatus.PROVISIONAL.value, "resolved_at": None}
-            self.state.provisional[detection_id] = {"horizon": horizon, "row": row}
+            row = replace(changed, status=DetectionStatus.PROVISIONAL.value, resolved_at=None)
+            self.state.provisional[detection_id] = ShownProvisional(horizon_ms=horizon, row=row)
             shown.append(detection_row(self.state, row))
         return tuple(shown)
 
@@ -267,13 +292,13 @@ class GroupTracker:
         for detection_id in sorted(self.state.provisional):
             if detection_id in output_ids or detection_id in self.state.detections:
                 del self.state.provisional[detection_id]
-            elif self.state.provisional[detection_id]["horizon"] <= watermark_ms:
-                shown = self.state.provisional.pop(detection_id)["row"]
-                row = {
-                    **shown,
-                    "status": DetectionStatus.WITHDRAWN.value,
-                    "summary": f"withdrawn (events that arrived late did not bear it out): {shown['summary']}",
-                }
+            elif self.state.provisional[detection_id].horizon_ms <= watermark_ms:
+                shown = self.state.provisional.pop(detection_id).row
+                row = replace(
+                    shown,
+                    status=DetectionStatus.WITHDRAWN.value,
+                    summary=f"withdrawn (events that arrived late did not bear it out): {shown.summary}",
+                )
                 withdrawn.append(detection_row(self.state, row))
         return tuple(withdrawn)
 
@@ -310,30 +335,26 @@ class GroupTracker:
     # --- deadlines -------------------------------------------------------------------------------------------
 
     def _next_deadline(self) -> int | None:
-        st, th = self.state, self.thresholds
-        candidates: list[int | None] = [
-            generation_rules.attempts_deadline(st, th),
-            generation_rules.probing_deadline(st, th),
-            generation_rules.window_deadline(st, th),
-            quiet_deadline(st, th.incident_quiet_ms),
-        ]
-        for member in st.members.values():
-            candidates.append(heartbeat_rules.heartbeat_deadline(member, th))
-            candidates.append(generation_rules.behind_deadline(member, th))
-        done = st.deadlines_done_ms
-        present = [c for c in candidates if c is not None and (done is None or c > done)]
-        return min(present) if present else None
+        done = self.state.deadlines_done_ms
+        soonest = None
+        for rule in RULES:
+            for deadline in rule.deadlines(self._context):
+                if deadline is None or (done is not None and deadline <= done):
+                    continue
+                if soonest is None or deadline < soonest:
+                    soonest = deadline
+        return soonest
 
     def _evaluate_deadlines(self, now_ms: int) -> None:
-        st, th, book = self.state, self.thresholds, self.book
         self._touched = True
-        st.deadlines_done_ms = now_ms
-        for member in sorted(st.members.values(), key=lambda m: m.member_id):
-            heartbeat_rules.check_at_risk(st, book, member, now_ms, th)
-            generation_rules.check_member_behind(st, book, member, now_ms, th)
-        generation_rules.check_failing_attempts(st, book, now_ms, th)
-        generation_rules.resolve_windows(st, book, now_ms, th)
-        book.resolve_quiet(now_ms, th.incident_quiet_ms)
+        self.state.deadlines_done_ms = now_ms
+        for rule in RULES:
+            rule.at_deadline(self._context, now_ms)
+
+    def _tell(self, fact: Fact) -> None:
+        """Every rule that reacts to this fact, in registration order."""
+        for rule in RULES_TOLD.get(type(fact), ()):
+            rule.react(fact, self._context)
 
     # --- events ----------------------------------------------------------------------------------------------
 
@@ -349,10 +370,26 @@ class GroupTracker:
         elif event.src_table == HEARTBEAT_EVENTS.name:
             self._on_telemetry(event)
         elif event.src_table == OFFSET_COMMITS.name:
-            commit_rules.check_offset_commit(st, self.book, event, self.thresholds)
+            self._on_offset_commit(event)
         if st.pruned_ms is None or now - st.pruned_ms >= PRUNE_EVERY_MS:
             st.pruned_ms = now
             self._prune(now)
+
+    def _on_offset_commit(self, event: GroupEvent) -> None:
+        """`__consumer_offsets`: the partition's high-water mark moves (a backwards commit keeps it, so a later
+        catch-up is seen), then the rules judge the commit against the mark it had."""
+        st = self.state
+        key = f"{event.topic}-{event.partition}"
+        if event.is_tombstone or event.committed_offset is None:
+            st.offsets.pop(key, None)
+            return
+        now = event.event_time_ms
+        previous = st.offsets.get(key)
+        if previous is not None and previous.offset > event.committed_offset:
+            st.offsets[key] = CommittedOffset(offset=previous.offset, at_ms=now)
+        else:
+            st.offsets[key] = CommittedOffset(offset=event.committed_offset, at_ms=now)
+        self._tell(OffsetCommitted(event, key, previous))
 
     def _prune(self, now_ms: int) -> None:
         st, th = self.state, self.thresholds
@@ -361,14 +398,14 @@ class GroupTracker:
         st.departed = {k: d for k, d in st.departed.items() if now_ms - d.at_ms <= th.departed_member_ttl_ms}
         horizon = max(th.history_ms, th.probing_interval_ms * (th.probing_repeats + 1))
         st.history = [h for h in st.history if now_ms - h.stabilized_ms <= horizon][-64:]
-        st.skips = [s for s in st.skips if now_ms - s[0] <= keep]
+        st.skips = [s for s in st.skips if now_ms - s.at_ms <= keep]
         st.leader_changes = [t for t in st.leader_changes if now_ms - t <= keep]
-        st.sync_expiries = [e for e in st.sync_expiries if now_ms - e[0] <= keep]
-        st.departures = [d for d in st.departures if now_ms - d[0] <= keep][-256:]
-        st.signals = [s for s in st.signals if now_ms - s[0] <= keep][-256:]
-        st.offsets = {k: v for k, v in st.offsets.items() if now_ms - v[1] <= OFFSETS_KEPT_MS}
+        st.sync_expiries = [e for e in st.sync_expiries if now_ms - e.at_ms <= keep]
+        st.departures = [d for d in st.departures if now_ms - d.at_ms <= keep][-256:]
+        st.signals = [s for s in st.signals if now_ms - s.at_ms <= keep][-256:]
+        st.offsets = {k: v for k, v in st.offsets.items() if now_ms - v.at_ms <= OFFSETS_KEPT_MS}
         window = th.zombie_after_owner_change_ms
-        st.owner_changed = {k: v for k, v in st.owner_changed.items() if now_ms - v[0] <= window}
+        st.owner_changed = {k: v for k, v in st.owner_changed.items() if now_ms - v.at_ms <= window}
         if st.empty_by_removal_ms is not None and now_ms - st.empty_by_removal_ms > th.zombie_empty_group_ms:
             st.empty_by_removal_ms = None
             st.removed_partitions = {}
@@ -395,14 +432,14 @@ class GroupTracker:
             self._emit_rebalance(self._rebalance_row(reb, None))
         return reb
 
-    def _depart(self, member_id: str, now_ms: int, how: str, event: GroupEvent | None) -> DepartedMember:
+    def _depart(self, member_id: str, now_ms: int, how: DepartureKind, event: GroupEvent | None) -> DepartedMember:
         st = self.state
         member = st.members.pop(member_id, None)
         known = st.departed.get(member_id)
         refs = [source_ref(event)] if event is not None else []
         if known is not None:
-            upgrade = how in EXPIRY_LIKE and known.how in ("vanished", "left")
-            if upgrade or (how == "left" and known.how == "vanished"):
+            upgrade = how in EXPIRY_LIKE and known.how in (DepartureKind.VANISHED, DepartureKind.LEFT)
+            if upgrade or (how == DepartureKind.LEFT and known.how == DepartureKind.VANISHED):
                 known.how = how
             known.refs = merge_refs(known.refs, refs)
             return known
@@ -421,27 +458,26 @@ class GroupTracker:
             refs=refs,
         )
         st.departed[member_id] = gone
-        if how != "replaced":
+        if how != DepartureKind.REPLACED:
             identity = member.identity() if member else f"member:{member_id}"
-            st.departures.append([now_ms, identity])
-        why = HOW_WORDS.get(how, how)
-        heartbeat_rules.resolve_at_risk(self.book, member_id, now_ms, why)
-        generation_rules.resolve_member_behind(self.book, member_id, now_ms, why)
+            st.departures.append(DepartureSeen(at_ms=now_ms, identity=identity))
+        self._tell(MemberDeparted(member_id, now_ms, HOW_WORDS[how]))
         if st.rebalance is not None and st.protocol != "classic":
-            target = st.rebalance.expired if how == "expired" else st.rebalance.left
-            if how != "replaced" and member_id not in target:
+            target = st.rebalance.expired if how == DepartureKind.EXPIRED else st.rebalance.left
+            if how != DepartureKind.REPLACED and member_id not in target:
                 target.append(member_id)
-                _note_change(st.rebalance, "expired" if target is st.rebalance.expired else "left")
+                change = MembershipChange.EXPIRED if target is st.rebalance.expired else MembershipChange.LEFT
+                _note_change(st.rebalance, change)
         elif st.protocol != "classic":
-            st.signals.append([now_ms, "departed", member_id])
+            st.signals.append(Signal(at_ms=now_ms, kind=SignalKind.DEPARTED, subject=member_id))
         return gone
 
     def _replace(self, old_id: str, new_id: str | None, now_ms: int, event: GroupEvent | None) -> None:
         """A static member came back under the same group.instance.id: not a departure, not a join."""
         st = self.state
         old = st.members.get(old_id)
-        gone = self._depart(old_id, now_ms, "replaced", event)
-        gone.how = "replaced"
+        gone = self._depart(old_id, now_ms, DepartureKind.REPLACED, event)
+        gone.how = DepartureKind.REPLACED
         gone.replaced_by = new_id
         if st.rebalance is not None:
             for listed in (st.rebalance.left, st.rebalance.expired):
@@ -479,9 +515,6 @@ class GroupTracker:
         if info.partitions or not member.partitions:
             member.partitions = list(info.partitions)
         return member
-
-    def _signals_for(self, since_ms: int, until_ms: int, kind: str) -> list[str]:
-        return [s[2] for s in self.state.signals if since_ms <= s[0] <= until_ms and s[1] == kind]
 
     # --- rebalance completion --------------------------------------------------------------------------------
 
@@ -535,7 +568,7 @@ class GroupTracker:
         after: dict[str, MemberInfo] | None,
         leader: str | None,
     ) -> None:
-        st, th = self.state, self.thresholds
+        st = self.state
         now = event.event_time_ms
         reb = st.rebalance or self._start_rebalance(now, None, known=False)
         if not reb.started_known:
@@ -566,12 +599,12 @@ class GroupTracker:
             left, expired = [], []
             for m in gone:
                 gone_member = st.departed.get(m)
-                if gone_member is None or gone_member.how == "vanished":
+                if gone_member is None or gone_member.how == DepartureKind.VANISHED:
                     gone_member = self._classify_vanished(m, reb, now, event)
-                if gone_member.how == "replaced":
+                if gone_member.how == DepartureKind.REPLACED:
                     continue
                 gone_member.rebalance_id = reb.rebalance_id
-                (expired if gone_member.how == "expired" else left).append(m)
+                (expired if gone_member.how == DepartureKind.EXPIRED else left).append(m)
             if after is not None:
                 members: dict[str, MemberState] = {}
                 for member_id, info in after.items():
@@ -593,25 +626,26 @@ class GroupTracker:
             for p in member.partitions:
                 old_owner = previous_owner.get(p)
                 if old_owner is not None and old_owner != member.member_id:
-                    st.owner_changed[p] = [now, old_owner]
+                    st.owner_changed[p] = OwnerChange(at_ms=now, previous_owner=old_owner)
         for m in left + expired:
             gone_member = st.departed.get(m)
             for p in gone_member.partitions if gone_member else []:
                 if p not in st.owner_changed:
-                    st.owner_changed[p] = [now, m]
+                    st.owner_changed[p] = OwnerChange(at_ms=now, previous_owner=m)
         stable_from = reb.from_generation if reb.from_generation is not None else st.generation
         skipped = new_generation - stable_from if stable_from is not None else 1
-        if classic and skipped > 2:
-            st.skips.append([now, skipped - 2])
+        never_completed = skipped - 2 if classic and skipped > 2 else 0
+        if never_completed:
+            st.skips.append(GenerationSkip(at_ms=now, never_completed=never_completed))
         subscription_changed = False
         if classic and after is not None:
             subscribed = {tuple(i.subscribed) for i in after.values() if i.subscribed}
             subscription_changed = len(subscribed) > 1
         reb.poll_timeouts = sorted(
-            set(reb.poll_timeouts) | set(self._signals_for(reb.started_ms - SIGNAL_LEAD_MS, now, "poll_timeout"))
+            set(reb.poll_timeouts) | set(st.signals_of(SignalKind.POLL_TIMEOUT, reb.started_ms - SIGNAL_LEAD_MS, now))
         )
         reb.enforced = reb.enforced + [
-            s for s in self._signals_for(reb.started_ms - SIGNAL_LEAD_MS, now, "enforced") if s not in reb.enforced
+            s for s in st.signals_of(SignalKind.ENFORCED, reb.started_ms - SIGNAL_LEAD_MS, now) if s not in reb.enforced
         ]
         decision = decide_cause(
             reb,
@@ -658,19 +692,11 @@ class GroupTracker:
             if removed and len(removed) == len(gone_ids):
                 st.empty_by_removal_ms = now
                 st.removed_partitions = {p: m for m in removed for p in st.departed[m].partitions}
-        book = self.book
-        heartbeat_rules.resolve_expirations(st, book, now, new_generation)
-        generation_rules.resolve_failing(book, now, new_generation)
-        if classic and skipped > 2:
-            generation_rules.check_skips(st, book, now, th)
-        generation_rules.check_storm(st, book, now, th)
-        generation_rules.check_probing(st, book, now, th)
-        generation_rules.check_flapping(st, book, now, th)
-        generation_rules.check_leader(st, book, now, th)
+        self._tell(RebalanceCompleted(at_ms=now, generation=new_generation, never_completed=never_completed))
 
     def _classify_vanished(self, member_id: str, reb: OpenRebalance, now_ms: int, event: GroupEvent) -> DepartedMember:
         """A member of the last generation missing from the new one with no leave seen: expired or just gone?"""
-        gone = self._depart(member_id, now_ms, "vanished", event)
+        gone = self._depart(member_id, now_ms, DepartureKind.VANISHED, event)
         self._infer_expiry(gone, reb.started_ms, now_ms)
         return gone
 
@@ -681,11 +707,12 @@ class GroupTracker:
         timeout = gone.session_timeout_ms or self.thresholds.default_session_timeout_ms
         silent = gone.last_heartbeat_ms is not None and removed_by_ms - gone.last_heartbeat_ms > timeout
         fenced = any(
-            s[1] == "fenced" and s[2] == gone.member_id and s[0] >= removed_by_ms - SIGNAL_LEAD_MS for s in st.signals
+            s.kind == SignalKind.FENCED and s.subject == gone.member_id and s.at_ms >= removed_by_ms - SIGNAL_LEAD_MS
+            for s in st.signals
         )
-        if gone.how == "vanished" and (silent or fenced):
-            gone.how = "expired"
-            heartbeat_rules.open_expiration(st, self.book, gone, now_ms, "inferred", [])
+        if gone.how == DepartureKind.VANISHED and (silent or fenced):
+            gone.how = DepartureKind.EXPIRED
+            self._tell(MemberExpired(gone, now_ms, "inferred", ()))
             if st.rebalance is not None and gone.member_id in st.rebalance.left:
                 st.rebalance.left.remove(gone.member_id)
                 st.rebalance.expired.append(gone.member_id)
@@ -744,7 +771,9 @@ class GroupTracker:
                     (
                         d.member_id
                         for d in st.departed.values()
-                        if d.how == "replaced" and d.instance_id == info.instance_id and d.replaced_by is None
+                        if d.how == DepartureKind.REPLACED
+                        and d.instance_id == info.instance_id
+                        and d.replaced_by is None
                     ),
                     None,
                 )
@@ -797,7 +826,7 @@ class GroupTracker:
             if event.epoch > (st.generation if st.generation is not None else -1):
                 reb = st.rebalance or self._start_rebalance(now, event)
                 self._absorb_membership_signals(reb, now)
-                _add_attempt(reb, {"at_ms": now, "generation": event.epoch, "kind": "bump"})
+                _add_attempt(reb, Attempt(at_ms=now, generation=event.epoch, kind=AttemptKind.BUMP))
                 reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._maybe_converged(event)
         elif record.endswith("MemberMetadata"):
@@ -806,8 +835,10 @@ class GroupTracker:
                 return
             if event.is_tombstone:
                 if member_id in st.members:
-                    recent_leave = any(s[1] == "left" and s[2] == member_id for s in st.signals)
-                    gone = self._depart(member_id, now, "left" if recent_leave else "vanished", event)
+                    recent_leave = any(s.kind == SignalKind.LEFT and s.subject == member_id for s in st.signals)
+                    gone = self._depart(
+                        member_id, now, DepartureKind.LEFT if recent_leave else DepartureKind.VANISHED, event
+                    )
                     self._infer_expiry(gone, now, now)
                 return  # the epoch bump of this removal follows in the same batch: convergence is judged there
             member = st.members.get(member_id)
@@ -830,9 +861,10 @@ class GroupTracker:
                     st.members[member_id] = member
                     if st.rebalance is not None:
                         st.rebalance.joined.append(member_id)
-                        _note_change(st.rebalance, "joined")
+                        _note_change(st.rebalance, MembershipChange.JOINED)
                     elif st.generation is not None:
-                        st.signals.append([now, "joined", member_id])  # the epoch bump follows in the same batch
+                        # the epoch bump follows in the same batch
+                        st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=member_id))
             member.instance_id = event.group_instance_id or member.instance_id
             member.client_id = event.client_id or member.client_id
             member.host = event.host or member.host
@@ -857,31 +889,36 @@ class GroupTracker:
     def _absorb_membership_signals(self, reb: OpenRebalance, now_ms: int) -> None:
         """KIP-848 writes a member's arrival/removal and the epoch bump together: join them to this rebalance."""
         st = self.state
-        for at_ms, kind, member_id in st.signals:
-            if now_ms - at_ms > MEMBERSHIP_BATCH_MS:
+        for signal in st.signals:
+            member_id = signal.subject
+            if now_ms - signal.at_ms > MEMBERSHIP_BATCH_MS:
                 continue
-            if kind == "joined" and member_id in st.members and member_id not in reb.joined:
+            if signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
-                _note_change(reb, "joined")
-            elif kind == "departed" and member_id in st.departed:
+                _note_change(reb, MembershipChange.JOINED)
+            elif signal.kind == SignalKind.DEPARTED and member_id in st.departed:
                 how = st.departed[member_id].how
-                target = reb.expired if how == "expired" else reb.left
-                if how != "replaced" and member_id not in reb.expired + reb.left:
+                target = reb.expired if how == DepartureKind.EXPIRED else reb.left
+                if how != DepartureKind.REPLACED and member_id not in reb.expired + reb.left:
                     target.append(member_id)
-                    _note_change(reb, "expired" if target is reb.expired else "left")
+                    _note_change(reb, MembershipChange.EXPIRED if target is reb.expired else MembershipChange.LEFT)
 
     def _recently_departed_instance(self, instance_id: str, now_ms: int) -> str | None:
         """A member of this instance id removed in the same coordinator batch: the new one replaces it."""
         for gone in self.state.departed.values():
             if (
                 gone.instance_id == instance_id
-                and gone.how != "replaced"
+                and gone.how != DepartureKind.REPLACED
                 and now_ms - gone.at_ms <= MEMBERSHIP_BATCH_MS
             ):
                 identity = f"instance:{instance_id}"
-                self.state.departures = [d for d in self.state.departures if d != [gone.at_ms, identity]]
+                self.state.departures = [
+                    d for d in self.state.departures if not (d.at_ms == gone.at_ms and d.identity == identity)
+                ]
                 self.state.signals = [
-                    sig for sig in self.state.signals if not (sig[1] == "departed" and sig[2] == gone.member_id)
+                    sig
+                    for sig in self.state.signals
+                    if not (sig.kind == SignalKind.DEPARTED and sig.subject == gone.member_id)
                 ]
                 return gone.member_id
         return None
@@ -904,7 +941,7 @@ class GroupTracker:
         elif not behind and member.behind_since_ms is not None:
             member.behind_since_ms = None
             member.behind_target = None
-            generation_rules.resolve_member_behind(self.book, member.member_id, now_ms, "it caught up")
+            self._tell(MemberCaughtUp(member.member_id, now_ms))
 
     def _maybe_converged(self, event: GroupEvent) -> None:
         """KIP-848/1071: the rebalance ends once every member reached the target epoch with nothing to revoke."""
@@ -948,7 +985,7 @@ class GroupTracker:
         if kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
             self._on_heartbeat(event)
         elif kind in (K.COMMIT, K.COMMIT_FAILED):
-            commit_rules.check_telemetry_commit(st, self.book, event, self.thresholds)
+            self._tell(ClientCommitted(event))
         elif kind == K.MEMBER_EXPIRED and broker:
             if event.member_id and event.detail("pending") != "true":
                 self._on_broker_expiry(event)
@@ -962,9 +999,10 @@ class GroupTracker:
             self._on_prepare(event)
         elif kind in (K.SYNC_FAILED, K.JOIN_FAILED):
             if st.rebalance is not None and event.error != "MEMBER_ID_REQUIRED":
+                attempt_kind = AttemptKind.SYNC_FAILED if kind == K.SYNC_FAILED else AttemptKind.JOIN_FAILED
                 _add_attempt(
                     st.rebalance,
-                    {"at_ms": now, "generation": event.generation, "kind": str(kind), "member_id": event.member_id},
+                    Attempt(at_ms=now, generation=event.generation, kind=attempt_kind, member_id=event.member_id),
                 )
                 st.rebalance.refs = merge_refs(st.rebalance.refs, [source_ref(event)])
         elif kind in (K.HEARTBEAT_FAILED, K.SESSION_TIMEOUT):
@@ -973,14 +1011,14 @@ class GroupTracker:
             if kind == K.SESSION_TIMEOUT or (event.error in FENCED_ERRORS and event.detail("stale") != "true"):
                 self._on_fenced_report(event)
         elif kind == K.POLL_TIMEOUT:
-            who = commit_rules.attribute(st, event) or self._telemetry_member(event)
+            who = attribute(st, event) or self._telemetry_member(event)
             member_id = who.member_id if who else event.member_id or ""
-            st.signals.append([now, "poll_timeout", member_id])
+            st.signals.append(Signal(at_ms=now, kind=SignalKind.POLL_TIMEOUT, subject=member_id))
             if isinstance(who, DepartedMember):
                 self._reattribute_to_poll_timeout(who, event)
         elif kind in (K.FOLLOWUP_REBALANCE, K.PROBING_REBALANCE, K.VERSION_PROBING, K.SHUTDOWN_REQUESTED):
             st.streams = True
-            st.signals.append([now, "enforced", event.reason or str(kind)])
+            st.signals.append(Signal(at_ms=now, kind=SignalKind.ENFORCED, subject=event.reason or str(kind)))
         elif kind in (K.REBALANCE_STABLE, K.GROUP_EMPTY):
             if broker and not st.authoritative and event.generation is not None:
                 after = {} if kind == K.GROUP_EMPTY else None
@@ -1022,11 +1060,11 @@ class GroupTracker:
         st.leader_client = event.client_id
         if st.authoritative or previous is None or previous == event.client_id:
             return
-        departed_clients = {d.client_id for d in st.departed.values() if d.how != "replaced"}
+        departed_clients = {d.client_id for d in st.departed.values() if d.how != DepartureKind.REPLACED}
         if previous not in departed_clients:
             st.leader_changes.append(event.event_time_ms)
             st.leader = event.client_id
-            generation_rules.check_leader(st, self.book, event.event_time_ms, self.thresholds)
+            self._tell(LeaderChanged(event.event_time_ms))
 
     def _on_heartbeat(self, event: GroupEvent) -> None:
         st = self.state
@@ -1047,7 +1085,7 @@ class GroupTracker:
                 member.heartbeat_gap_ms = now - member.last_heartbeat_ms
             member.last_heartbeat_ms = now
             member.heartbeat_ref = source_ref(event)
-        heartbeat_rules.resolve_at_risk(self.book, member.member_id, now, "heartbeats resumed")
+        self._tell(Heartbeat(member.member_id, now))
 
     def _on_broker_expiry(self, event: GroupEvent) -> None:
         st = self.state
@@ -1056,9 +1094,9 @@ class GroupTracker:
         if st.rebalance is None and (member_id in st.members or not st.authoritative):
             self._start_rebalance(now, event)
         if member_id in st.members or member_id in st.departed:
-            gone = self._depart(member_id, now, "expired", event)
+            gone = self._depart(member_id, now, DepartureKind.EXPIRED, event)
         else:
-            gone = DepartedMember(member_id=member_id, how="expired", at_ms=now, generation=st.generation)
+            gone = DepartedMember(member_id=member_id, how=DepartureKind.EXPIRED, at_ms=now, generation=st.generation)
             gone.session_timeout_ms = self.thresholds.default_session_timeout_ms
             gone.refs = [source_ref(event)]
             st.departed[member_id] = gone
@@ -1067,9 +1105,9 @@ class GroupTracker:
                 st.rebalance.left.remove(member_id)
             if member_id not in st.rebalance.expired:
                 st.rebalance.expired.append(member_id)
-                _note_change(st.rebalance, "expired")
+                _note_change(st.rebalance, MembershipChange.EXPIRED)
             st.rebalance.refs = merge_refs(st.rebalance.refs, [source_ref(event)])
-        heartbeat_rules.open_expiration(st, self.book, gone, now, "coordinator", [source_ref(event)])
+        self._tell(MemberExpired(gone, now, "coordinator", (source_ref(event),)))
         self._reemit_departure_rebalance(gone)
 
     def _reemit_departure_rebalance(self, gone: DepartedMember) -> None:
@@ -1094,7 +1132,11 @@ class GroupTracker:
         (librdkafka: the leave carries no reason and the overrun is reported at the next poll): that rebalance
         was caused by the poll timeout. Its row is re-emitted under the same id, so the MERGE updates it."""
         now = event.event_time_ms
-        if gone.rebalance_id is None or gone.how not in ("left", "vanished") or now - gone.at_ms > POLL_TIMEOUT_LATE_MS:
+        if (
+            gone.rebalance_id is None
+            or gone.how not in (DepartureKind.LEFT, DepartureKind.VANISHED)
+            or now - gone.at_ms > POLL_TIMEOUT_LATE_MS
+        ):
             return
         for completed in self.state.history:
             if completed.rebalance_id != gone.rebalance_id:
@@ -1114,17 +1156,17 @@ class GroupTracker:
         """A client says it is no longer a member (UNKNOWN_MEMBER_ID, session timed out, partitions lost)."""
         st = self.state
         now = event.event_time_ms
-        who = commit_rules.attribute(st, event)
+        who = attribute(st, event)
         if who is None:
             return
-        st.signals.append([now, "fenced", who.member_id])
+        st.signals.append(Signal(at_ms=now, kind=SignalKind.FENCED, subject=who.member_id))
         window = self.thresholds.inferred_expiry_window_ms
-        if isinstance(who, DepartedMember) and who.how == "vanished" and now - who.at_ms <= window:
-            who.how = "expired"
-            heartbeat_rules.open_expiration(st, self.book, who, now, "inferred", [source_ref(event)])
+        if isinstance(who, DepartedMember) and who.how == DepartureKind.VANISHED and now - who.at_ms <= window:
+            who.how = DepartureKind.EXPIRED
+            self._tell(MemberExpired(who, now, "inferred", (source_ref(event),)))
             self._reemit_departure_rebalance(who)
             if st.rebalance is None:
-                heartbeat_rules.resolve_expirations(st, self.book, now, st.generation)
+                self._tell(GroupStable(now, st.generation))
 
     def _on_leave(self, event: GroupEvent) -> None:
         st = self.state
@@ -1134,18 +1176,18 @@ class GroupTracker:
         member_id = event.member_id
         if not member_id:
             return
-        st.signals.append([now, "left", member_id])
+        st.signals.append(Signal(at_ms=now, kind=SignalKind.LEFT, subject=member_id))
         # the Java client's "... due to consumer poll timeout has expired", or the coordinator quoting that client
         # reason ("Removing member M on LeaveGroup; client reason: consumer poll timeout has expired")
         poll_timeout = event.detail("cause") == "poll_timeout" or "poll timeout" in (event.reason or "").lower()
         if poll_timeout:
-            st.signals.append([now, "poll_timeout", member_id])
+            st.signals.append(Signal(at_ms=now, kind=SignalKind.POLL_TIMEOUT, subject=member_id))
         if member_id in st.members:
             if st.protocol != "classic" or not st.authoritative:
                 self._ensure_rebalance(event)
-            self._depart(member_id, now, "left", event)
-        elif member_id in st.departed and st.departed[member_id].how == "vanished":
-            st.departed[member_id].how = "left"
+            self._depart(member_id, now, DepartureKind.LEFT, event)
+        elif member_id in st.departed and st.departed[member_id].how == DepartureKind.VANISHED:
+            st.departed[member_id].how = DepartureKind.LEFT
             if poll_timeout:
                 self._reattribute_to_poll_timeout(st.departed[member_id], event)
 
@@ -1168,8 +1210,8 @@ class GroupTracker:
                     member = st.members[member_id]
                     member.behind_since_ms = member.behind_since_ms or now
                     member.behind_target = member.behind_target or st.target_epoch
-                    generation_rules.check_member_behind(st, self.book, member, now, self.thresholds, fenced=True)
-                self._depart(member_id, now, "removed", event)
+                    self._tell(MemberFencedBehind(member, now))
+                self._depart(member_id, now, DepartureKind.REMOVED, event)
 
     def _on_join(self, event: GroupEvent) -> None:
         st = self.state
@@ -1187,7 +1229,7 @@ class GroupTracker:
             )
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
-                _note_change(st.rebalance, "joined")
+                _note_change(st.rebalance, MembershipChange.JOINED)
 
     def _on_prepare(self, event: GroupEvent) -> None:
         st = self.state
@@ -1196,8 +1238,12 @@ class GroupTracker:
             old_generation = event.generation
             unsynced = event.detail("sync_expired_members")
             if unsynced:
-                st.sync_expiries.append([now, old_generation, unsynced.split(","), source_ref(event)])
-                generation_rules.check_sync_expiries(st, self.book, now, self.thresholds)
+                st.sync_expiries.append(
+                    SyncExpiry(
+                        at_ms=now, generation=old_generation, member_ids=unsynced.split(","), ref=source_ref(event)
+                    )
+                )
+                self._tell(SyncExpired(now))
             reb = st.rebalance
             if reb is None:
                 if st.generation is None:
@@ -1208,24 +1254,24 @@ class GroupTracker:
                 reb = self._start_rebalance(now, event)
             _add_attempt(
                 reb,
-                {
-                    "at_ms": now,
-                    "generation": old_generation,
-                    "kind": "prepare",
-                    "cause": event.detail("cause"),
-                    "reason": event.reason,
-                    "client_reason": event.detail("client_reason"),
-                    "member_id": event.member_id,
-                },
+                Attempt(
+                    at_ms=now,
+                    generation=old_generation,
+                    kind=AttemptKind.PREPARE,
+                    cause=event.detail("cause"),
+                    reason=event.reason,
+                    client_reason=event.detail("client_reason"),
+                    member_id=event.member_id,
+                ),
             )
             reb.refs = merge_refs(reb.refs, [source_ref(event)])
             self._emit_rebalance(self._rebalance_row(reb, None))  # the cause so far, while it is under way
-            generation_rules.check_failing_attempts(st, self.book, now, self.thresholds)
+            self._tell(RebalanceAttempted(now))
             expired = st.departed.get(event.member_id or "")
             if (
                 event.detail("cause") == "heartbeat_expiration"
                 and event.member_id
-                and not (expired is not None and expired.how == "expired")
+                and not (expired is not None and expired.how == DepartureKind.EXPIRED)
             ):
                 # the coordinator's "removing member M on heartbeat expiration" is its removal on expiry, also when
                 # its "Member M ... has failed" line is missing (an excerpt grepped for "Preparing to rebalance")
@@ -1233,5 +1279,6 @@ class GroupTracker:
             return
         if st.rebalance is not None:
             _add_attempt(
-                st.rebalance, {"at_ms": now, "generation": event.generation, "kind": "client", "reason": event.reason}
+                st.rebalance,
+                Attempt(at_ms=now, generation=event.generation, kind=AttemptKind.CLIENT, reason=event.reason),
             )

@@ -1,0 +1,515 @@
+"""Rules over the sequence of generations/epochs: failing_generation, rebalance_storm, probing_rebalance_loop,
+membership_flapping and leader_instability. The windowed ones resolve once their window holds no more evidence
+(a deadline evaluates it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rebalance_radar.transforms.detectors.evidence import seconds
+from rebalance_radar.transforms.detectors.facts import (
+    LeaderChanged,
+    MemberCaughtUp,
+    MemberDeparted,
+    MemberFencedBehind,
+    RebalanceAttempted,
+    RebalanceCompleted,
+    SyncExpired,
+)
+from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
+from rebalance_radar.transforms.detectors.state import (
+    Attempt,
+    AttemptKind,
+    CompletedRebalance,
+    GroupState,
+    MemberState,
+    SyncExpiry,
+)
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import DetectionKind, Severity
+
+ATTEMPTS_MIN_AGE_MS = 60_000
+"""A quick scale-out also prepares several times before it settles: the first attempt must be this old."""
+
+PLANNED_CAUSES = frozenset({"member_joined", "member_left", "enforced"})
+"""Rebalances a deployment makes on purpose (scale-out/in, rolling restarts, Streams followups): not a storm."""
+
+
+def _window(history: list[CompletedRebalance], now_ms: int, window_ms: int) -> list[CompletedRebalance]:
+    return [h for h in history if now_ms - h.stabilized_ms < window_ms]
+
+
+@registered
+class FailingGeneration(Rule):
+    """The group cannot leave a generation for a stable successor, in any of these ways:
+    - attempts: >= `failing_generation_attempts` distinct tries to leave the stable generation (broker prepares
+      with their old generation, failed joins/syncs) within the window and no stable successor, the first one at
+      least a minute old;
+    - stuck: a rebalance open longer than the members' rebalance timeout plus a grace;
+    - skips: persisted classic generations skipping numbers beyond the one a stabilised-but-never-persisted
+      generation explains (N -> N+2 is healthy), adding up to `failing_generation_skips` over >= 2 transitions;
+    - unsynced: >= `failing_generation_attempts` removals "on pending sync request expiration" (members that joined
+      and never sent SyncGroup) within the window; the leader completes each generation in between, so a stable
+      successor does not end it. It covers the leader that never syncs too, which a log-only view cannot see
+      otherwise (the coordinator logs "Stabilized group" before the leader's sync);
+    - KIP-848/1071: a member behind the target-assignment epoch (or with partitions pending revocation) for longer
+      than its rebalance timeout."""
+
+    kind = DetectionKind.FAILING_GENERATION
+    severity = Severity.CRITICAL
+    thresholds = (
+        "failing_generation_attempts",
+        "failing_generation_window_ms",
+        "failing_generation_skips",
+        "rebalance_stuck_grace_ms",
+        "default_rebalance_timeout_ms",
+    )
+    reacts_to = (
+        RebalanceAttempted,
+        SyncExpired,
+        RebalanceCompleted,
+        MemberFencedBehind,
+        MemberCaughtUp,
+        MemberDeparted,
+    )
+    resolves = (
+        "group-wide: when a stable generation/epoch is reached (members failing to send SyncGroup: when the window "
+        "holds no such removal); per KIP-848/1071 member: when it catches up with the target assignment or leaves"
+    )
+
+    def react(self, fact: object, ctx: RuleContext) -> None:
+        if isinstance(fact, RebalanceAttempted):
+            self._check_attempts(ctx, fact.at_ms)
+        elif isinstance(fact, SyncExpired):
+            self._check_sync_expiries(ctx, fact.at_ms)
+        elif isinstance(fact, RebalanceCompleted):
+            self._resolve_group_wide(ctx, fact.at_ms, fact.generation)
+            if fact.never_completed > 0:
+                self._check_skips(ctx, fact.at_ms)
+        elif isinstance(fact, MemberFencedBehind):
+            self._check_member_behind(ctx, fact.member, fact.at_ms, fenced=True)
+        elif isinstance(fact, MemberCaughtUp):
+            self._resolve_member(ctx, fact.member_id, fact.at_ms, "it caught up")
+        elif isinstance(fact, MemberDeparted):
+            self._resolve_member(ctx, fact.member_id, fact.at_ms, fact.why)
+
+    # --- deadlines -------------------------------------------------------------------------------------------
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        st, th = ctx.state, ctx.thresholds
+        out = [self._behind_deadline(member, th) for member in st.members.values()]
+        out.append(self._attempts_deadline(ctx))
+        if st.sync_failing_id in st.detections and st.sync_expiries:
+            out.append(st.sync_expiries[-1].at_ms + th.failing_generation_window_ms)
+        return out
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        for member in sorted(ctx.state.members.values(), key=lambda m: m.member_id):
+            self._check_member_behind(ctx, member, now_ms)
+        self._check_attempts(ctx, now_ms)
+        st = ctx.state
+        sync_id = st.sync_failing_id
+        last_expiry = st.sync_expiries[-1].at_ms if st.sync_expiries else None
+        window_ms = ctx.thresholds.failing_generation_window_ms
+        if sync_id in st.detections and (last_expiry is None or now_ms - last_expiry >= window_ms):
+            row = st.detections[sync_id]
+            ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; every member has synced since")
+            st.sync_failing_id = None
+
+    # --- attempts and stuck rebalances -----------------------------------------------------------------------
+
+    @staticmethod
+    def rebalance_timeout(state: GroupState, thresholds: DetectorThresholds) -> int:
+        timeouts = [m.rebalance_timeout_ms for m in state.members.values() if m.rebalance_timeout_ms]
+        return max(timeouts) if timeouts else thresholds.default_rebalance_timeout_ms
+
+    def _attempts_deadline(self, ctx: RuleContext) -> int | None:
+        """When the attempts rule (and the stuck rule) must next be looked at for the open rebalance."""
+        st, th = ctx.state, ctx.thresholds
+        reb = st.rebalance
+        if reb is None or not reb.started_known or self._failing_id(st) is not None:
+            return None
+        deadlines = [reb.started_ms + self.rebalance_timeout(st, th) + th.rebalance_stuck_grace_ms]
+        attempts = sorted(a.at_ms for a in reb.attempts)
+        if len(attempts) >= th.failing_generation_attempts:
+            deadlines.append(attempts[0] + ATTEMPTS_MIN_AGE_MS)
+        return min(deadlines)
+
+    def _failing_id(self, state: GroupState) -> str | None:
+        reb = state.rebalance
+        if reb is None:
+            return None
+        for row in state.detections.values():
+            if row.kind == self.kind.value and row.member_id is None and row.generation == reb.from_generation:
+                return row.detection_id
+        return None
+
+    @staticmethod
+    def _attempt_generations(state: GroupState, now_ms: int, thresholds: DetectorThresholds) -> list[Attempt]:
+        reb = state.rebalance
+        if reb is None:
+            return []
+        seen: dict[int | None, Attempt] = {}
+        for attempt in reb.attempts:
+            if now_ms - attempt.at_ms > thresholds.failing_generation_window_ms:
+                continue
+            if attempt.kind in (AttemptKind.PREPARE, AttemptKind.SYNC_FAILED, AttemptKind.JOIN_FAILED):
+                seen.setdefault(attempt.generation, attempt)
+        return list(seen.values())
+
+    def _check_attempts(self, ctx: RuleContext, now_ms: int) -> None:
+        """Repeated attempts or a rebalance stuck past its timeout -> failing_generation for the old generation."""
+        st, th = ctx.state, ctx.thresholds
+        reb = st.rebalance
+        if reb is None or not reb.started_known:
+            return
+        open_id = self._failing_id(st)
+        attempts = self._attempt_generations(st, now_ms, th)
+        first = min((a.at_ms for a in attempts), default=now_ms)
+        stuck_after = self.rebalance_timeout(st, th) + th.rebalance_stuck_grace_ms
+        if len(attempts) >= th.failing_generation_attempts and now_ms - first >= ATTEMPTS_MIN_AGE_MS:
+            generations = sorted({a.generation for a in attempts if a.generation is not None})
+            summary = (
+                f"group {st.group_id} tried {len(attempts)} times to leave generation {reb.from_generation} "
+                f"without reaching a stable successor (attempts from generations {generations})"
+            )
+        elif now_ms - reb.started_ms >= stuck_after:
+            summary = (
+                f"group {st.group_id} has been rebalancing away from generation {reb.from_generation} for "
+                f"{seconds(now_ms - reb.started_ms)}, past its {seconds(stuck_after)} rebalance timeout"
+            )
+        else:
+            return
+        if open_id is not None:
+            ctx.book.update(open_id, at_ms=now_ms, summary=summary, refs=reb.refs)
+            return
+        self.open(
+            ctx,
+            (reb.rebalance_id,),
+            at_ms=now_ms,
+            first_seen_ms=reb.started_ms,
+            summary=summary,
+            refs=reb.refs,
+            generation=reb.from_generation,
+        )
+
+    def _resolve_group_wide(self, ctx: RuleContext, now_ms: int, generation: int | None) -> None:
+        """A stable generation/epoch was reached: the group-wide detections end (not the one of members failing to
+        sync: generations keep stabilising between its removals)."""
+        for row in self.held(ctx):
+            if row.member_id is None and row.detection_id != ctx.state.sync_failing_id:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; stable at {generation}")
+
+    # --- skipped generations ---------------------------------------------------------------------------------
+
+    def _check_skips(self, ctx: RuleContext, now_ms: int) -> None:
+        """Persisted generations skipping numbers, repeatedly (one skip-by-one per transition is the healthy trap)."""
+        st, th = ctx.state, ctx.thresholds
+        window = [s for s in st.skips if now_ms - s.at_ms <= th.failing_generation_window_ms and s.never_completed > 0]
+        total = sum(s.never_completed for s in window)
+        if len(window) < 2 or total < th.failing_generation_skips:
+            return
+        self.open(
+            ctx,
+            ("skips", window[0].at_ms),
+            at_ms=now_ms,
+            first_seen_ms=window[0].at_ms,
+            summary=(
+                f"group {st.group_id} persisted generations skipping numbers {len(window)} times within "
+                f"{seconds(th.failing_generation_window_ms)}: {total} rebalances never "
+                f"completed (now at generation {st.generation})"
+            ),
+            refs=[],
+            generation=st.generation,
+        )
+
+    # --- members that never sync -----------------------------------------------------------------------------
+
+    def _check_sync_expiries(self, ctx: RuleContext, now_ms: int) -> None:
+        """Members that join and never send SyncGroup, generation after generation: each generation the leader
+        completes is torn down again when the coordinator removes them on pending sync request expiration."""
+        st, th = ctx.state, ctx.thresholds
+        window: list[SyncExpiry] = [e for e in st.sync_expiries if now_ms - e.at_ms <= th.failing_generation_window_ms]
+        generations = sorted({e.generation for e in window if e.generation is not None})
+        already = st.sync_failing_id is not None and st.sync_failing_id in st.detections
+        if not already and len(window) < th.failing_generation_attempts:
+            return
+        members = list(dict.fromkeys(m for e in window for m in e.member_ids))  # in the order they were removed
+        named = ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
+        summary = (
+            f"group {st.group_id} rebalanced {len(window)} times in {seconds(now_ms - window[0].at_ms)} because "
+            f"members joined and never sent SyncGroup ({named}): the coordinator removed them on pending sync request "
+            f"expiration after generations {', '.join(str(g) for g in generations)}"
+        )
+        refs = [e.ref for e in window]
+        if already and st.sync_failing_id is not None:
+            ctx.book.update(st.sync_failing_id, at_ms=now_ms, summary=summary, refs=refs)
+            return
+        st.sync_failing_id = self.open(
+            ctx,
+            ("sync", window[0].at_ms),
+            at_ms=now_ms,
+            first_seen_ms=window[0].at_ms,
+            summary=summary,
+            refs=refs,
+            generation=window[0].generation,
+        )
+
+    # --- KIP-848/1071 members behind their target assignment -------------------------------------------------
+
+    @staticmethod
+    def _behind_deadline(member: MemberState, thresholds: DetectorThresholds) -> int | None:
+        if member.behind_since_ms is None or member.behind_checked:
+            return None
+        return member.behind_since_ms + (member.rebalance_timeout_ms or thresholds.default_rebalance_timeout_ms)
+
+    def _check_member_behind(self, ctx: RuleContext, member: MemberState, now_ms: int, *, fenced: bool = False) -> None:
+        """A member still behind the target assignment (or not revoking) past its rebalance timeout; `fenced`: the
+        coordinator just fenced it for exactly that ("failed to transition from epoch E within T ms")."""
+        deadline = self._behind_deadline(member, ctx.thresholds)
+        if deadline is None or member.behind_since_ms is None:
+            return
+        if fenced:
+            deadline = min(deadline, now_ms)
+        elif deadline > now_ms:
+            return
+        member.behind_checked = True
+        st = ctx.state
+        what = (
+            f"still holds {len(member.pending)} {'tasks' if st.protocol == 'streams' else 'partitions'} pending "
+            "revocation"
+            if member.pending
+            else f"is at epoch {member.generation} ({member.member_state})"
+        )
+        self.open(
+            ctx,
+            (member.member_id, member.behind_target),
+            at_ms=deadline,
+            first_seen_ms=member.behind_since_ms,
+            summary=(
+                f"member {member.member_id} of group {st.group_id} {what} while the target assignment is at epoch "
+                f"{member.behind_target}, for {seconds(deadline - member.behind_since_ms)} (its rebalance timeout)"
+            ),
+            refs=[],
+            generation=member.behind_target,
+            member_id=member.member_id,
+        )
+
+    def _resolve_member(self, ctx: RuleContext, member_id: str, now_ms: int, why: str) -> None:
+        for row in self.held(ctx):
+            if row.member_id == member_id:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; {why}")
+
+
+@registered
+class RebalanceStorm(Rule):
+    """More than `rebalance_storm_count` unplanned rebalances (expirations, poll timeouts, failed or unexplained
+    rebalances) within the window; a rolling restart's joins and clean leaves do not count."""
+
+    kind = DetectionKind.REBALANCE_STORM
+    severity = Severity.WARNING
+    thresholds = ("rebalance_storm_count", "rebalance_storm_window_ms")
+    reacts_to = (RebalanceCompleted,)
+    resolves = "when the storm window holds no unplanned rebalance any more"
+
+    def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
+        st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
+        window = _window(st.history, now_ms, th.rebalance_storm_window_ms)
+        recent = [h for h in window if h.cause not in PLANNED_CAUSES]
+        if len(recent) <= th.rebalance_storm_count:
+            return
+        already = self.held(ctx)
+        for row in already:
+            ctx.book.update(row.detection_id, at_ms=now_ms)
+        if already:
+            return
+        first = recent[0]
+        self.open(
+            ctx,
+            (first.rebalance_id,),
+            at_ms=now_ms,
+            first_seen_ms=first.started_ms,
+            summary=(
+                f"group {st.group_id} rebalanced {len(recent)} times within "
+                f"{seconds(th.rebalance_storm_window_ms)} (generation {first.from_generation} -> "
+                f"{st.generation}) without a planned membership change; causes: "
+                f"{', '.join(sorted({h.cause for h in recent}))}"
+            ),
+            refs=[],
+            generation=st.generation,
+        )
+
+    @staticmethod
+    def _last_unplanned(state: GroupState) -> int | None:
+        unplanned = [h.stabilized_ms for h in state.history if h.cause not in PLANNED_CAUSES]
+        return unplanned[-1] if unplanned else None
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        last = self._last_unplanned(ctx.state) if self.holds_any(ctx) else None
+        return () if last is None else (last + ctx.thresholds.rebalance_storm_window_ms,)
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        last = self._last_unplanned(ctx.state)
+        for row in self.held(ctx):
+            if last is None or now_ms - last >= ctx.thresholds.rebalance_storm_window_ms:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; quiet since")
+
+
+@registered
+class ProbingRebalanceLoop(Rule):
+    """A Kafka Streams group rebalancing every probing.rebalance.interval.ms, again and again: warmup tasks are
+    not catching up."""
+
+    kind = DetectionKind.PROBING_REBALANCE_LOOP
+    severity = Severity.WARNING
+    thresholds = ("probing_interval_ms", "probing_tolerance_ms", "probing_repeats")
+    reacts_to = (RebalanceCompleted,)
+    resolves = "when no rebalance follows within the probing interval plus its tolerance"
+
+    def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
+        st, th = ctx.state, ctx.thresholds
+        if not st.streams:
+            return
+        run = self._probing_run(st, th)
+        if len(run) < th.probing_repeats:
+            return
+        self.open(
+            ctx,
+            (run[0].rebalance_id,),
+            at_ms=fact.at_ms,
+            first_seen_ms=run[0].started_ms,
+            summary=(
+                f"Kafka Streams group {st.group_id} rebalanced {len(run)} times, each about "
+                f"{seconds(th.probing_interval_ms)} after the previous (probing rebalances: warmup tasks are "
+                f"not catching up)"
+            ),
+            refs=[],
+            generation=st.generation,
+        )
+
+    @staticmethod
+    def _probing_run(state: GroupState, thresholds: DetectorThresholds) -> list[CompletedRebalance]:
+        """The trailing run of rebalances spaced by the probing interval (within tolerance)."""
+        run: list[CompletedRebalance] = []
+        for completed in reversed(state.history):
+            if not run:
+                run.append(completed)
+                continue
+            gap = run[-1].started_ms - completed.started_ms
+            if abs(gap - thresholds.probing_interval_ms) <= thresholds.probing_tolerance_ms:
+                run.append(completed)
+            else:
+                break
+        return list(reversed(run))
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        th = ctx.thresholds
+        if not ctx.state.history or not self.holds_any(ctx):
+            return ()
+        return (ctx.state.history[-1].started_ms + th.probing_interval_ms + th.probing_tolerance_ms + 1,)
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        if not ctx.state.history:
+            return
+        limit = ctx.thresholds.probing_interval_ms + ctx.thresholds.probing_tolerance_ms
+        for row in self.held(ctx):
+            if now_ms - ctx.state.history[-1].started_ms > limit:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; the probing stopped")
+
+
+@registered
+class MembershipFlapping(Rule):
+    """The member count bouncing n <-> n+1 while the same client keeps departing: a crash loop."""
+
+    kind = DetectionKind.MEMBERSHIP_FLAPPING
+    severity = Severity.WARNING
+    thresholds = ("flapping_window_ms", "flapping_alternations", "flapping_same_identity")
+    reacts_to = (RebalanceCompleted,)
+    resolves = "when its window passes without a new rebalance"
+
+    def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
+        st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
+        recent = _window(st.history, now_ms, th.flapping_window_ms)
+        run = 0
+        previous_sign = 0
+        for completed in recent:
+            delta = completed.members_after - completed.members_before
+            sign = delta if abs(delta) == 1 else 0
+            run = run + 1 if sign and sign == -previous_sign else (1 if sign else 0)
+            previous_sign = sign
+        if run < th.flapping_alternations:
+            return
+        counts: dict[str, int] = {}
+        for departure in st.departures:
+            if now_ms - departure.at_ms < th.flapping_window_ms:
+                counts[departure.identity] = counts.get(departure.identity, 0) + 1
+        looping = sorted(i for i, n in counts.items() if n >= th.flapping_same_identity)
+        if not looping:
+            return
+        first = recent[-run]
+        self.open(
+            ctx,
+            (first.rebalance_id,),
+            at_ms=now_ms,
+            first_seen_ms=first.started_ms,
+            summary=(
+                f"group {st.group_id} membership bounced {run} times between "
+                f"{min(first.members_before, first.members_after)} and "
+                f"{max(first.members_before, first.members_after)} members; "
+                f"{', '.join(i.split(':', 1)[1] for i in looping)} keeps leaving and rejoining (crash loop?)"
+            ),
+            refs=[],
+            generation=st.generation,
+        )
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        if not ctx.state.history or not self.holds_any(ctx):
+            return ()
+        return (ctx.state.history[-1].stabilized_ms + ctx.thresholds.flapping_window_ms,)
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        history = ctx.state.history
+        last = history[-1].stabilized_ms if history else None
+        for row in self.held(ctx):
+            if last is None or now_ms - last >= ctx.thresholds.flapping_window_ms:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; quiet since")
+
+
+@registered
+class LeaderInstability(Rule):
+    """The leader changed repeatedly while the previous leaders stayed in the group."""
+
+    kind = DetectionKind.LEADER_INSTABILITY
+    severity = Severity.WARNING
+    thresholds = ("leader_changes", "leader_window_ms")
+    reacts_to = (RebalanceCompleted, LeaderChanged)
+    resolves = "when its window passes without a new leader change"
+
+    def react(self, fact: RebalanceCompleted | LeaderChanged, ctx: RuleContext) -> None:
+        st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
+        recent = [t for t in st.leader_changes if now_ms - t < th.leader_window_ms]
+        if len(recent) < th.leader_changes:
+            return
+        self.open(
+            ctx,
+            ("leader", recent[0]),
+            at_ms=now_ms,
+            first_seen_ms=recent[0],
+            summary=(
+                f"group {st.group_id} changed leader {len(recent)} times within "
+                f"{seconds(th.leader_window_ms)} while the previous leaders stayed members (now {st.leader})"
+            ),
+            refs=[],
+            generation=st.generation,
+        )
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        if not ctx.state.leader_changes or not self.holds_any(ctx):
+            return ()
+        return (ctx.state.leader_changes[-1] + ctx.thresholds.leader_window_ms,)
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        changes = ctx.state.leader_changes
+        for row in self.held(ctx):
+            if not changes or now_ms - changes[-1] >= ctx.thresholds.leader_window_ms:
+                ctx.book.resolve(row.detection_id, at_ms=now_ms)

@@ -1,0 +1,126 @@
+"""heartbeat_expiration and heartbeat_at_risk: members whose session lapsed, or is about to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rebalance_radar.transforms.detectors.evidence import seconds
+from rebalance_radar.transforms.detectors.facts import (
+    GroupStable,
+    Heartbeat,
+    MemberDeparted,
+    MemberExpired,
+    RebalanceCompleted,
+)
+from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
+from rebalance_radar.transforms.detectors.state import DepartedMember, GroupState, MemberState
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.schemas import DetectionKind, Severity
+
+
+@registered
+class HeartbeatAtRisk(Rule):
+    """A live member's last real heartbeat (protocol frames, agent, client log; describe snapshots are not
+    heartbeats) is older than `heartbeat_at_risk_fraction` of its session timeout, and older than 1.5 times the
+    member's usual reporting gap: reports that come rarely (librdkafka statistics every 60 s) are not silence, and
+    when that gap nears the session timeout no early warning is possible."""
+
+    kind = DetectionKind.HEARTBEAT_AT_RISK
+    severity = Severity.INFO
+    thresholds = ("heartbeat_at_risk_fraction", "default_session_timeout_ms")
+    reacts_to = (Heartbeat, MemberDeparted)
+    resolves = "on the member's next heartbeat, or when it leaves the group (an expiration then takes over)"
+
+    def react(self, fact: Heartbeat | MemberDeparted, ctx: RuleContext) -> None:
+        why = "heartbeats resumed" if isinstance(fact, Heartbeat) else fact.why
+        for row in self.held(ctx):
+            if row.member_id == fact.member_id:
+                ctx.book.resolve(row.detection_id, at_ms=fact.at_ms, summary=f"{row.summary}; {why}")
+
+    def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
+        return [self.member_deadline(member, ctx.thresholds) for member in ctx.state.members.values()]
+
+    @staticmethod
+    def member_deadline(member: MemberState, thresholds: DetectorThresholds) -> int | None:
+        """When this member's silence becomes a risk, unless that deadline was already evaluated."""
+        if member.last_heartbeat_ms is None or member.at_risk_checked_for == member.last_heartbeat_ms:
+            return None
+        if member.heartbeat_gap_ms is None:
+            return None  # one report says nothing yet about how often this member's telemetry comes
+        timeout = member.session_timeout_ms or thresholds.default_session_timeout_ms
+        allowed = max(int(timeout * thresholds.heartbeat_at_risk_fraction), int(1.5 * (member.heartbeat_gap_ms or 0)))
+        if allowed >= timeout:
+            return None  # heartbeats are reported too rarely (e.g. long statistics intervals) to warn before expiry
+        return member.last_heartbeat_ms + allowed
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        for member in sorted(ctx.state.members.values(), key=lambda m: m.member_id):
+            deadline = self.member_deadline(member, ctx.thresholds)
+            if deadline is None or deadline > now_ms or member.last_heartbeat_ms is None:
+                continue
+            member.at_risk_checked_for = member.last_heartbeat_ms
+            timeout = member.session_timeout_ms or ctx.thresholds.default_session_timeout_ms
+            self.open(
+                ctx,
+                (member.member_id, member.last_heartbeat_ms),
+                at_ms=deadline,
+                first_seen_ms=member.last_heartbeat_ms,
+                summary=(
+                    f"member {member.member_id} of group {ctx.state.group_id} has not heartbeated for "
+                    f"{seconds(deadline - member.last_heartbeat_ms)} of its {seconds(timeout)} session timeout"
+                ),
+                refs=[member.heartbeat_ref] if member.heartbeat_ref else [],
+                generation=ctx.state.generation,
+                member_id=member.member_id,
+            )
+
+
+@registered
+class HeartbeatExpiration(Rule):
+    """The broker's own removal line (classic "has failed, removing it" / "on heartbeat expiration", KIP-848
+    "fenced ... session expired"), or inferred: a member vanished from the next generation without a leave and its
+    own client then reported UNKNOWN_MEMBER_ID, a session timeout or lost partitions, or its last heartbeat was
+    already older than its session timeout."""
+
+    kind = DetectionKind.HEARTBEAT_EXPIRATION
+    severity = Severity.WARNING
+    thresholds = ("default_session_timeout_ms", "inferred_expiry_window_ms", "incident_quiet_ms")
+    reacts_to = (MemberExpired, RebalanceCompleted, GroupStable)
+    resolves = "when the group has stabilised without the member (or after incident_quiet_ms)"
+    quiet_resolved = True
+
+    def react(self, fact: MemberExpired | RebalanceCompleted | GroupStable, ctx: RuleContext) -> None:
+        if isinstance(fact, MemberExpired):
+            gone = fact.gone
+            self.open(
+                ctx,
+                (gone.member_id, gone.generation),
+                at_ms=fact.at_ms,
+                first_seen_ms=gone.last_heartbeat_ms or gone.at_ms,
+                summary=self.summary(ctx.state, gone, None, fact.how),
+                refs=[*gone.refs, *fact.refs],
+                generation=gone.generation,
+                member_id=gone.member_id,
+            )
+            return
+        for row in self.held(ctx):
+            gone = ctx.state.departed.get(row.member_id or "")
+            if gone is None or row.member_id in ctx.state.members:
+                continue
+            how = "inferred" if "inferred" in row.summary else "coordinator"
+            ctx.book.resolve(
+                row.detection_id, at_ms=fact.at_ms, summary=self.summary(ctx.state, gone, fact.generation, how)
+            )
+
+    @staticmethod
+    def summary(state: GroupState, gone: DepartedMember, next_generation: int | None, how: str) -> str:
+        timeout = gone.session_timeout_ms
+        if gone.last_heartbeat_ms is not None and timeout:
+            silence = f"was silent {seconds(gone.at_ms - gone.last_heartbeat_ms)} against its {seconds(timeout)}"
+            silence += " session timeout"
+        elif timeout:
+            silence = f"missed its {seconds(timeout)} session timeout"
+        else:
+            silence = "missed its session timeout"
+        change = f"generation {gone.generation} -> {next_generation}" if next_generation is not None else "rebalancing"
+        return f"member {gone.member_id} of group {state.group_id} {silence} and was removed ({how}); {change}"
