@@ -11,6 +11,7 @@ import zlib
 import pytest
 
 from rebalance_radar.transforms.detectors import facts
+from rebalance_radar.transforms.detectors.groups import GROUP_CLASSES
 from rebalance_radar.transforms.detectors.rules import RULES, rule_of, rules_told
 from rebalance_radar.transforms.detectors.snapshot import SNAPSHOT_VERSION, SnapshotError
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
@@ -60,3 +61,9 @@ def test_a_snapshot_of_an_unknown_version_is_refused_in_a_sentence() -> None:
     blob = _snapshot_with(lambda data: data.update(v=SNAPSHOT_VERSION + 1))
     with pytest.raises(SnapshotError, match=r"version 3, which this release cannot read .* run that release"):
         GroupTracker.restore(blob, DetectorThresholds())
+
+
+def test_one_group_class_per_protocol_as_the_coordinator_has() -> None:
+    assert set(GROUP_CLASSES) == {None, "classic", "consumer", "streams", "share"}
+    for protocol, cls in GROUP_CLASSES.items():
+        assert cls.protocol == protocol, cls
