@@ -7,12 +7,14 @@ import dataclasses
 import json
 import typing
 import zlib
+from pathlib import Path
 
 import pytest
 
 from rebalance_radar.transforms.detectors import facts
 from rebalance_radar.transforms.detectors.groups import GROUP_CLASSES
 from rebalance_radar.transforms.detectors.rules import RULES, rule_of, rules_told
+from rebalance_radar.transforms.detectors.rules.reference import rules_markdown
 from rebalance_radar.transforms.detectors.snapshot import SNAPSHOT_VERSION, SnapshotError
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
@@ -67,3 +69,9 @@ def test_one_group_class_per_protocol_as_the_coordinator_has() -> None:
     assert set(GROUP_CLASSES) == {None, "classic", "consumer", "streams", "share"}
     for protocol, cls in GROUP_CLASSES.items():
         assert cls.protocol == protocol, cls
+
+
+def test_docs_detections_is_rendered_from_the_registry() -> None:
+    written = (Path(__file__).resolve().parents[3] / "docs" / "DETECTIONS.md").read_text()
+    assert written == rules_markdown(), "regenerate: python -m rebalance_radar.transforms.detectors.rules.reference"
+    assert "`zombie_commit` (critical)" in written and "| `incident_quiet_ms` | `600000` |" in written
