@@ -3,6 +3,8 @@ real coordinator bytes and real-format log lines; each asserts exactly the kinds
 
 from __future__ import annotations
 
+import json
+
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, log_time, run
 
@@ -528,3 +530,41 @@ def test_kip848_members_stuck_reconciling_until_fenced() -> None:
     assert (rebalance["from_generation"], rebalance["generation"]) == (10, 12)
     assert (rebalance["joined"], rebalance["left"], rebalance["expired"]) == (["cC"], ["cB"], [])
     assert rebalance["cause"] == "member_joined"
+
+
+def test_the_coordinator_preparing_from_the_same_generation_again_and_again_is_failing_generation() -> None:
+    """Seed 001: "if you see the above line logged repeatedly with the same generation_id each time, you know the
+    rebalances are failing". A Kafka Streams application's members keep updating their metadata, the coordinator
+    keeps preparing from generation 741, and the persisted generation later jumps to 746."""
+    s = Silver()
+    t = BASE_MS
+    members = [streams_member(NODE0, 1, 0, 1), streams_member(NODE0, 2, 2, 3), streams_member(NODE1, 1, 4)]
+    s.generation(APP, 741, members, t, protocol="stream")
+    for i, member in enumerate([*members, members[0]]):
+        prepare(
+            s,
+            APP,
+            741,
+            f"Updating metadata for member {member.member_id} during PreparingRebalance; client reason: "
+            "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.'",
+            t + 1000 + i * 30_000,
+        )
+    s.generation(APP, 746, members, t + 150_000, protocol="stream")
+    out = run(APP, s.rows, t + 3_600_000)
+    (failing,) = out.of_kind("failing_generation")
+    assert failing["generation"] == 741 and failing["status"] == "resolved"
+    assert failing["detected_at"].timestamp() * 1000 == t + 61_000  # the first attempt a minute old
+    assert "again and again" in failing["summary"] and "Updating metadata for member" in failing["summary"]
+    assert "stable at 746" in failing["summary"]
+    assert json.loads(failing["evidence"]), "the prepare lines are its evidence"
+
+
+def test_one_prepare_then_a_stable_generation_is_healthy() -> None:
+    s = Silver()
+    t = BASE_MS
+    members = [streams_member(NODE0, 1, 0, 1), streams_member(NODE1, 1, 2)]
+    s.generation(APP, 741, members, t, protocol="stream")
+    prepare(s, APP, 741, f"Updating metadata for member {members[0].member_id} during Stable", t + 1000)
+    s.generation(APP, 742, members, t + 4000, protocol="stream")
+    out = run(APP, s.rows, t + 3_600_000)
+    assert out.kinds() == []

@@ -149,12 +149,21 @@ class FailingGeneration(Rule):
         reb = state.rebalance
         if reb is None:
             return []
-        seen: dict[int | None, Attempt] = {}
+        # Each "Preparing to rebalance ... with old generation N" line is an attempt: the coordinator logs one per
+        # rebalance it starts, so the same N again means the last one never completed (seed 001: "logged repeatedly
+        # with the same generation_id ... the rebalances are failing"). Clients' failed joins/syncs of a generation
+        # are the same attempt seen from each member: one per generation.
+        seen: dict[tuple[int | None, int], Attempt] = {}
+        prepares: dict[int | None, int] = {}
         for attempt in reb.attempts:
             if now_ms - attempt.at_ms > thresholds.failing_generation_window_ms:
                 continue
-            if attempt.kind in (AttemptKind.PREPARE, AttemptKind.SYNC_FAILED, AttemptKind.JOIN_FAILED):
-                seen.setdefault(attempt.generation, attempt)
+            if attempt.kind == AttemptKind.PREPARE:
+                repeat = prepares.get(attempt.generation, 0)
+                prepares[attempt.generation] = repeat + 1
+                seen.setdefault((attempt.generation, repeat), attempt)
+            elif attempt.kind in (AttemptKind.SYNC_FAILED, AttemptKind.JOIN_FAILED):
+                seen.setdefault((attempt.generation, 0), attempt)
         return list(seen.values())
 
     def _check_attempts(self, ctx: RuleContext, now_ms: int) -> None:
@@ -173,6 +182,13 @@ class FailingGeneration(Rule):
                 f"group {st.group_id} tried {len(attempts)} times to leave generation {reb.from_generation} "
                 f"without reaching a stable successor (attempts from generations {generations})"
             )
+            repeated = [g for g in generations if sum(1 for a in attempts if a.generation == g) > 1]
+            reasons = list(dict.fromkeys(a.reason for a in attempts if a.kind == AttemptKind.PREPARE and a.reason))
+            if repeated:
+                summary += f"; the coordinator prepared a rebalance from generation {repeated[0]} again and again"
+            if reasons:
+                more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+                summary += f"; its reasons: {reasons[-1]}{more}"
         elif now_ms - reb.started_ms >= stuck_after:
             summary = (
                 f"group {st.group_id} has been rebalancing away from generation {reb.from_generation} for "
