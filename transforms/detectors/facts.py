@@ -78,6 +78,7 @@ class LeaderChanged:
     """The leader changed while the previous leader stayed (`GroupState.leader_changes` has the times)."""
 
     at_ms: int
+    refs: tuple[SourceRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ fields when read back, so a renamed field fails the restore instead of silently 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -14,6 +15,16 @@ from typing import Any
 from pydantic import ConfigDict
 
 STRICT = ConfigDict(extra="forbid")
+CLASSIC_MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+"""A classic member id: the coordinator's `clientId + "-" + UUID` (both the Scala and the Java coordinator)."""
+
+
+def client_id_of(member_id: str) -> str | None:
+    """The client id a classic member id starts with (None for KIP-848 member ids, which are bare UUIDs)."""
+    match = CLASSIC_MEMBER_ID.match(member_id)
+    return match.group("client") if match else None
+
+
 """Read back strictly: a field the class does not declare is an error (a snapshot needs a migration)."""
 
 SourceRef = dict[str, Any]
@@ -38,8 +49,11 @@ class MemberState:
     partitions: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
     joined_ms: int | None = None
+    """When radar saw it join (None for a member already there when radar first saw the group)."""
     last_heartbeat_ms: int | None = None
     heartbeat_ref: SourceRef | None = None
+    assignment_ref: SourceRef | None = None
+    """The record of its current assignment (KIP-848/1071), the evidence of a member behind its target."""
     heartbeat_gap_ms: int | None = None
     """The gap between its last two reported heartbeats (how often this member's telemetry reports)."""
     at_risk_checked_for: int | None = None
@@ -49,12 +63,14 @@ class MemberState:
     behind_checked: bool = False
 
     def identity(self) -> str:
-        """Who the member is across restarts: its instance id, else client id@host, else its id."""
+        """Who the member is across restarts: its instance id, else client id@host, else its client id (a classic
+        member id is the client id, a dash and a UUID), else its id."""
         if self.instance_id:
             return f"instance:{self.instance_id}"
         if self.client_id and self.host:
             return f"client:{self.client_id}@{self.host}"
-        return f"member:{self.member_id}"
+        client_id = self.client_id or client_id_of(self.member_id)
+        return f"client:{client_id}" if client_id else f"member:{self.member_id}"
 
 
 class DepartureKind(StrEnum):
@@ -166,6 +182,8 @@ class CompletedRebalance:
     streams: bool
     row: dict[str, Any]
     """Its `REBALANCES` row (epoch-ms times), re-emitted under the same id when a later fact changes its cause."""
+    refs: list[SourceRef] = field(default_factory=list)
+    """The source records that showed it (the evidence of the detections it feeds)."""
 
 
 @dataclass
@@ -199,6 +217,15 @@ class Departure:
 
     at_ms: int
     identity: str
+    host: str | None = None
+    lived_ms: int | None = None
+    """How long the member had been in the group (None when radar did not see it join)."""
+    member_id: str | None = None
+
+    def place(self) -> str:
+        """Where restarts of one client come from: its host when known (a restarted process may take a new client
+        id, e.g. a Kafka Streams process id), else its identity."""
+        return f"host:{self.host}" if self.host else self.identity
 
 
 @dataclass
@@ -308,6 +335,8 @@ class GroupState:
     skips: list[GenerationSkip] = field(default_factory=list)
     leader_changes: list[int] = field(default_factory=list)
     sync_expiries: list[SyncExpiry] = field(default_factory=list)
+    crash_loops: dict[str, str] = field(default_factory=dict)
+    """place (`Departure.place`) -> the open membership_flapping detection of its crash loop."""
     sync_failing_id: str | None = None
     """The open failing_generation detection those removals raised (it outlives the generations in between)."""
     departures: list[Departure] = field(default_factory=list)

@@ -57,6 +57,13 @@ class DetectorThresholds:
     """membership_flapping: member count changes by one, alternating direction, at least this many times."""
     flapping_same_identity: int = 2
     """membership_flapping: and one client (instance id, else client id@host) departed at least this often."""
+    crash_loop_departures: int = 3
+    """membership_flapping (crash loop): members of one client (its host, else its identity) that departed soon
+    after they joined, at least this often within flapping_window_ms: a process that keeps dying and restarting
+    (seed 001, "Failing/Replacing StreamThreads"), whatever member ids it takes and whether the count moves."""
+    crash_loop_lifetime_ms: int = 3 * MINUTE_MS
+    """membership_flapping (crash loop): a member that departs this soon after it joined died young (its death is
+    noticed up to a session timeout later); members a deployment restarts had lived long before."""
     leader_changes: int = 3
     """leader_instability: leader changes while the previous leader stayed in the group, within the window."""
     leader_window_ms: int = 10 * MINUTE_MS

@@ -426,7 +426,8 @@ def test_crash_loop_is_membership_flapping() -> None:
     assert out.kinds() == ["heartbeat_expiration"] * 3 + ["membership_flapping"]
     assert sorted(d["member_id"] for d in out.of_kind("heartbeat_expiration")) == expired
     (flapping,) = out.of_kind("membership_flapping")
-    assert "crash@10.3.0.3" in flapping["summary"]
+    assert "host 10.3.0.3" in flapping["summary"] and "crash loop" in flapping["summary"]
+    assert json.loads(flapping["evidence"]), "the expirations are its evidence"
     assert out.causes() == ["member_joined", "heartbeat_expiration"] * 3
 
 
@@ -567,4 +568,103 @@ def test_one_prepare_then_a_stable_generation_is_healthy() -> None:
     prepare(s, APP, 741, f"Updating metadata for member {members[0].member_id} during Stable", t + 1000)
     s.generation(APP, 742, members, t + 4000, protocol="stream")
     out = run(APP, s.rows, t + 3_600_000)
+    assert out.kinds() == []
+
+
+def classic_member_id(client_id: str, n: int) -> str:
+    """A classic member id as both coordinators make it: the client id, a dash, a UUID."""
+    return f"{client_id}-{n:08x}-1111-2222-3333-444455556666"
+
+
+def test_a_crash_loop_with_a_steady_member_count_is_membership_flapping() -> None:
+    """A classic consumer killed and restarted five times in about a minute: each restart joins under a new member
+    id in the same rebalance that drops the dead one, so the count stays 3 and every rebalance is a join."""
+    s = Silver()
+    t = BASE_MS
+    g = "payments"
+    steady = [
+        Member(classic_member_id("pay-a", 1), [("p", 0)], client_id="pay-a", host="10.5.0.1"),
+        Member(classic_member_id("pay-b", 2), [("p", 1)], client_id="pay-b", host="10.5.0.2"),
+    ]
+    crasher = Member(classic_member_id("pay-c", 0), [("p", 2)], client_id="pay-c", host="10.5.0.3")
+    s.generation(g, 5, [*steady, crasher], t)
+    for i in range(1, 6):
+        at = t + 10_000 + i * 12_000
+        crasher = Member(classic_member_id("pay-c", i), [("p", 2)], client_id="pay-c", host="10.5.0.3")
+        prepare(
+            s,
+            g,
+            4 + i,
+            f"Adding new member {crasher.member_id} with group instance id None; client reason: need to re-join "
+            "with the given member-id",
+            at,
+        )
+        s.generation(g, 5 + i, [*steady, crasher], at + 3000)
+    out = run(g, s.rows, t + 3_600_000)
+    assert [r["members_after"] for r in out.completed()] == [3] * 5
+    (flapping,) = out.of_kind("membership_flapping")
+    assert "host 10.5.0.3" in flapping["summary"] and "crash loop" in flapping["summary"]
+    # the third member that died young (the first one had been there before radar saw the group)
+    assert flapping["detected_at"].timestamp() * 1000 == t + 10_000 + 4 * 12_000 + 3000
+    assert flapping["status"] == "resolved" and "no restart since" in flapping["summary"]
+    assert json.loads(flapping["evidence"])
+
+
+def test_a_streams_crash_loop_whose_restarts_take_new_client_ids_is_membership_flapping() -> None:
+    """KIP-1071: a Kafka Streams instance that keeps crashing comes back with a new member id and, without its
+    state directory, a new process id and client id; its host is what the restarts share."""
+    s = Silver()
+    t = BASE_MS
+    app = "ledger"
+    epoch = 3
+    s.record("StreamsGroupMetadata", {"groupId": app}, {"epoch": epoch, "metadataHash": 0}, t)
+    for member, host in (("s-a", "10.6.0.1"), ("s-b", "10.6.0.2")):
+        s.record(
+            "StreamsGroupMemberMetadata",
+            {"groupId": app, "memberId": member},
+            {"clientId": f"{app}-{member}", "clientHost": f"/{host}", "processId": f"p-{member}"},
+            t,
+        )
+    for i in range(5):
+        joined = t + 5_000 + i * 15_000
+        member = f"s-c{i}"
+        epoch += 1
+        s.record(
+            "StreamsGroupMemberMetadata",
+            {"groupId": app, "memberId": member},
+            {"clientId": f"{app}-p{i}-StreamThread-1-consumer", "clientHost": "/10.6.0.3", "processId": f"p{i}"},
+            joined,
+        )
+        s.record("StreamsGroupMetadata", {"groupId": app}, {"epoch": epoch, "metadataHash": 0}, joined)
+        died = joined + 12_000
+        s.broker(f"[GroupId {app}] Member {member} fenced from the group because its session expired.", died)
+        s.record("StreamsGroupMemberMetadata", {"groupId": app, "memberId": member}, None, died)
+        epoch += 1
+        s.record("StreamsGroupMetadata", {"groupId": app}, {"epoch": epoch, "metadataHash": 0}, died)
+    out = run(app, s.rows, t + 3_600_000)
+    flapping = out.of_kind("membership_flapping")
+    assert len(flapping) == 1, [f["summary"] for f in flapping]
+    assert "host 10.6.0.3" in flapping[0]["summary"]
+    assert flapping[0]["detected_at"].timestamp() * 1000 == t + 5_000 + 2 * 15_000 + 12_000
+
+
+def test_a_rolling_restart_of_long_lived_members_is_not_a_crash_loop() -> None:
+    """A deployment restarts each instance once: the members it replaces had lived for hours."""
+    s = Silver()
+    t = BASE_MS
+    g = "billing-dynamic"
+    hosts = ["10.7.0.1", "10.7.0.2", "10.7.0.3"]
+    members = [
+        Member(classic_member_id(f"bill-{i}", 0), [("b", i)], client_id=f"bill-{i}", host=hosts[i]) for i in range(3)
+    ]
+    s.generation(g, 1, members, t)
+    s.generation(g, 2, members, t + 60_000)  # a generation radar saw form: its members' joins are known
+    generation = 2
+    at = t + 3 * 3_600_000
+    for i in range(3):
+        replacement = Member(classic_member_id(f"bill-{i}", 1), [("b", i)], client_id=f"bill-{i}", host=hosts[i])
+        members = [replacement if m.client_id == f"bill-{i}" else m for m in members]
+        generation += 1
+        s.generation(g, generation, members, at + i * 40_000)
+    out = run(g, s.rows, at + 3_600_000)
     assert out.kinds() == []

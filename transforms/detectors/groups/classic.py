@@ -110,6 +110,8 @@ class ClassicGroup(Group):
                 return
             st.generation = event.generation
             st.members = {mid: self._member_from_info(info, event.generation, now) for mid, info in after.items()}
+            for member in st.members.values():
+                member.joined_ms = None  # already there when radar first saw the group
             st.generation_members = sorted(after)
             st.leader = event.leader
             st.state = "Stable" if after else "Empty"

@@ -118,6 +118,7 @@ class EpochGroup(Group):
             member.member_state = event.member_state
             member.partitions = list(event.partitions)
             member.pending = list(event.pending)
+            member.assignment_ref = source_ref(event)
             self._update_behind(member, now)
             self._maybe_converged(event)
 

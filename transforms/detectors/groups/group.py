@@ -261,8 +261,12 @@ class Group:
         )
         st.departed[member_id] = gone
         if how != DepartureKind.REPLACED:
-            identity = member.identity() if member else f"member:{member_id}"
-            st.departures.append(Departure(at_ms=now_ms, identity=identity))
+            identity = member.identity() if member else MemberState(member_id=member_id).identity()
+            lived = now_ms - member.joined_ms if member is not None and member.joined_ms is not None else None
+            host = member.host if member else (event.host if event else None)
+            st.departures.append(
+                Departure(at_ms=now_ms, identity=identity, host=host, lived_ms=lived, member_id=member_id)
+            )
         self._tell(MemberDeparted(member_id, now_ms, HOW_WORDS[how]))
         self.note_departure(member_id, how, now_ms)
         return gone
@@ -414,6 +418,7 @@ class Group:
             cause=decision.cause.value,
             streams=st.streams,
             row={},
+            refs=list(reb.refs),
         )
         completed.row = self._rebalance_row(
             reb, completed, joined=joined, left=left, expired=expired, detail=decision.detail
@@ -574,14 +579,14 @@ class Group:
         if previous not in departed_clients:
             st.leader_changes.append(event.event_time_ms)
             st.leader = event.client_id
-            self._tell(LeaderChanged(event.event_time_ms))
+            self._tell(LeaderChanged(event.event_time_ms, (source_ref(event),)))
 
     def _on_heartbeat(self, event: GroupEvent) -> None:
         st = self.state
         now = event.event_time_ms
         member = self._telemetry_member(event)
         if member is None and event.member_id and not st.authoritative and event.member_id not in st.departed:
-            member = MemberState(member_id=event.member_id, joined_ms=now, generation=event.generation)
+            member = MemberState(member_id=event.member_id, generation=event.generation)  # first seen, not joined
             st.members[event.member_id] = member
         if member is None:
             return

@@ -21,6 +21,7 @@ from rebalance_radar.transforms.detectors.state import (
     Attempt,
     AttemptKind,
     CompletedRebalance,
+    Departure,
     GroupState,
     MemberState,
     SyncExpiry,
@@ -225,6 +226,7 @@ class FailingGeneration(Rule):
         total = sum(s.never_completed for s in window)
         if len(window) < 2 or total < th.failing_generation_skips:
             return
+        skipped_at = {s.at_ms for s in window}
         self.open(
             ctx,
             ("skips", window[0].at_ms),
@@ -235,7 +237,7 @@ class FailingGeneration(Rule):
                 f"{seconds(th.failing_generation_window_ms)}: {total} rebalances never "
                 f"completed (now at generation {st.generation})"
             ),
-            refs=[],
+            refs=[ref for h in st.history if h.stabilized_ms in skipped_at for ref in h.refs],
             generation=st.generation,
         )
 
@@ -306,7 +308,7 @@ class FailingGeneration(Rule):
                 f"member {member.member_id} of group {st.group_id} {what} while the target assignment is at epoch "
                 f"{member.behind_target}, for {seconds(deadline - member.behind_since_ms)} (its rebalance timeout)"
             ),
-            refs=[],
+            refs=[member.assignment_ref] if member.assignment_ref else (st.rebalance.refs if st.rebalance else []),
             generation=member.behind_target,
             member_id=member.member_id,
         )
@@ -351,7 +353,7 @@ class RebalanceStorm(Rule):
                 f"{st.generation}) without a planned membership change; causes: "
                 f"{', '.join(sorted({h.cause for h in recent}))}"
             ),
-            refs=[],
+            refs=[ref for h in recent for ref in h.refs],
             generation=st.generation,
         )
 
@@ -399,7 +401,7 @@ class ProbingRebalanceLoop(Rule):
                 f"{seconds(th.probing_interval_ms)} after the previous (probing rebalances: warmup tasks are "
                 f"not catching up)"
             ),
-            refs=[],
+            refs=[ref for h in run for ref in h.refs],
             generation=st.generation,
         )
 
@@ -435,16 +437,79 @@ class ProbingRebalanceLoop(Rule):
 
 @registered
 class MembershipFlapping(Rule):
-    """The member count bouncing n <-> n+1 while the same client keeps departing: a crash loop."""
+    """A crash loop: a client that keeps dying and rejoining. Seen either way it shows:
+    - members of one client (its host, else its identity) that depart soon after joining, again and again, whatever
+      member ids they take and whether or not the member count moves (a restart joins with a new member id, and
+      the dead one is expired or dropped in the same rebalance);
+    - or the member count bouncing n <-> n+1 while the same client keeps departing."""
 
     kind = DetectionKind.MEMBERSHIP_FLAPPING
     severity = Severity.WARNING
-    thresholds = ("flapping_window_ms", "flapping_alternations", "flapping_same_identity")
-    reacts_to = (RebalanceCompleted,)
-    resolves = "when its window passes without a new rebalance"
+    thresholds = (
+        "flapping_window_ms",
+        "flapping_alternations",
+        "flapping_same_identity",
+        "crash_loop_departures",
+        "crash_loop_lifetime_ms",
+    )
+    reacts_to = (RebalanceCompleted, MemberDeparted)
+    resolves = "when its window passes without a new rebalance (a crash loop: without another short-lived member)"
 
-    def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
-        st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
+    def react(self, fact: RebalanceCompleted | MemberDeparted, ctx: RuleContext) -> None:
+        if isinstance(fact, MemberDeparted):
+            self._check_crash_loops(ctx, fact.at_ms)
+        else:
+            self._check_alternation(ctx, fact.at_ms)
+
+    # --- crash loops: short-lived members of one client ------------------------------------------------------
+
+    @staticmethod
+    def _short_lived(state: GroupState, thresholds: DetectorThresholds, now_ms: int) -> dict[str, list[Departure]]:
+        """place -> the departures within the window of members that had joined shortly before."""
+        by_place: dict[str, list[Departure]] = {}
+        for departure in state.departures:
+            young = departure.lived_ms is not None and departure.lived_ms <= thresholds.crash_loop_lifetime_ms
+            if young and now_ms - departure.at_ms < thresholds.flapping_window_ms:
+                by_place.setdefault(departure.place(), []).append(departure)
+        return by_place
+
+    def _check_crash_loops(self, ctx: RuleContext, now_ms: int) -> None:
+        st, th = ctx.state, ctx.thresholds
+        for place, deaths in sorted(self._short_lived(st, th, now_ms).items()):
+            if len(deaths) < th.crash_loop_departures:
+                continue
+            where = place.split(":", 1)[1]
+            lived = max(d.lived_ms or 0 for d in deaths)
+            summary = (
+                f"a client on {'host ' if place.startswith('host:') else ''}{where} keeps dying and rejoining group "
+                f"{st.group_id} (crash loop): {len(deaths)} of its members departed within {seconds(lived)} of "
+                f"joining in the last {seconds(th.flapping_window_ms)}; the last was {deaths[-1].member_id}"
+            )
+            refs = [ref for d in deaths if d.member_id in st.departed for ref in st.departed[d.member_id].refs]
+            open_id = st.crash_loops.get(place)
+            if open_id is None or open_id not in st.detections:
+                # the count already bounced for the same loop: that incident becomes this loop's, one row not two
+                bouncing = [r.detection_id for r in self.held(ctx) if r.detection_id not in st.crash_loops.values()]
+                open_id = bouncing[0] if bouncing else None
+            if open_id is not None:
+                st.crash_loops[place] = open_id
+                ctx.book.update(open_id, at_ms=now_ms, summary=summary, refs=refs)
+                continue
+            st.crash_loops[place] = self.open(
+                ctx,
+                ("crash_loop", place, deaths[0].at_ms),
+                at_ms=now_ms,
+                first_seen_ms=deaths[0].at_ms,
+                summary=summary,
+                refs=refs,
+                generation=st.generation,
+                member_id=deaths[-1].member_id,
+            )
+
+    # --- the member count bouncing ---------------------------------------------------------------------------
+
+    def _check_alternation(self, ctx: RuleContext, now_ms: int) -> None:
+        st, th = ctx.state, ctx.thresholds
         recent = _window(st.history, now_ms, th.flapping_window_ms)
         run = 0
         previous_sign = 0
@@ -463,32 +528,57 @@ class MembershipFlapping(Rule):
         if not looping:
             return
         first = recent[-run]
+        summary = (
+            f"group {st.group_id} membership bounced {run} times between "
+            f"{min(first.members_before, first.members_after)} and "
+            f"{max(first.members_before, first.members_after)} members; "
+            f"{', '.join(i.split(':', 1)[1] for i in looping)} keeps leaving and rejoining (crash loop?)"
+        )
+        refs = [ref for completed in recent[-run:] for ref in completed.refs]
+        loop_ids = [i for i in st.crash_loops.values() if i in st.detections]
+        if loop_ids:  # the same loop, already an incident: one row, not two
+            ctx.book.update(loop_ids[0], at_ms=now_ms, refs=refs)
+            return
         self.open(
             ctx,
             (first.rebalance_id,),
             at_ms=now_ms,
             first_seen_ms=first.started_ms,
-            summary=(
-                f"group {st.group_id} membership bounced {run} times between "
-                f"{min(first.members_before, first.members_after)} and "
-                f"{max(first.members_before, first.members_after)} members; "
-                f"{', '.join(i.split(':', 1)[1] for i in looping)} keeps leaving and rejoining (crash loop?)"
-            ),
-            refs=[],
+            summary=summary,
+            refs=refs,
             generation=st.generation,
         )
 
+    # --- resolution ------------------------------------------------------------------------------------------
+
     def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
-        if not ctx.state.history or not self.holds_any(ctx):
+        st, th = ctx.state, ctx.thresholds
+        if not self.holds_any(ctx):
             return ()
-        return (ctx.state.history[-1].stabilized_ms + ctx.thresholds.flapping_window_ms,)
+        out: list[int] = []
+        if st.history:
+            out.append(st.history[-1].stabilized_ms + th.flapping_window_ms)
+        for place, detection_id in st.crash_loops.items():
+            deaths = [d.at_ms for d in st.departures if d.place() == place]
+            if detection_id in st.detections and deaths:
+                out.append(max(deaths) + th.flapping_window_ms)
+        return out
 
     def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
-        history = ctx.state.history
+        st, th = ctx.state, ctx.thresholds
+        loops = {detection_id: place for place, detection_id in st.crash_loops.items()}
+        young = self._short_lived(st, th, now_ms) if loops else {}
+        history = st.history
         last = history[-1].stabilized_ms if history else None
         for row in self.held(ctx):
-            if last is None or now_ms - last >= ctx.thresholds.flapping_window_ms:
+            place = loops.get(row.detection_id)
+            if place is not None:
+                if not young.get(place):
+                    ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; no restart since")
+                    del st.crash_loops[place]
+            elif last is None or now_ms - last >= th.flapping_window_ms:
                 ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; quiet since")
+        st.crash_loops = {p: i for p, i in st.crash_loops.items() if i in st.detections}
 
 
 @registered
@@ -503,6 +593,7 @@ class LeaderInstability(Rule):
 
     def react(self, fact: RebalanceCompleted | LeaderChanged, ctx: RuleContext) -> None:
         st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
+        fact_refs = list(fact.refs) if isinstance(fact, LeaderChanged) else []
         recent = [t for t in st.leader_changes if now_ms - t < th.leader_window_ms]
         if len(recent) < th.leader_changes:
             return
@@ -515,7 +606,7 @@ class LeaderInstability(Rule):
                 f"group {st.group_id} changed leader {len(recent)} times within "
                 f"{seconds(th.leader_window_ms)} while the previous leaders stayed members (now {st.leader})"
             ),
-            refs=[],
+            refs=[*(ref for h in st.history if h.stabilized_ms in recent for ref in h.refs), *fact_refs],
             generation=st.generation,
         )
 
