@@ -20,7 +20,8 @@ the process's first group join is slow, ~0.6-2 s, as it creates `__consumer_offs
 (100000) and postpones the next fetch by `fetch.queue.backoff.ms` (1000 ms default); a Python loop drains the queue
 in ~0.15 s and then waits out the rest. `-X fetch.queue.backoff.ms=10` removes it.
 Runs its own embedded broker unless `--bootstrap` is given.
-Run: `python -m benchmarks.agent [--records 300000] [--rounds 5] [--bootstrap HOST:PORT]`; prints JSON.
+Run: `python -m benchmarks.agent [--records 300000] [--rounds 5] [--bootstrap HOST:PORT]`; prints JSON and writes it
+to `benchmarks/results/agent-<UTC start>.json` (`benchmarks.result_file`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.emitters.agent import RadarConsumer
 
 VARIANTS = ("plain", "agent_up", "agent_down")
@@ -264,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "-X", dest="consumer_setting", action="append", default=[], help="consumer key=value for every variant"
     )
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     args.consumer_settings = dict(pair.split("=", 1) for pair in args.consumer_setting)
 
     def log(line: str) -> None:
@@ -283,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             report = benchmark(args, broker.bootstrap_servers, log)
     print(json.dumps(report, indent=1))
+    write_run_result("agent", report, args, started)
     return 0
 
 

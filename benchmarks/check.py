@@ -1,5 +1,6 @@
 """The checks' cost: `run_checks` wall time over freshly ingested tables, and the ingest's micro-batch durations
-with and without the checks running beside it in the same session (as `radar run` schedules them); prints JSON.
+with and without the checks running beside it in the same session (as `radar run` schedules them); prints JSON and
+writes it to `benchmarks/results/check-<UTC start>.json` (`benchmarks.result_file`).
 
 The ingest reads N dump files of `__consumer_offsets` records; the replay source unions one stream per file, so
 an available-now run may take them all in one micro-batch (measured: 6 files -> 1 batch): compare the totals, and
@@ -24,6 +25,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from benchmarks.ingest import BASE_TS, Record, realistic_mix
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.checks.check import CheckSchedule, run_checks
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
@@ -143,10 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--conf", default="conf/local.yml")
     parser.add_argument("--data-dir", default=None, help="default: a temporary folder, removed afterwards")
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     with tempfile.TemporaryDirectory(prefix="radar-bench-check-") as scratch:
         config = load_config(args.conf).with_data_dir(Path(args.data_dir or scratch))
-        print(json.dumps(run(config, args.files, args.records_per_file, args.interval, args.groups), indent=2))
+        result = run(config, args.files, args.records_per_file, args.interval, args.groups)
+        print(json.dumps(result, indent=2))
+    write_run_result("check", result, args, started)
     return 0
 
 

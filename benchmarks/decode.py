@@ -8,7 +8,8 @@ Rates are by this process's CPU time (one core; other load on a shared machine d
 `route_offsets_batch` (the `mapInArrow` body: the vectorised OffsetCommit path, the codec for the rest) is
 measured on Arrow batches of Spark's default 10,000 rows, on OffsetCommit records only and on the mix; its output
 schema is parsed by Spark, so that part starts a local session.
-Run: `python -m benchmarks.decode [--records N] [--repeat R] [--profile] [--no-arrow]`; prints JSON.
+Run: `python -m benchmarks.decode [--records N] [--repeat R] [--profile] [--no-arrow]`; prints JSON and writes it to
+`benchmarks/results/decode-<UTC start>.json` (`benchmarks.result_file`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.transforms.wire import primitives as prim
 from rebalance_radar.transforms.wire.consumer_protocol import encode_assignment, encode_subscription
 from rebalance_radar.transforms.wire.coordinator_records import decode_coordinator_record, encode_coordinator_record
@@ -260,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile one pass; top 15 by tottime on stderr")
     parser.add_argument("--no-arrow", action="store_true", help="skip the mapInArrow body (no Spark session)")
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
 
     mix = build_mix(args.records, args.seed)
     records = [record for _, record in mix]
@@ -299,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_arrow:
         report["map_in_arrow_body"] = arrow_rates(records, args.repeat)
     print(json.dumps(report, indent=2))
+    write_run_result("decode", report, args, started)
     return 0
 
 

@@ -19,6 +19,9 @@ Without `--live`:
 synthetic heartbeat_events rows (members of many groups, 10 ms apart in event time) are written to a fresh data
 dir, then the detection query (the real `transforms.detectors` tracker) runs once (availableNow). Prints one
 JSON object.
+
+Either way the JSON is also written to `benchmarks/results/detect-<UTC start>.json` (`benchmarks.result_file`; its
+`mode` is `live` or `throughput`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.local_runtime import codegen_compilations
 from rebalance_radar.pipelines.runtime.session import build_spark_session
@@ -355,10 +359,14 @@ def main() -> int:
         help="live: the healthy fleet alone this long before the first stall (a monitor measured once it has run a "
         "minute, not in its JVM's first compilations and first-of-a-kind jobs; 0 = stall at once, as before)",
     )
+    add_out_arguments(parser)
     args = parser.parse_args()
+    started = started_now()
     if args.live:
-        json.dump(run_live(args.duration_s, args.stalls, args.settle_s), sys.stdout, indent=2, default=str)
+        live = run_live(args.duration_s, args.stalls, args.settle_s)
+        json.dump(live, sys.stdout, indent=2, default=str)
         print()
+        write_run_result("detect", live, args, started, mode="live")
         return 0
     binding = default_binding()
     config = load_config().with_data_dir(Path(tempfile.mkdtemp(prefix="radar-bench-detect-")))
@@ -382,6 +390,7 @@ def main() -> int:
     json.dump(result, sys.stdout, indent=2)
     print()
     spark.stop()
+    write_run_result("detect", result, args, started, mode="throughput")
     return 0
 
 

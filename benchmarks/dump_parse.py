@@ -1,7 +1,8 @@
 """Records/s of replay's dump parsing alone (`parse_dump_files`, the `mapInArrow` body) on one core, vectorised
 against row by row (`parse_dump_files_by_rows`), on realistic dump lines (`benchmarks.ingest.realistic_mix` written
 by `write_dump`: ~90% OffsetCommit, ~10% GroupMetadata with 10 members). Issue #11: dump -> silver >= 100k
-records/s, so the parse must cost well under 10 µs a line. Rates are by this process's CPU time; prints JSON.
+records/s, so the parse must cost well under 10 µs a line. Rates are by this process's CPU time; prints JSON and
+writes it to `benchmarks/results/dump_parse-<UTC start>.json` (`benchmarks.result_file`).
 Run: `python -m benchmarks.dump_parse [--records N] [--repeat R]`.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from benchmarks.ingest import realistic_mix, write_dump
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.stages.sources import parse_dump_files, parse_dump_files_by_rows
 
 Parse = Callable[[Iterator[pa.RecordBatch], Mapping[str, str]], Iterator[pa.RecordBatch]]
@@ -44,7 +46,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
+    add_out_arguments(parser)
     args = parser.parse_args()
+    started = started_now()
     records, mix = realistic_mix(args.records)
     with tempfile.TemporaryDirectory() as folder:
         dump = Path(folder) / "dump.jsonl"
@@ -62,20 +66,17 @@ def main() -> None:
     same = pa.Table.from_batches(list(parse_dump_files(iter([files]), {}))).equals(
         pa.Table.from_batches(list(parse_dump_files_by_rows(iter([files]), {})))
     )
-    print(
-        json.dumps(
-            {
-                "records": args.records,
-                "mix": dict(mix),
-                "dump_bytes": len(content),
-                "same_rows": same,
-                "vectorised": vectorised,
-                "by_rows": by_rows,
-                "speedup": round(by_rows["cpu_s_best"] / vectorised["cpu_s_best"], 2),
-            },
-            indent=2,
-        )
-    )
+    report = {
+        "records": args.records,
+        "mix": dict(mix),
+        "dump_bytes": len(content),
+        "same_rows": same,
+        "vectorised": vectorised,
+        "by_rows": by_rows,
+        "speedup": round(by_rows["cpu_s_best"] / vectorised["cpu_s_best"], 2),
+    }
+    print(json.dumps(report, indent=2))
+    write_run_result("dump_parse", report, args, started)
 
 
 if __name__ == "__main__":

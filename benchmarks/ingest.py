@@ -1,5 +1,6 @@
 """Ingest throughput: dump -> silver and broker -> silver on a realistic `__consumer_offsets` mix, against a
-pass-through of the same records (same source, same Delta sink, no decode) in the same run; prints JSON.
+pass-through of the same records (same source, same Delta sink, no decode) in the same run; prints JSON and writes
+it to `benchmarks/results/ingest-<UTC start>.json` (`benchmarks.result_file`; `--out PATH`, `--no-out`).
 
 Targets (issue #11): Kafka -> bronze+silver >= 0.6x the pass-through; dump -> silver marginal >= 100k records/s.
 The issue defines its pass-through as Kafka -> `noop` (`broker_noop`, `ratio_broker_decode_vs_noop`); the Delta
@@ -50,6 +51,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
 from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
@@ -489,6 +491,7 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
             master,
             "--warm-rounds",
             str(args.warm_rounds),
+            "--no-out",  # the parent writes one result for all masters
         ]
         if master == args.masters[-1]:
             command += ["--catch-up", str(args.catch_up), "--catch-up-caps", *map(str, args.catch_up_caps)]
@@ -542,7 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", default="conf/local.yml")
     parser.add_argument("--data-dir", default=None, help="default: a temporary folder, removed afterwards")
     parser.add_argument("--write-dump", type=Path, default=None, help="write the mix as a dump file here, and stop")
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     if args.write_dump is not None:
         records, mix = realistic_mix(args.records)
         write_dump(records, args.write_dump)
@@ -550,18 +555,17 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"dump": str(args.write_dump), "records": len(records), "mix": dict(mix), "bytes": size}))
         return 0
     if args.masters:
-        print(json.dumps(run_per_master(args), indent=2))
+        runs = run_per_master(args)
+        print(json.dumps(runs, indent=2))
+        write_run_result("ingest", runs, args, started)
         return 0
     with tempfile.TemporaryDirectory(prefix="radar-bench-") as scratch:
         config = load_config(args.conf).with_data_dir(Path(args.data_dir or scratch))
         if args.master:
             config = config.model_copy(update={"spark": config.spark.model_copy(update={"master": args.master})})
-        print(
-            json.dumps(
-                run(config, args.records, args.fixed_records, args.catch_up, args.catch_up_caps, args.warm_rounds),
-                indent=2,
-            )
-        )
+        result = run(config, args.records, args.fixed_records, args.catch_up, args.catch_up_caps, args.warm_rounds)
+        print(json.dumps(result, indent=2))
+    write_run_result("ingest", result, args, started)
     return 0
 
 

@@ -1,5 +1,6 @@
 """What each piece of the local master's tuning saves a user (issue #50): `radar replay` of the bundled sample into a
-fresh data dir, in a fresh process, with every piece on, and with one piece turned off at a time; prints JSON.
+fresh data dir, in a fresh process, with every piece on, and with one piece turned off at a time; prints JSON and
+writes it to `benchmarks/results/local_tuning-<UTC start>.json` (`benchmarks.result_file`; `--out PATH` elsewhere).
 
 A piece stays in `pipelines.runtime.local_runtime` only if turning it off costs at least `KEEP_ABOVE` (10 %) of the
 replay's wall time. Variants run in alternating order, round after round, so a slow spell of the host touches all of
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "samples" / "consumer_offsets.sample.jsonl"
@@ -77,8 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="all-on replays first, not counted (caches, jars)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--sample", type=Path, default=SAMPLE)
-    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
     unknown = [name for name in names if name not in VARIANTS]
     if unknown:
@@ -114,10 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, row in result["variants"].items()
         if name != ALL_ON and row["piece_saves"] >= KEEP_ABOVE
     )
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print(json.dumps(result, indent=2))
+    write_run_result("local_tuning", result, args, started)
     return 0
 
 

@@ -7,7 +7,8 @@ a plain consumer reading a pre-produced topic with `poll()` per record (`fetch.q
 librdkafka's 1 s fetch backoff does not decide the number; see benchmarks/agent.py), and the median/p99 latency
 of synchronous OffsetCommit calls (each one is mirrored by the tap). At the end, the tap's CPU seconds and its
 exit stats (mirrored, delivered, dropped).
-Run: `python -m benchmarks.protocol_tap [--records 300000] [--rounds 5] [--commits 200]`; prints JSON.
+Run: `python -m benchmarks.protocol_tap [--records 300000] [--rounds 5] [--commits 200]`; prints JSON and writes it to
+`benchmarks/results/protocol_tap-<UTC start>.json` (`benchmarks.result_file`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from benchmarks.agent import produce_topic, read_all
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.emitters.protocol_tap import advertise_through
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka, free_loopback_port
@@ -83,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--commits", type=int, default=200)
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     config = load_config(DEFAULT_CONF_PATH, env=os.environ)
     host = config.broker.host
     tap_port = free_loopback_port(host)
@@ -154,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         "rates": {path: [round(r) for r in values["rate"]] for path, values in results.items()},
     }
     print(json.dumps(report, indent=1))
+    write_run_result("protocol_tap", report, args, started)
     return 0
 
 

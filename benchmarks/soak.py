@@ -13,8 +13,9 @@ offsets topic from `soak.consumer_offsets`: this script produces there what a fl
 executor on a local master) and its Python workers (/proc), each query's newest micro-batch time and state
 (`logs/run-status.json`), and the live files and rows of every table (Delta logs).
 
-Writes JSON (samples, and the first and last quarter's means of each curve with their ratio) and an HTML plot
-(altair) of the curves.
+Writes JSON (samples, and the first and last quarter's means of each curve with their ratio) in the envelope of
+`benchmarks.result_file` to `benchmarks/results/soak-<UTC start>.json` (or `--out`), and beside it an HTML plot
+(altair) of the curves and a PNG of it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
 CONF = REPO_ROOT / "conf" / "local.yml"
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.ingest import generation_members  # noqa: E402 - the same members the ingest benchmark writes
+from benchmarks.result_file import default_path, started_now, write_result  # noqa: E402 - as the line above
 
 
 class Fleet:
@@ -218,11 +220,11 @@ def main() -> int:
         help="wall minutes; 0: no outside maintain (auto compaction only)",
     )
     parser.add_argument("--sample-s", type=float, default=15.0)
-    parser.add_argument("--out", default=None, help="JSON (default: benchmarks/results/soak-<time>.json)")
+    parser.add_argument("--out", default=None, help="JSON (default: benchmarks/results/soak-<UTC start>.json)")
     args = parser.parse_args()
 
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    out = Path(args.out or REPO_ROOT / "benchmarks" / "results" / f"soak-{stamp}.json")
+    started = started_now()
+    out = Path(args.out) if args.out else default_path("soak", started)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="radar-soak-"))
     config = load_config(CONF).with_data_dir(work / "data")
@@ -305,8 +307,6 @@ def main() -> int:
             log.close()
     curves = sorted({k for s in samples for k in s if k not in ("wall_s", "simulated_h")})
     result = {
-        "benchmark": "soak",
-        "at": stamp,
         "args": vars(args),
         "simulated_speed": round(speed, 1),
         "records_produced": produced,
@@ -316,7 +316,7 @@ def main() -> int:
         "flat": {key: quarter_means(samples, key) for key in curves},
         "samples": samples,
     }
-    out.write_text(json.dumps(result, indent=1))
+    write_result("soak", result, started=started, out=out)
     plot(samples, out.with_suffix(".html"))
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=1))
     print(f"soak: {out} and {out.with_suffix('.html')}", file=sys.stderr)

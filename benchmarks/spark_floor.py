@@ -7,6 +7,8 @@ speed moved by a quarter from one hour to the next (the sample's replay 15.7-16.
 morning on the same code), so a ratio to the floor compares runs across hours where seconds do not.
 
     python -m benchmarks.spark_floor DATA_DIR
+
+It writes no result of its own: `benchmarks.startup` times it (its phases) and writes the result.
 """
 
 from __future__ import annotations

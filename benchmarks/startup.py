@@ -1,6 +1,7 @@
 """Fixed costs a user waits for (issue #11): `radar replay` of the bundled sample into a fresh data dir, then
 `radar sql` and `radar detections` on it, each in a fresh subprocess, broken down into the phases the commands
-mark themselves (`pipelines.runtime.phases`, `RADAR_PROFILE`); prints JSON.
+mark themselves (`pipelines.runtime.phases`, `RADAR_PROFILE`); prints JSON and writes it to
+`benchmarks/results/startup-<UTC start>.json` (`benchmarks.result_file`).
 
 Phases are exclusive (a phase's time less the phases inside it), so they add up to the wall time:
 `python start` is spawn -> `main` entered (interpreter + `pipelines.cli` imports), `import pipelines` the command's
@@ -34,6 +35,7 @@ from typing import Any
 
 from rich.console import Console
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1, help="rounds run first and not counted (a warm machine)")
     parser.add_argument("--commands", default=",".join(COMMANDS), help="comma-separated, of " + ", ".join(COMMANDS))
     parser.add_argument("--sample", type=Path, default=SAMPLE, help="the dump replayed")
+    add_out_arguments(parser)
     args = parser.parse_args(argv)
+    started = started_now()
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if any(c not in COMMANDS for c in commands):
         parser.error(f"--commands takes {', '.join(COMMANDS)}")
@@ -164,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
     }
     print(json.dumps(report, indent=2))
+    write_run_result("startup", report, args, started)
     return 0 if all(r.returncode == 0 for runs in results.values() for r in runs) else 1
 
 

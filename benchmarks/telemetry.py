@@ -1,7 +1,8 @@
 """Throughput of `parse_telemetry_record` per source kind, on a realistic mix of lines (one process, one core).
 
 Broker and client logs are mostly noise (log segment rolls, fetch resets...), so each text mix is 1 in 4
-coordinator/consumer-group lines. Prints JSON `{"source_kind": lines_per_s, ...}`.
+coordinator/consumer-group lines. Prints JSON `{"source_kind": lines_per_s, ...}` and writes it to
+`benchmarks/results/telemetry-<UTC start>.json` (`benchmarks.result_file`).
 Run: `python -m benchmarks.telemetry [--lines N]`.
 """
 
@@ -12,6 +13,7 @@ import json
 import random
 import time
 
+from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 RECORD_TS = 1_714_564_800_000
@@ -145,7 +147,9 @@ def lines_per_second(values: list[bytes]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lines", type=int, default=50_000, help="records per source kind")
+    add_out_arguments(parser)
     args = parser.parse_args()
+    started = started_now()
     rng = random.Random(7)
     results = {}
     for kind in KINDS:
@@ -153,6 +157,7 @@ def main() -> None:
         lines_per_second(values[:1000])  # warm caches (zone lookup, regex compilation)
         results[kind] = round(max(lines_per_second(values) for _ in range(2)))
     print(json.dumps(results))
+    write_run_result("telemetry", results, args, started)
 
 
 if __name__ == "__main__":
