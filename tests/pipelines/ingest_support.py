@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -23,6 +23,7 @@ from rebalance_radar.pipelines.stages.sources import kafka_stream
 from rebalance_radar.pipelines.stages.streams import RunningQueries
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import GROUP_METADATA, GROUP_RECORDS, OFFSET_COMMITS, QUARANTINE, TableSchema
+from tests.polling import wait_for as wait_for  # the tests' one poll with a deadline, long imported from here
 
 OFFSETS_SILVER = (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, QUARANTINE)
 Coordinate = tuple[str, int, int]  # (topic, partition, offset)
@@ -55,16 +56,6 @@ def coordinates(df: DataFrame) -> list[Coordinate]:
 
 def duplicates(items: Iterable[Coordinate]) -> list[Coordinate]:
     return sorted(item for item, n in Counter(items).items() if n > 1)
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.5) -> None:
-    """Poll until `condition()`; fail with `what` otherwise (liveness only, never a timing assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(poll_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

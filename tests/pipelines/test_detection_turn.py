@@ -11,6 +11,13 @@ import pytest
 
 import rebalance_radar.pipelines.stages.detection_turn as detection_turn_module
 from rebalance_radar.pipelines.stages.detection_turn import LEND_GRACE_S, detection_turn, write_turn
+from tests.polling import wait_for
+
+
+def waiting() -> tuple[int, int]:
+    """How many writes and detection batches wait for the turn now (read from the turn itself)."""
+    turn = detection_turn_module._TURN
+    return turn._writes_waiting, turn._detections_waiting
 
 
 def taking_turn(write: Callable[[], None]) -> Callable[[], None]:
@@ -40,12 +47,11 @@ def test_a_waiting_detection_batch_goes_before_every_waiting_write() -> None:
 
     with ThreadPoolExecutor(max_workers=3) as pool:
         holding = pool.submit(taking_turn(first_write))
-        while not order:
-            time.sleep(0.01)
+        wait_for(lambda: bool(order), 10, "the first write to take the turn", poll_s=0.005)
         waiting_write = pool.submit(taking_turn(lambda: order.append("second write")))
-        time.sleep(0.2)  # the second write waits first
+        wait_for(lambda: waiting() == (1, 0), 10, "the second write to wait first", poll_s=0.005)
         waiting_detection = pool.submit(detection_batch)
-        time.sleep(0.2)
+        wait_for(lambda: waiting() == (1, 1), 10, "the detection batch to wait too", poll_s=0.005)
         assert order == ["first write"]  # both wait while the turn is held
         release.set()
         for future in (holding, waiting_write, waiting_detection):
@@ -67,7 +73,7 @@ def test_one_holder_at_a_time_and_the_turn_is_given_back_after_a_failure(monkeyp
             with guard:
                 inside += 1
                 most_inside = max(most_inside, inside)
-            time.sleep(0.005)
+            time.sleep(0.005)  # kept, the scenario: a holder that takes a moment (overlaps would show)
             with guard:
                 inside -= 1
 
@@ -101,14 +107,14 @@ def test_a_detection_batch_lends_the_turn_to_one_waiting_write_and_the_next_batc
 
     def write(name: str) -> None:
         note(f"{name} starts")
-        time.sleep(0.2)
+        time.sleep(0.2)  # kept, the scenario: a write that takes a while (the batch waits for the one it lent to)
         note(f"{name} ends")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         with detection_turn():
             note("batch 1")
             writes = [pool.submit(taking_turn(lambda n=name: write(n))) for name in ("write A", "write B")]
-            time.sleep(0.2)  # both writes wait
+            wait_for(lambda: waiting() == (2, 0), 10, "both writes to wait", poll_s=0.005)
             assert order == ["batch 1"]
         note("batch 1 returned")
         with detection_turn():  # the next batch, at once

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import select
 import threading
-import time
 
 from rebalance_radar.pipelines.runtime.local_runtime import JvmStderrFilter
 
@@ -45,9 +44,8 @@ def test_worker_startup_prints_are_dropped_and_everything_else_passes() -> None:
         stream = [KEPT[0], *CHATTER[:4], KEPT[1], KEPT[2], *CHATTER[4:], KEPT[3], *KEPT[4:]]
         os.write(jvm_write, "".join(stream).encode())
         os.close(jvm_write)
-        deadline = time.monotonic() + 10
-        while stderr_filter._thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        stderr_filter._thread.join(timeout=10)
+        assert not stderr_filter._thread.is_alive(), "the filter did not end with the JVM's stderr"
     os.close(out_write)
     with os.fdopen(out_read, "rb") as result:
         shown = result.read().decode()

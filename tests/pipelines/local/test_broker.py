@@ -13,17 +13,9 @@ from confluent_kafka.admin import AdminClient
 
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.kafka
-
-
-def wait_for(condition, timeout_s: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_produce_consume_commit(kafka_broker: EmbeddedKafka) -> None:
@@ -53,8 +45,11 @@ def test_produce_consume_commit(kafka_broker: EmbeddedKafka) -> None:
     consumer.close()
     topics = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers}).list_topics(timeout=10).topics
     assert "__consumer_offsets" in topics
-    assert wait_for(lambda: "Stabilized group " + group in kafka_broker.log_file.read_text()), (
-        f"no 'Stabilized group {group}' line in {kafka_broker.log_file}"
+    wait_for(
+        lambda: "Stabilized group " + group in kafka_broker.log_file.read_text(),
+        15,
+        f"a 'Stabilized group {group}' line in {kafka_broker.log_file}",
+        poll_s=0.2,
     )
 
 
