@@ -189,6 +189,12 @@ def _threshold_overrides() -> type[FrozenSection]:
 ThresholdOverrides = _threshold_overrides()
 
 
+OWN_GROUP_PREFIX = "rebalance-radar-source"
+"""The group id prefix of radar's own Kafka source consumers (Spark's `groupIdPrefix`; Spark's default would be
+`spark-kafka-source`, which users' own Spark applications share): a secured cluster grants radar's principal Read on
+groups with this prefix, and the detection leaves them out (`detect.include_own_groups`)."""
+
+
 class DetectConfig(FrozenSection):
     """The stateful detection query: event-time lateness, trigger, the clock-tick period, state TTL, thresholds
     (`ThresholdOverrides`; `detector_thresholds()` applies them)."""
@@ -210,6 +216,9 @@ class DetectConfig(FrozenSection):
     # State TTL in event time: this long after a group's last activity the tracker is asked whether the group is
     # idle (`is_expired`) and its state is dropped if so (Spark allows no ValueState TTL in EventTime mode).
     state_ttl_ms: int = Field(default=3600 * 1000, gt=0)
+    # The consumer groups of radar's own Kafka source (`OWN_GROUP_PREFIX`) are left out of the gold tables, the
+    # report and the alerts; true watches them like any group.
+    include_own_groups: bool = False
     thresholds: ThresholdOverrides = Field(default_factory=ThresholdOverrides)  # type: ignore[valid-type]
 
     def threshold_overrides(self) -> dict[str, Any]:

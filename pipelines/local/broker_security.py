@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX
+
 SCRAM_MECHANISM = "SCRAM-SHA-512"
 SCRAM_ITERATIONS = 8192
 SECURED_LISTENER = "SASL_SSL"
@@ -182,13 +184,13 @@ def grant(internal_bootstrap: str, grants: Sequence[Grant], timeout_s: float = 3
 
 def monitor_grants(user: str, offsets_topic: str, telemetry_topics: Sequence[str]) -> list[Grant]:
     """What a principal needs to run radar: read `__consumer_offsets` and the telemetry topics (Spark's consumers
-    join groups named `spark-kafka-source-*`), write its clock ticks, describe the cluster (its id names the
+    join groups named `rebalance-radar-source-*`), write its clock ticks, describe the cluster (its id names the
     checkpoint) and the consumer groups (the poller)."""
     principal = f"User:{user}"
     grants = [
         Grant(principal, "topic", offsets_topic, "read"),
         Grant(principal, "topic", offsets_topic, "describe"),
-        Grant(principal, "group", "spark-kafka-source", "read", prefixed=True),
+        Grant(principal, "group", OWN_GROUP_PREFIX, "read", prefixed=True),
         Grant(principal, "group", "*", "describe"),
         Grant(principal, "cluster", "kafka-cluster", "describe"),
     ]

@@ -59,7 +59,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
 
-from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.runtime.phases import phase
 from rebalance_radar.pipelines.stages.detection_turn import detection_turn, write_turn
 from rebalance_radar.pipelines.stages.streams import (
@@ -705,6 +705,15 @@ def gold_batch_writer(config: RadarConfig, *, staged: bool = False) -> Callable[
 # --- the queries -------------------------------------------------------------------------------------------------
 
 
+def users_groups(input_rows: DataFrame, config: RadarConfig) -> DataFrame:
+    """The rows of the users' groups and the clock's (group_id null): radar's own source consumers
+    (`OWN_GROUP_PREFIX`) are left out unless `detect.include_own_groups`."""
+    if config.detect.include_own_groups:
+        return input_rows
+    group = F.col("group_id")
+    return input_rows.where(group.isNull() | ~group.startswith(OWN_GROUP_PREFIX))
+
+
 def tracked_groups(
     input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding, *, preview: bool = False
 ) -> DataFrame:
@@ -717,6 +726,7 @@ def tracked_groups(
     """
     thresholds = binding.thresholds(**config.detect.threshold_overrides())  # validated at load
     processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms, preview=preview)
+    input_rows = users_groups(input_rows, config)
     return (
         packed_detector_input(input_rows.withWatermark("event_time", f"{config.detect.lateness_ms} milliseconds"))
         .groupBy(*DETECTOR_KEY)

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.emitters.kafka_settings import ClientSettings
-from rebalance_radar.pipelines.config import RadarConfig, SecretLookup, kafka_client_options
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig, SecretLookup, kafka_client_options
 from rebalance_radar.pipelines.formats.dump import check_dump_files
 from rebalance_radar.pipelines.formats.dump_columns import (
     PARSED_DUMP,
@@ -99,6 +99,7 @@ def kafka_source_options(
             "failOnDataLoss": "false",
             "kafka.isolation.level": "read_committed",
             "includeHeaders": "false",
+            "groupIdPrefix": OWN_GROUP_PREFIX,
             **CONSUMER_FETCH_OPTIONS,
         }
     )

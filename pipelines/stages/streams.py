@@ -29,7 +29,7 @@ from typing import Self
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
 from rebalance_radar.pipelines.storage.data_dir_locks import hold_stream, release_stream, writing
 from rebalance_radar.pipelines.storage.tables import TableCatalog, TableWrite, append_new_records
@@ -242,7 +242,7 @@ KAFKA_ACCESS_ADVICE = {
     "(kafka-acls.sh --add --allow-principal User:NAME --operation Read --operation Describe --topic TOPIC)",
     "GroupAuthorizationException": "grant the principal radar runs as Read on the consumer groups of Spark's Kafka "
     "source (kafka-acls.sh --add --allow-principal User:NAME --operation Read --resource-pattern-type prefixed "
-    "--group spark-kafka-source)",
+    f"--group {OWN_GROUP_PREFIX})",
     "ClusterAuthorizationException": "grant the principal radar runs as Describe on the cluster",
     "SaslAuthenticationException": "check the credentials kafka.security names (expired or changed?) and its "
     "sasl_mechanism",

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.cli.monitor import summarise_detections
-from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.stages.detect import (
     DETECTOR_KEY,
     DETECTOR_ROW,
@@ -39,9 +39,11 @@ from rebalance_radar.pipelines.stages.detect import (
     seal_replay_time,
     start_detect,
     start_gold_query,
+    users_groups,
 )
 from rebalance_radar.pipelines.stages.detection_turn import detection_turn
 from rebalance_radar.pipelines.stages.ingest import run_ingest_replay
+from rebalance_radar.pipelines.stages.sources import kafka_source_options
 from rebalance_radar.pipelines.stages.streams import Trigger
 from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables, forget_held_keys
 from rebalance_radar.transforms.detectors.group_events import group_event_from_packed, group_event_from_row
@@ -835,3 +837,17 @@ def test_the_run_summary_counts_detections_and_reads_no_empty_table(spark: Spark
     ordered = sorted(stored, key=lambda d: (d["detected_at"], d["detection_id"]))
     assert summary.examples == tuple(d["summary"] for d in ordered[:5])
     assert summary.lines()[0].startswith(f"{len(stored)} detection(s): ")
+
+
+def test_radars_own_source_groups_are_left_out_unless_asked_for(spark: SparkSession, radar_config: RadarConfig) -> None:
+    """The consumers of radar's own Kafka source join groups too; they are not the users' groups."""
+    rows = spark.createDataFrame(
+        [("orders",), (f"{OWN_GROUP_PREFIX}-6f1c-1234-driver-0",), (None,), ("spark-kafka-source-users-app",)],
+        "group_id STRING",
+    )
+    kept = sorted((r.group_id or "") for r in users_groups(rows, radar_config).collect())
+    assert kept == ["", "orders", "spark-kafka-source-users-app"]  # the clock's rows and other Spark apps stay
+    data = radar_config.model_dump(exclude_unset=True)
+    watching = RadarConfig.model_validate({**data, "detect": {**data.get("detect", {}), "include_own_groups": True}})
+    assert users_groups(rows, watching).count() == 4
+    assert kafka_source_options(radar_config, ["t"], "broker:9092")["groupIdPrefix"] == OWN_GROUP_PREFIX
