@@ -85,6 +85,9 @@ def test_kip848_fenced_session_expired_line() -> None:
     assert (rebalance["from_generation"], rebalance["generation"]) == (3, 4)
     assert (rebalance["cause"], rebalance["expired"]) == ("heartbeat_expiration", ["m-b"])
     assert rebalance["group_protocol"] == "consumer"
+    # a KIP-848 group's session timeout is the broker's group config, in no record: said to be assumed, not "its"
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert "the 45 s session timeout radar assumes" in expiry["summary"] and "its 45 s" not in expiry["summary"]
 
 
 @pytest.mark.parametrize(

@@ -254,8 +254,7 @@ class Group:
             client_id=member.client_id if member else (event.client_id if event else None),
             host=member.host if member else (event.host if event else None),
             partitions=list(member.partitions) if member else [],
-            session_timeout_ms=(member.session_timeout_ms if member else None)
-            or self.thresholds.default_session_timeout_ms,
+            session_timeout_ms=member.session_timeout_ms if member else None,  # None: not known
             last_heartbeat_ms=member.last_heartbeat_ms if member else None,
             refs=refs,
         )
@@ -612,7 +611,6 @@ class Group:
             gone = self._depart(member_id, now, DepartureKind.EXPIRED, event)
         else:
             gone = DepartedMember(member_id=member_id, how=DepartureKind.EXPIRED, at_ms=now, generation=st.generation)
-            gone.session_timeout_ms = self.thresholds.default_session_timeout_ms
             gone.refs = [source_ref(event)]
             st.departed[member_id] = gone
         if st.rebalance is not None:

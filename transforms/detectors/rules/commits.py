@@ -19,6 +19,7 @@ from rebalance_radar.transforms.detectors.evidence import source_ref
 from rebalance_radar.transforms.detectors.facts import ClientCommitted, OffsetCommitted
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.membership import attribute, generation_of
+from rebalance_radar.transforms.detectors.rules.heartbeats import session_timeout_words
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
 from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind
 from rebalance_radar.transforms.schemas import DetectionKind, HeartbeatEventKind, Severity
@@ -159,8 +160,8 @@ class ZombieCommit(Rule):
             silent = who.last_heartbeat_ms is not None and event.event_time_ms - who.last_heartbeat_ms > timeout
             if failed_fenced and silent and not reasons and who.last_heartbeat_ms is not None:
                 reasons.append(
-                    f"it had been silent {round((event.event_time_ms - who.last_heartbeat_ms) / 1000)} s, past its "
-                    f"{round(timeout / 1000)} s session timeout, and the coordinator no longer knows it"
+                    f"it had been silent {round((event.event_time_ms - who.last_heartbeat_ms) / 1000)} s, past "
+                    f"{session_timeout_words(who.session_timeout_ms, th)}, and the coordinator no longer knows it"
                 )
             partitions = _commit_partitions(event)
             not_owned = [p for p in partitions if who.partitions and p not in who.partitions]

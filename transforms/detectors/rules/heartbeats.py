@@ -18,6 +18,18 @@ from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import DetectionKind, Severity
 
 
+def session_timeout_words(known_ms: int | None, thresholds: DetectorThresholds) -> str:
+    """A member's session timeout for a sentence: its own when a record or its client said it, else the default,
+    said to be assumed (KIP-848 and streams groups take it from the broker's group config, which radar may not
+    know: `group.consumer.session.timeout.ms`, `group.streams.session.timeout.ms`)."""
+    if known_ms:
+        return f"its {seconds(known_ms)} session timeout"
+    return (
+        f"the {seconds(thresholds.default_session_timeout_ms)} session timeout radar assumes (the group's is not in "
+        "its records; set detect.thresholds.default_session_timeout_ms to it)"
+    )
+
+
 @registered
 class HeartbeatAtRisk(Rule):
     """A live member's last real heartbeat (protocol frames, agent, client log; describe snapshots are not
@@ -59,7 +71,6 @@ class HeartbeatAtRisk(Rule):
             if deadline is None or deadline > now_ms or member.last_heartbeat_ms is None:
                 continue
             member.at_risk_checked_for = member.last_heartbeat_ms
-            timeout = member.session_timeout_ms or ctx.thresholds.default_session_timeout_ms
             self.open(
                 ctx,
                 (member.member_id, member.last_heartbeat_ms),
@@ -67,7 +78,8 @@ class HeartbeatAtRisk(Rule):
                 first_seen_ms=member.last_heartbeat_ms,
                 summary=(
                     f"member {member.member_id} of group {ctx.state.group_id} has not heartbeated for "
-                    f"{seconds(deadline - member.last_heartbeat_ms)} of its {seconds(timeout)} session timeout"
+                    f"{seconds(deadline - member.last_heartbeat_ms)} of "
+                    f"{session_timeout_words(member.session_timeout_ms, ctx.thresholds)}"
                 ),
                 refs=[member.heartbeat_ref] if member.heartbeat_ref else [],
                 generation=ctx.state.generation,
@@ -97,7 +109,7 @@ class HeartbeatExpiration(Rule):
                 (gone.member_id, gone.generation),
                 at_ms=fact.at_ms,
                 first_seen_ms=gone.last_heartbeat_ms or gone.at_ms,
-                summary=self.summary(ctx.state, gone, None, fact.how),
+                summary=self.summary(ctx.state, gone, None, fact.how, ctx.thresholds),
                 refs=[*gone.refs, *fact.refs],
                 generation=gone.generation,
                 member_id=gone.member_id,
@@ -109,18 +121,19 @@ class HeartbeatExpiration(Rule):
                 continue
             how = "inferred" if "inferred" in row.summary else "coordinator"
             ctx.book.resolve(
-                row.detection_id, at_ms=fact.at_ms, summary=self.summary(ctx.state, gone, fact.generation, how)
+                row.detection_id,
+                at_ms=fact.at_ms,
+                summary=self.summary(ctx.state, gone, fact.generation, how, ctx.thresholds),
             )
 
     @staticmethod
-    def summary(state: GroupState, gone: DepartedMember, next_generation: int | None, how: str) -> str:
-        timeout = gone.session_timeout_ms
-        if gone.last_heartbeat_ms is not None and timeout:
-            silence = f"was silent {seconds(gone.at_ms - gone.last_heartbeat_ms)} against its {seconds(timeout)}"
-            silence += " session timeout"
-        elif timeout:
-            silence = f"missed its {seconds(timeout)} session timeout"
+    def summary(
+        state: GroupState, gone: DepartedMember, next_generation: int | None, how: str, thresholds: DetectorThresholds
+    ) -> str:
+        timeout = session_timeout_words(gone.session_timeout_ms, thresholds)
+        if gone.last_heartbeat_ms is not None:
+            silence = f"was silent {seconds(gone.at_ms - gone.last_heartbeat_ms)} against {timeout}"
         else:
-            silence = "missed its session timeout"
+            silence = f"missed {timeout}"
         change = f"generation {gone.generation} -> {next_generation}" if next_generation is not None else "rebalancing"
         return f"member {gone.member_id} of group {state.group_id} {silence} and was removed ({how}); {change}"
