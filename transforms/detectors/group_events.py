@@ -320,7 +320,7 @@ def _member_from_packed(packed: dict[str, Any]) -> MemberInfo | None:
 
 
 def group_event_from_packed(cluster: str | None, group_id: str, packed: str) -> GroupEvent | None:
-    """A `DETECTOR_INPUT` row as the detection query hands it to the trackers (`pipelines.detect.
+    """A `DETECTOR_INPUT` row as the detection query hands it to the trackers (`pipelines.stages.detect.
     packed_detector_input`: one JSON text of every column but the key, timestamps as epoch ms, nulls left out) ->
     its group event, or None, as `group_event_from_row` converts the whole row."""
     try:

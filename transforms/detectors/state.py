@@ -239,6 +239,17 @@ class CommittedOffset:
 
 
 @dataclass
+class RegressedPartition:
+    """A partition whose committed offset went back: from which high-water mark, down to where, since when."""
+
+    __pydantic_config__ = STRICT
+
+    high_water: int
+    lowest: int
+    at_ms: int
+
+
+@dataclass
 class OwnerChange:
     """When a partition changed owner, and the owner it had before."""
 
@@ -343,6 +354,10 @@ class GroupState:
     offsets: dict[str, CommittedOffset] = field(default_factory=dict)
     """topic-partition -> its committed offset."""
     owner_changed: dict[str, OwnerChange] = field(default_factory=dict)
+    regressed: dict[str, RegressedPartition] = field(default_factory=dict)
+    """topic-partition -> its regression, while the group's offset_regression incident is open."""
+    regression_id: str | None = None
+    """The group's open offset_regression detection: one incident for every partition that went back."""
     """topic-partition -> its last owner change."""
     empty_by_removal_ms: int | None = None
     removed_partitions: dict[str, str] = field(default_factory=dict)

@@ -1,7 +1,7 @@
 """Every detector test runs twice: with the tracker kept in memory, and with it read back from its snapshot before
-every `advance_to`, as the streaming query does each micro-batch (`pipelines.detect.GroupTrackerProcessor`: restore,
-accept, advance, snapshot). A fact the snapshot drops shows as a test that passes in memory only (it did: an Empty
-group's GroupMetadata lost its empty member list, and the healthy fleet then raised detections)."""
+every `advance_to`, as the streaming query does each micro-batch (`pipelines.stages.detect.GroupTrackerProcessor`:
+restore, accept, advance, snapshot). A fact the snapshot drops shows as a test that passes in memory only (it did:
+an Empty group's GroupMetadata lost its empty member list, and the healthy fleet then raised detections)."""
 
 from __future__ import annotations
 

@@ -132,7 +132,7 @@ def test_backwards_commit_long_after_any_rebalance_is_an_offset_regression_that_
     s.commit(G, "orders", 0, 100, t + 600_000)
     out = run(G, s.rows, t + 700_000)
     (regression,) = out.of_kind("offset_regression")
-    assert regression["status"] == "open" and "moved back from 5000 to 100" in regression["summary"]
+    assert regression["status"] == "open" and "orders-0 from 5000 to 100" in regression["summary"]
     s.commit(G, "orders", 0, 5001, t + 800_000)
     (regression,) = run(G, s.rows, t + 900_000).of_kind("offset_regression")
     assert regression["status"] == "resolved"
@@ -309,3 +309,28 @@ def test_expired_java_member_whose_client_refuses_its_own_commit_is_a_zombie() -
     (zombie,) = out.of_kind("zombie_commit")
     assert zombie["member_id"] == B.member_id
     assert "a commit failed (consumer is not part of an active group) because it was expired" in zombie["summary"]
+
+
+def test_a_reset_of_many_partitions_is_one_regression_incident_with_each_lowest_offset() -> None:
+    """A group's offsets set back from 10 to 1 on 50 partitions, then consumed up again: one incident, which
+    names how far back each partition went (not the last of its many backwards commits), resolved once every
+    partition passed its high-water mark."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 7, [A], t)
+    for p in range(50):
+        s.commit(G, "orders", p, 10, t + 1000)
+    for p in range(50):
+        s.commit(G, "orders", p, 1, t + 600_000 + p)
+    for offset in range(2, 10):  # consuming again, still below the mark
+        for p in range(50):
+            s.commit(G, "orders", p, offset, t + 600_000 + offset * 1000 + p)
+    out = run(G, s.rows, t + 650_000)
+    (regression,) = out.of_kind("offset_regression")
+    assert regression["status"] == "open" and regression["partition"] is None and regression["topic"] == "orders"
+    assert "offsets of 50 partitions" in regression["summary"]
+    assert "orders-0 from 10 to 1" in regression["summary"] and "to 9" not in regression["summary"]
+    for p in range(50):
+        s.commit(G, "orders", p, 11, t + 700_000 + p)
+    (regression,) = run(G, s.rows, t + 800_000).of_kind("offset_regression")
+    assert regression["status"] == "resolved" and regression["summary"].endswith("caught up")

@@ -29,7 +29,8 @@ def ms(moment: datetime) -> int:
 
 
 def upserted(table: dict[str, dict[str, Any]], rows: tuple[dict[str, Any], ...]) -> None:
-    """What the gold MERGE keeps per id (`pipelines.detect._not_older`): the status's rank first, then the times."""
+    """What the gold MERGE keeps per id (`pipelines.stages.detect._not_older`): the status's rank first, then the
+    times."""
 
     def version(row: dict[str, Any]) -> tuple[Any, ...]:
         resolved = row["status"] == DetectionStatus.RESOLVED

@@ -21,7 +21,7 @@ from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.membership import attribute, generation_of
 from rebalance_radar.transforms.detectors.rules.heartbeats import session_timeout_words
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
-from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind
+from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind, RegressedPartition
 from rebalance_radar.transforms.schemas import DetectionKind, HeartbeatEventKind, Severity
 
 
@@ -197,35 +197,67 @@ class ZombieCommit(Rule):
 
 @registered
 class OffsetRegression(Rule):
-    """A partition's committed offset moved backwards, and no zombie explains it: records will be processed again."""
+    """Committed offsets moved backwards, and no zombie explains it: records will be processed again. One incident
+    per group, however many partitions went back (a reset of a group's offsets moves every partition)."""
 
     kind = DetectionKind.OFFSET_REGRESSION
     severity = Severity.WARNING
     thresholds = ("offset_regression_min_delta", "incident_quiet_ms")
     reacts_to = (OffsetCommitted,)
-    resolves = "when the partition's committed offset passes its earlier high-water mark (or after incident_quiet_ms)"
+    resolves = (
+        "when every partition's committed offset passed its earlier high-water mark again (or after "
+        "incident_quiet_ms without another backwards commit)"
+    )
     quiet_resolved = True
 
     def react(self, fact: OffsetCommitted, ctx: RuleContext) -> None:
-        event = fact.event
-        if fact.moved_back_by() == 0:
-            for row in self.held(ctx):
-                if row.topic == event.topic and row.partition == event.partition:
-                    ctx.book.resolve(row.detection_id, at_ms=event.event_time_ms)
-        if not _moved_back(fact, ctx) or ZombieCommit.explains(fact, ctx) or fact.previous is None:
+        st, event, key = ctx.state, fact.event, fact.partition_key
+        committed = event.committed_offset
+        if committed is None:
             return
-        key = fact.partition_key
-        self.open(
+        if fact.moved_back_by() == 0:
+            if st.regressed.pop(key, None) is not None and not st.regressed and st.regression_id in st.detections:
+                row = st.detections[st.regression_id]
+                ctx.book.resolve(row.detection_id, at_ms=event.event_time_ms, summary=f"{row.summary}; caught up")
+                st.regression_id = None
+            return
+        earlier = st.regressed.get(key)
+        if earlier is not None:  # still below its high-water mark: the same regression, maybe lower
+            earlier.lowest = min(earlier.lowest, committed)
+        elif _moved_back(fact, ctx) and not ZombieCommit.explains(fact, ctx) and fact.previous is not None:
+            st.regressed[key] = RegressedPartition(fact.previous.offset, committed, event.event_time_ms)
+        else:
+            return
+        summary = self._summary(ctx)
+        if st.regression_id is not None and st.regression_id in st.detections:
+            ctx.book.update(st.regression_id, at_ms=event.event_time_ms, summary=summary, refs=[source_ref(event)])
+            return
+        first_key, first = min(st.regressed.items(), key=lambda item: (item[1].at_ms, item[0]))
+        st.regression_id = self.open(
             ctx,
-            (key, fact.previous.offset),
+            (first_key, first.high_water),
             at_ms=event.event_time_ms,
-            first_seen_ms=fact.previous.at_ms,
-            summary=(
-                f"the committed offset of {key} in group {ctx.state.group_id} moved back from {fact.previous.offset} "
-                f"to {event.committed_offset}; records will be processed again"
-            ),
+            first_seen_ms=fact.previous.at_ms if fact.previous is not None else event.event_time_ms,
+            summary=summary,
             refs=[source_ref(event)],
-            generation=ctx.state.generation,
-            topic=event.topic,
-            partition=event.partition,
+            generation=st.generation,
+            topic=event.topic,  # the first partition's; the incident is the group's (its summary names each)
         )
+
+    @staticmethod
+    def _summary(ctx: RuleContext) -> str:
+        regressed = sorted(ctx.state.regressed.items(), key=lambda item: (item[1].at_ms, item[0]))
+        shown = ", ".join(f"{key} from {r.high_water} to {r.lowest}" for key, r in regressed[:3])
+        more = f" and {len(regressed) - 3} more" if len(regressed) > 3 else ""
+        what = "offset" if len(regressed) == 1 else f"offsets of {len(regressed)} partitions"
+        return (
+            f"the committed {what} of group {ctx.state.group_id} moved back ({shown}{more}); records will be "
+            "processed again"
+        )
+
+    def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
+        super().at_deadline(ctx, now_ms)
+        st = ctx.state
+        if st.regression_id is not None and st.regression_id not in st.detections:
+            st.regression_id = None
+            st.regressed = {}
