@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from rebalance_radar.transforms.detectors.evidence import as_datetime, evidence_json, merge_refs, stable_id
+from rebalance_radar.transforms.detectors.evidence import as_datetime, clock_time, evidence_json, merge_refs, stable_id
 from rebalance_radar.transforms.detectors.state import GroupState, HeldDetection, SourceRef
 from rebalance_radar.transforms.schemas import DETECTIONS, DetectionKind, DetectionStatus, Severity
 
@@ -46,13 +46,24 @@ class DetectionBook:
         member_id: str | None = None,
         topic: str | None = None,
         partition: int | None = None,
+        incident_of: str | None = None,
     ) -> str:
-        """Open (or, if already open under the same id, update) a detection; returns its id."""
+        """Open (or, if already open under the same id, update) a detection; returns its id. `incident_of` (a
+        member's identity): while a detection of this kind is open for the same identity, this one is another
+        occurrence of that incident (a member looping past its poll timeout rejoins under a new id each time)."""
         detection_id = self.detection_id(kind, *key)
         existing = self.state.detections.get(detection_id)
         if existing is not None:
             self.update(detection_id, at_ms=at_ms, summary=summary, refs=refs)
             return detection_id
+        incident = self._incident(kind, incident_of)
+        if incident is not None:
+            if detection_id not in incident.occurrence_ids:
+                incident.occurrence_ids = [*incident.occurrence_ids, detection_id][-64:]
+                incident.occurrences += 1
+            again = f"{summary} ({incident.occurrences} occurrences since {clock_time(incident.first_seen)})"
+            self.update(incident.detection_id, at_ms=at_ms, summary=again, refs=refs)
+            return incident.detection_id
         row = HeldDetection(
             detection_id=detection_id,
             kind=kind.value,
@@ -68,10 +79,17 @@ class DetectionBook:
             resolved_at=None,
             summary=summary,
             refs=merge_refs([], refs),
+            incident_of=incident_of,
+            occurrence_ids=[detection_id],
         )
         self.state.detections[detection_id] = row
         self.changed[detection_id] = replace(row)
         return detection_id
+
+    def _incident(self, kind: DetectionKind, incident_of: str | None) -> HeldDetection | None:
+        if incident_of is None:
+            return None
+        return next((d for d in self.open_of_kind(kind) if d.incident_of == incident_of), None)
 
     def update(
         self,

@@ -85,3 +85,8 @@ def seconds(ms: int | float | None) -> str:
     if ms >= 10_000 or ms % 1000 == 0:
         return f"{ms / 1000:.0f} s"
     return f"{ms / 1000:.1f} s"
+
+
+def clock_time(ms: int) -> str:
+    """An event time for a sentence: 24-hour UTC, to the second ('19:03:07 UTC')."""
+    return f"{datetime.fromtimestamp(ms / 1000, tz=UTC):%H:%M:%S} UTC"

@@ -19,6 +19,17 @@ CLASSIC_MEMBER_ID = re.compile(r"^(?P<client>.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f
 """A classic member id: the coordinator's `clientId + "-" + UUID` (both the Scala and the Java coordinator)."""
 
 
+def member_identity(member_id: str, instance_id: str | None, client_id: str | None, host: str | None) -> str:
+    """Who a member is across restarts: its instance id, else client id@host, else its client id (a classic member
+    id is the client id, a dash and a UUID), else its id."""
+    if instance_id:
+        return f"instance:{instance_id}"
+    if client_id and host:
+        return f"client:{client_id}@{host}"
+    client_id = client_id or client_id_of(member_id)
+    return f"client:{client_id}" if client_id else f"member:{member_id}"
+
+
 def client_id_of(member_id: str) -> str | None:
     """The client id a classic member id starts with (None for KIP-848 member ids, which are bare UUIDs)."""
     match = CLASSIC_MEMBER_ID.match(member_id)
@@ -63,14 +74,7 @@ class MemberState:
     behind_checked: bool = False
 
     def identity(self) -> str:
-        """Who the member is across restarts: its instance id, else client id@host, else its client id (a classic
-        member id is the client id, a dash and a UUID), else its id."""
-        if self.instance_id:
-            return f"instance:{self.instance_id}"
-        if self.client_id and self.host:
-            return f"client:{self.client_id}@{self.host}"
-        client_id = self.client_id or client_id_of(self.member_id)
-        return f"client:{client_id}" if client_id else f"member:{self.member_id}"
+        return member_identity(self.member_id, self.instance_id, self.client_id, self.host)
 
 
 class DepartureKind(StrEnum):
@@ -104,6 +108,9 @@ class DepartedMember:
     refs: list[SourceRef] = field(default_factory=list)
     rebalance_id: str | None = None
     """The rebalance that removed it (its row is re-emitted when a vanished member turns out expired)."""
+
+    def identity(self) -> str:
+        return member_identity(self.member_id, self.instance_id, self.client_id, self.host)
 
 
 class AttemptKind(StrEnum):
@@ -304,6 +311,11 @@ class HeldDetection:
     resolved_at: int | None
     summary: str
     refs: list[SourceRef]
+    incident_of: str | None = None
+    """The member identity whose later occurrences update this detection instead of opening new ones."""
+    occurrences: int = 1
+    occurrence_ids: list[str] = field(default_factory=list)
+    """The ids its occurrences would have had (each counted once, however often it is seen again)."""
 
 
 @dataclass

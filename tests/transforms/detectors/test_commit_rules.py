@@ -3,6 +3,8 @@ backwards commits after an owner change, commits into a group emptied by removal
 
 from __future__ import annotations
 
+import json
+
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Outcome, Silver, events_of, run
@@ -334,3 +336,35 @@ def test_a_reset_of_many_partitions_is_one_regression_incident_with_each_lowest_
         s.commit(G, "orders", p, 11, t + 700_000 + p)
     (regression,) = run(G, s.rows, t + 800_000).of_kind("offset_regression")
     assert regression["status"] == "resolved" and regression["summary"].endswith("caught up")
+
+
+def test_a_member_that_keeps_coming_back_as_a_zombie_is_one_incident_with_its_occurrences() -> None:
+    """Each time it overruns max.poll.interval.ms the member is removed, its stale commit is refused, and it rejoins
+    under a new member id: one critical incident for the client, not one per member id."""
+    s = Silver()
+    t = BASE_MS
+    generation = 7
+    member = B
+    s.generation(G, generation, [A, member], t)
+    for i in range(3):
+        at = t + 10_000 + i * 60_000
+        s.generation(G, generation + 1, [ALL_TO_A], at)  # it is gone
+        s.agent(
+            "commit_failed",
+            G,
+            at + 2000,
+            member_id=member.member_id,
+            generation=generation,
+            client_id="worker-b",
+            host="10.0.0.2",
+            error="ILLEGAL_GENERATION",
+            details={"partitions": "orders-2"},
+        )
+        member = Member(f"rdkafka-b{i}", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+        generation += 2
+        s.generation(G, generation, [A, member], at + 30_000)  # back, under a new member id
+    out = run(G, s.rows, t + 200_000)
+    (zombie,) = out.of_kind("zombie_commit")
+    assert zombie["member_id"] == B.member_id and zombie["status"] == "open"
+    assert "(3 occurrences since" in zombie["summary"] and "rdkafka-b1" in zombie["summary"]
+    assert len(json.loads(zombie["evidence"])) == 3

@@ -45,7 +45,8 @@ def _moved_back(fact: OffsetCommitted, ctx: RuleContext) -> bool:
 
 @registered
 class ZombieCommit(Rule):
-    """A member kept committing after it lost its membership (one incident per member and generation)."""
+    """A member kept committing after it lost its membership: one incident per client (its instance id, else client
+    id and host), each later zombie of the same client, under whatever member id, an occurrence of it."""
 
     kind = DetectionKind.ZOMBIE_COMMIT
     severity = Severity.CRITICAL
@@ -192,6 +193,7 @@ class ZombieCommit(Rule):
             refs=[source_ref(event)],
             generation=who.generation,
             member_id=who.member_id,
+            incident_of=who.identity(),
         )
 
 
