@@ -16,8 +16,14 @@ from confluent_kafka import Consumer
 
 from rebalance_radar.pipelines.local.member import MEMBER_MODULE
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.broker_log import parse_broker_log_line
+from rebalance_radar.transforms.telemetry.events import HeartbeatEvent
+from tests.polling import wait_for
 
 TEST_PACE = ("--commit-every-s", "0.3", "--run-s", "120")
+STATISTICS_INTERVAL_S = 1.0  # statistics.interval.ms of `pipelines.local.member`: how often its agent reports
+EXPIRY_TIMEOUT_S = 60.0  # a bound for the broker's own expiry of a stalled member, not an expected time
 
 
 def start_member(
@@ -38,6 +44,40 @@ def stop_mid_batch(member: MemberProcess, hold: Path) -> None:
     then carries the new epoch and succeeds (seen in CI, 2026-11-29: no `commit_error`)."""
     hold.touch()
     member.wait_for("holding", 30)  # printed just before it stops itself
+
+
+class CoordinatorLog:
+    """What the group coordinator logs from now on (the broker log from its end at construction), read as the
+    detectors read it: a scenario waits for the broker's own act (a member expired) rather than a guessed time."""
+
+    def __init__(self, log_file: Path | str) -> None:
+        self.path = Path(log_file)
+        self.start = self.path.stat().st_size
+
+    def events(self, group: str) -> list[HeartbeatEvent]:
+        with self.path.open("rb") as log:
+            log.seek(self.start)
+            text = log.read().decode(errors="replace")
+        return [
+            event
+            for line in text.splitlines()
+            if group in line
+            for event in parse_broker_log_line(line, 0).events
+            if event.group_id == group
+        ]
+
+    def expired(self, group: str) -> list[str | None]:
+        """The members of `group` the coordinator expired (their session timed out) since then."""
+        return [e.member_id for e in self.events(group) if e.event == HeartbeatEventKind.MEMBER_EXPIRED]
+
+    def wait_expired(self, group: str, timeout_s: float = EXPIRY_TIMEOUT_S) -> None:
+        """Until the coordinator has expired a member of `group` (the scenario's stalled one: the others poll)."""
+        wait_for(
+            lambda: bool(self.expired(group)),
+            timeout_s,
+            f"the broker to expire the stalled member of {group} (log: {self.path})",
+            poll_s=0.2,
+        )
 
 
 def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
@@ -92,10 +132,9 @@ def run_group_scenario(
     out_dir: Any,
     *,
     protocol: str = "classic",
-    stall_s: float = 7.0,
     with_poll_stall: bool = True,
 ) -> ScenarioResult:
-    """Join A (agent) and B; SIGSTOP A past its session (the broker expires it); SIGCONT (its commits are
+    """Join A (agent) and B; SIGSTOP A until the broker has expired it (past its session); SIGCONT (its commits are
     refused); C (agent) overruns max.poll.interval.ms; B, C, A close. The broker log is shipped meanwhile. A stops
     itself between a poll and its commit (`stop_mid_batch`): stopped from outside inside `poll()`, a member can learn
     of its eviction first when it resumes, rejoin, and have no stale commit to make (KIP-848 in CI, and classic on
@@ -122,10 +161,13 @@ def run_group_scenario(
         a.wait_for("assigned")
         b = member("B")
         b.wait_for("assigned")
-        time.sleep(1.5)
+        # Kept: the group settles (A's sync in B's generation may come after B's) and the agent reports A's
+        # assignment, both at librdkafka's pace, before the snapshot describes the group as STABLE.
+        time.sleep(1.5 * STATISTICS_INTERVAL_S)
         snapshot = GroupPoller(bootstrap, telemetry, groups=[group]).run(0, once=True)
+        coordinator = CoordinatorLog(log_file)
         stop_mid_batch(a, hold)
-        time.sleep(stall_s)
+        coordinator.wait_expired(group)
         a.signal(signal.SIGCONT)
         a.wait_for("commit_error", 20)
         if with_poll_stall:
@@ -143,7 +185,8 @@ def run_group_scenario(
                 "5",
             )
             c.wait_for("poll_error", 25)
-            time.sleep(1.5)  # one statistics interval: the agent reads the poll timeout from cgrp.rebalance_reason
+            # Kept: the agent reads the poll timeout from cgrp.rebalance_reason in its next statistics report
+            time.sleep(1.5 * STATISTICS_INTERVAL_S)
         for started in (b, *members[2:], a):
             started.stop()
         shipped = shipper.stop()

@@ -34,10 +34,17 @@ from rebalance_radar.pipelines.stages.sources import kafka_stream
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
-from tests.pipelines.group_member import create_topics, start_member, stop_mid_batch
+from tests.pipelines.group_member import (
+    STATISTICS_INTERVAL_S,
+    CoordinatorLog,
+    create_topics,
+    start_member,
+    stop_mid_batch,
+)
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.java_member import JAVA_CLIENT_PREFIX, start_java_member
 from tests.pipelines.unsynced_member import UnsyncedMember
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
@@ -45,6 +52,9 @@ KIP848_SESSION_TIMEOUT_MS = 6000  # conf/local.yml broker.group_consumer_session
 # The healthy fleet's static members run until the detection of this module stops them (a static member's own end
 # sends no LeaveGroup: the broker would expire it a session later, an incident the healthy groups must not have).
 STATIC_RUN_S = 1200
+# A stalls only once its agent has reported its heartbeats in its current generation (every statistics interval):
+# the early warning (heartbeat_at_risk) is measured from the last one.
+AGENT_REPORTS_S = 2 * STATISTICS_INTERVAL_S
 
 
 @dataclass
@@ -77,8 +87,9 @@ def now_ms() -> int:
 class Scenarios:
     """Runs the member subprocesses of every scenario against one broker, each in its own group and topic."""
 
-    def __init__(self, bootstrap: str, telemetry: str, out_dir: Path, recording: Recording) -> None:
+    def __init__(self, bootstrap: str, telemetry: str, out_dir: Path, recording: Recording, broker_log: Path) -> None:
         self.bootstrap, self.telemetry, self.out_dir, self.recording = bootstrap, telemetry, out_dir, recording
+        self.broker_log = broker_log
         self.running: list[tuple[str, MemberProcess]] = []
 
     def group(self, scenario: str) -> tuple[str, str]:
@@ -118,10 +129,10 @@ class Scenarios:
 
     # --- incidents ---------------------------------------------------------------------------------------------
 
-    def stalled_zombie(self, scenario: str, protocol: str, stall_s: float) -> None:
-        """A (agent) and B; A stopped past its session timeout, then resumed: its commits are refused. A stops itself
-        between a poll and its commit (`stop_mid_batch`), so its first act when resumed is the stale commit (stopped
-        from outside inside `poll()`, it can learn of its eviction first and have nothing stale to commit)."""
+    def stalled_zombie(self, scenario: str, protocol: str) -> None:
+        """A (agent) and B; A stopped until the broker has expired it, then resumed: its commits are refused. A stops
+        itself between a poll and its commit (`stop_mid_batch`), so its first act when resumed is the stale commit
+        (stopped from outside inside `poll()`, it can learn of its eviction first and have nothing stale to commit)."""
         topic, group = self.group(scenario)
         hold = self.out_dir / f"{scenario}-A.hold"
         a = self.member(
@@ -130,7 +141,7 @@ class Scenarios:
         a.wait_for("assigned")
         b = self.member(scenario, "B", topic, group, protocol=protocol)
         b.wait_for("assigned")
-        self._stall_until_refused(scenario, a, stall_s, freeze=lambda: stop_mid_batch(a, hold))
+        self._stall_until_refused(scenario, a, freeze=lambda: stop_mid_batch(a, hold))
 
     def java_member(
         self,
@@ -155,7 +166,7 @@ class Scenarios:
         """A Java member's log to the telemetry topic, its `[Consumer ...]` lines, as a user ships client logs."""
         return start_shipper(log, self.bootstrap, self.telemetry, keywords=(JAVA_CLIENT_PREFIX,))
 
-    def java_stalled_zombie(self, scenario: str, protocol: str, stall_s: float, config: RadarConfig) -> None:
+    def java_stalled_zombie(self, scenario: str, protocol: str, config: RadarConfig) -> None:
         """As `stalled_zombie`, on Apache Kafka's Java client and without the agent: what tells is the broker's log
         and A's own log, shipped to the telemetry topic as a user ships client logs (its `[Consumer ...]` lines)."""
         topic, group = self.group(scenario)
@@ -173,11 +184,11 @@ class Scenarios:
             # A is frozen between a poll and its commit, as an application busy with a batch: thawed, it commits
             # first. Frozen inside `poll()` instead, the Java client's first act is to learn of its eviction (a
             # heartbeat's UNKNOWN_MEMBER_ID), give its partitions up as lost and rejoin, and then it has nothing
-            # stale to commit (seen in CI, classic and KIP-848).
+            # stale to commit (seen in CI, classic and KIP-848). Kept: A works a moment in B's generation first.
             time.sleep(2.0)
             hold.touch()
             a.wait_for("holding", 30)
-            self._stall_until_refused(scenario, a, stall_s, thawed=hold.unlink)
+            self._stall_until_refused(scenario, a, thawed=hold.unlink)
         finally:
             hold.unlink(missing_ok=True)
             shipper.stop()
@@ -193,11 +204,7 @@ class Scenarios:
         )
         shipper = self.ship(c_log)
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and sum("stalling" in line for line in c.lines()) < 2:
-                time.sleep(0.5)
-            assert sum("stalling" in line for line in c.lines()) == 2, c.out.read_text()[-2000:]
-            time.sleep(8.0)  # the second overrun and the rejoin
+            self._wait_rejoined_after_stalls(c, 2)
         finally:
             shipper.stop()
 
@@ -212,6 +219,8 @@ class Scenarios:
                 member, log = self.java_static_member(config, scenario, instance, topic, group)
                 shippers.append(self.ship(log))
                 member.wait_for("assigned", 60)
+            # Kept, the scenario's pace (a rolling restart, not a race): a steady group, then each member down a
+            # second before its restart and up a moment before the next one goes.
             time.sleep(3.0)
             for instance in ("java-static-1", "java-static-2"):
                 old = next(p for k, p in self.running if k == f"{scenario}/{instance}")
@@ -237,17 +246,17 @@ class Scenarios:
         self,
         scenario: str,
         a: MemberProcess,
-        stall_s: float,
         thawed: Callable[[], None] | None = None,
         freeze: Callable[[], None] | None = None,
     ) -> None:
-        """A SIGSTOPped for `stall_s` (the moment kept as `<scenario>/stopped`), resumed, its commit refused, then
-        assigned again. `thawed` runs while A is still stopped (what A finds first when it resumes); `freeze` stops
-        A instead of a SIGSTOP from here (A stopping itself)."""
-        time.sleep(2.0)
+        """A SIGSTOPped (the moment kept as `<scenario>/stopped`) until the broker has expired it, resumed, its
+        commit refused, then assigned again. `thawed` runs while A is still stopped (what A finds first when it
+        resumes); `freeze` stops A instead of a SIGSTOP from here (A stopping itself)."""
+        time.sleep(AGENT_REPORTS_S)
+        coordinator = CoordinatorLog(self.broker_log)
         (freeze or (lambda: a.signal(signal.SIGSTOP)))()
         self.recording.moments[f"{scenario}/stopped"] = now_ms()
-        time.sleep(stall_s)
+        coordinator.wait_expired(self.recording.groups[scenario])
         if thawed is not None:
             thawed()
         a.signal(signal.SIGCONT)
@@ -258,14 +267,21 @@ class Scenarios:
     def _wait_for_rejoin(member: MemberProcess) -> None:
         """Until `member` is assigned again after its refused commit (closed before that, it would send no
         LeaveGroup and be expired a session later: a real expiry, not the scenario's)."""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            lines = member.lines()
-            failed_at = next(i for i, line in enumerate(lines) if "commit_error" in line)
-            if any("assigned" in line for line in lines[failed_at:]):
-                break
-            time.sleep(0.2)
-        time.sleep(1.0)
+        failed_at = next(i for i, line in enumerate(member.lines()) if "commit_error" in line)
+        member.wait_for("assigned", 30, after=failed_at)
+        time.sleep(STATISTICS_INTERVAL_S)  # kept: the agent reports the rejoined member before it is stopped
+
+    @staticmethod
+    def _wait_rejoined_after_stalls(member: MemberProcess, stalls: int) -> None:
+        """Until `member` has overrun max.poll.interval.ms `stalls` times and is assigned again after the last:
+        its leave and its rejoin are on the broker, so the rebalances they caused are stable."""
+
+        def stalled_at() -> list[int]:
+            return [i for i, line in enumerate(member.lines()) if "stalling" in line]
+
+        wait_for(lambda: len(stalled_at()) >= stalls, 60, f"{stalls} stalls of {member.out.name}")
+        assert len(stalled_at()) == stalls, member.out.read_text()[-2000:]
+        member.wait_for("assigned", 60, after=stalled_at()[-1] + 1)
 
     def poll_overruns(self, scenario: str) -> None:
         """B steady; C (agent) stalls 5 s against a 3 s max.poll.interval.ms after each of its first two
@@ -277,23 +293,27 @@ class Scenarios:
             scenario, "C", topic, group, "--agent-topic", self.telemetry, "--max-poll-interval-ms", "3000",
             "--stall-after-s", "2", "--stall-s", "5", "--stalls", "2",
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and sum("stalling" in line for line in c.lines()) < 2:
-            time.sleep(0.5)
-        assert sum("stalling" in line for line in c.lines()) == 2, c.out.read_text()[-2000:]
-        time.sleep(8.0)  # the second overrun, the rejoin, one statistics interval
+        self._wait_rejoined_after_stalls(c, 2)
+        time.sleep(1.5 * STATISTICS_INTERVAL_S)  # kept: the agent's next statistics report, after the rejoin
 
     def crash_loop(self, scenario: str, cycles: int = 3) -> None:
         """E steady; D joins and is SIGKILLed, `cycles` times, each time expired before it comes back."""
         topic, group = self.group(scenario)
         e = self.member(scenario, "E", topic, group)
         e.wait_for("assigned")
-        for _ in range(cycles):
+        for cycle in range(cycles):
             d = self.member(scenario, "D", topic, group, "--client-id", "crashing-worker")
             d.wait_for("assigned", 30)
-            time.sleep(1.5)
+            time.sleep(1.5)  # kept: the scenario, D works a moment before it crashes
+            e_assignments = sum("assigned" in line for line in e.lines())
             d.signal(signal.SIGKILL)
-            time.sleep(5.0)  # its 3 s session expires, E takes everything back
+            # its 3 s session expires, and E takes everything back in the rebalance that follows
+            wait_for(
+                lambda: sum("assigned" in line for line in e.lines()) > e_assignments,  # noqa: B023
+                30,
+                f"{scenario}: E to take D's partitions back after crash {cycle + 1} (see {e.out})",
+                poll_s=0.2,
+            )
 
     def second_consumer_zombie(self, scenario: str) -> None:
         """Z owns every partition and commits offset 5; B joins and takes half, committing 10 on its partitions;
@@ -343,7 +363,7 @@ class Scenarios:
                 poll_until([z, b], lambda: bool(owned["B"]) and len(owned["Z"]) < 4, "B taking partitions")
                 taken = list(owned["B"])
                 commit(b, taken, 10)
-                time.sleep(1.0)
+                time.sleep(1.0)  # kept, the scenario: Z's stale commit comes a second after B's
                 self.recording.moments[f"{scenario}/stale_commit"] = now_ms()
                 commit(z, taken[:1], 5)  # Z's stale position of a partition it no longer owns
                 self.recording.members[f"{scenario}/Z"] = [{"member": z_member, "stale": taken[:1]}]
@@ -375,7 +395,7 @@ class Scenarios:
                 self.member(scenario, name, topic, group, "--agent-topic", self.telemetry, protocol=protocol)
             )
             members[-1].wait_for("assigned", 30)
-            time.sleep(2.0)
+            time.sleep(2.0)  # kept, the scenario's pace: planned scale-outs and shutdowns, seconds apart
         time.sleep(3.0)
         for member in reversed(members):
             member.stop()  # SIGTERM: close() = LeaveGroup
@@ -392,7 +412,7 @@ class Scenarios:
         s1.wait_for("assigned")
         s2 = self.member(scenario, "S2", topic, group, "--instance-id", "static-2", *common)
         s2.wait_for("assigned")
-        time.sleep(3.0)
+        time.sleep(3.0)  # kept, the scenario's pace, as the Java client's rolling restart
         for instance in ("static-1", "static-2"):
             old = next(p for k, p in self.running if k.startswith(f"{scenario}/") and instance in p.process.args)
             old.stop()
@@ -420,11 +440,11 @@ def record_scenarios(context: RecordingContext) -> Recording:
     # Every scenario has its own group and topic, so the lanes run beside each other, as a real cluster's groups do
     # (and the suite waits for the longest lane, not their sum); each lane stops only its own members. The healthy
     # fleet's static members stay up after their lane.
-    static = Scenarios(bootstrap, telemetry, out_dir, result)
+    static = Scenarios(bootstrap, telemetry, out_dir, result, context.log_file)
     context.at_teardown(static.stop_all)  # runs once the lanes' threads have ended (the pool waits for them)
     result.stop_members = static.stop_all
     incidents = {
-        lane: Scenarios(bootstrap, telemetry, out_dir, result)
+        lane: Scenarios(bootstrap, telemetry, out_dir, result, context.log_file)
         for lane in (
             zombie_incidents,
             poll_overrun_incidents,
@@ -439,7 +459,9 @@ def record_scenarios(context: RecordingContext) -> Recording:
             running.append(pool.submit(healthy_static_restarts, static, context.config))
             for lane in running:
                 lane.result(timeout=300)
-        time.sleep(8.0)  # the clock moves event time past every deadline of the scenarios above
+        # Kept, derived: the clock moves event time past every deadline of the scenarios above (the longest session
+        # and the detectors' lateness); no act of the broker marks it, the clock's ticks are the event time.
+        time.sleep((KIP848_SESSION_TIMEOUT_MS + context.config.detect.lateness_ms) / 1000)
         result.moments["recording_end"] = now_ms()
     except BaseException:
         static.stop_all()
@@ -472,9 +494,9 @@ def recording(
 def zombie_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
     """A stalled zombie on each protocol (librdkafka), then a second consumer's stale commit."""
     try:
-        scenarios.stalled_zombie("classic-zombie", "classic", stall_s=6.0)
+        scenarios.stalled_zombie("classic-zombie", "classic")
         scenarios.stop_all()
-        scenarios.stalled_zombie("kip848-zombie", "consumer", stall_s=KIP848_SESSION_TIMEOUT_MS / 1000 + 3)
+        scenarios.stalled_zombie("kip848-zombie", "consumer")
         scenarios.stop_all()
         scenarios.second_consumer_zombie("second-consumer")
     finally:
@@ -511,10 +533,9 @@ def membership_incidents(scenarios: Scenarios, config: RadarConfig) -> None:
 def java_client_zombies(scenarios: Scenarios, config: RadarConfig) -> None:
     """Apache Kafka's Java client: a stalled zombie on each protocol."""
     try:
-        scenarios.java_stalled_zombie("java-classic-zombie", "classic", 6.0, config)
+        scenarios.java_stalled_zombie("java-classic-zombie", "classic", config)
         scenarios.stop_all()
-        kip848_stall_s = KIP848_SESSION_TIMEOUT_MS / 1000 + 3
-        scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", kip848_stall_s, config)
+        scenarios.java_stalled_zombie("java-kip848-zombie", "consumer", config)
     finally:
         scenarios.stop_all()
 

@@ -21,7 +21,6 @@ def record_classic_3x(context: RecordingContext) -> ScenarioResult:
             broker.bootstrap_servers,
             broker.log_file,
             context.tmp_path_factory.mktemp("classic-3x"),
-            stall_s=6.0,
             with_poll_stall=False,
         )
 

@@ -31,6 +31,7 @@ class UnsyncedMember:
     client_id: str = "unsynced-member"
     session_timeout_ms: int = 6000
     rebalance_timeout_ms: int = 3000
+    heartbeat_interval_s: float = 1.0  # well within the session: only the missing SyncGroup gets it removed
     joined: list[tuple[int, str]] = field(default_factory=list)
     removed: int = 0
     failure: BaseException | None = None
@@ -78,13 +79,13 @@ class UnsyncedMember:
             if error == 0:
                 return answer["generationId"], answer["memberId"]
             body["memberId"] = ""
-            time.sleep(0.5)
+            time.sleep(0.5)  # a retry's pause (the group was busy), not a wait for something
         raise AssertionError(f"JoinGroup into {self.group} kept failing: {answer}")
 
     def _heartbeat_until_removed(self, client: KafkaWireClient, generation: int, member_id: str) -> None:
         """Heartbeats keep the session alive, so only the missing SyncGroup can get it removed."""
         while True:
-            time.sleep(1.0)
+            time.sleep(self.heartbeat_interval_s)  # kept: the scenario's heartbeat pace, not a wait
             answer = client.request(
                 "Heartbeat",
                 HEARTBEAT_VERSION,
