@@ -11,6 +11,7 @@ from rebalance_radar.transforms.detectors.facts import (
     LeaderChanged,
     MemberCaughtUp,
     MemberDeparted,
+    MemberExpired,
     MemberFencedBehind,
     RebalanceAttempted,
     RebalanceCompleted,
@@ -22,6 +23,7 @@ from rebalance_radar.transforms.detectors.state import (
     AttemptKind,
     CompletedRebalance,
     Departure,
+    DepartureKind,
     GroupState,
     MemberState,
     SyncExpiry,
@@ -34,6 +36,12 @@ ATTEMPTS_MIN_AGE_MS = 60_000
 
 PLANNED_CAUSES = frozenset({"member_joined", "member_left", "enforced"})
 """Rebalances a deployment makes on purpose (scale-out/in, rolling restarts, Streams followups): not a storm."""
+
+
+def client_label(identity: str) -> str:
+    """`client:ID@HOST` / `instance:ID` / `member:ID` -> the name a person knows the client by."""
+    label = identity.split(":", 1)[-1]
+    return label.rsplit("@", 1)[0] if identity.startswith("client:") else label
 
 
 def _window(history: list[CompletedRebalance], now_ms: int, window_ms: int) -> list[CompletedRebalance]:
@@ -452,11 +460,11 @@ class MembershipFlapping(Rule):
         "crash_loop_departures",
         "crash_loop_lifetime_ms",
     )
-    reacts_to = (RebalanceCompleted, MemberDeparted)
+    reacts_to = (RebalanceCompleted, MemberDeparted, MemberExpired)
     resolves = "when its window passes without a new rebalance (a crash loop: without another short-lived member)"
 
-    def react(self, fact: RebalanceCompleted | MemberDeparted, ctx: RuleContext) -> None:
-        if isinstance(fact, MemberDeparted):
+    def react(self, fact: RebalanceCompleted | MemberDeparted | MemberExpired, ctx: RuleContext) -> None:
+        if isinstance(fact, MemberDeparted | MemberExpired):
             self._check_crash_loops(ctx, fact.at_ms)
         else:
             self._check_alternation(ctx, fact.at_ms)
@@ -465,11 +473,15 @@ class MembershipFlapping(Rule):
 
     @staticmethod
     def _short_lived(state: GroupState, thresholds: DetectorThresholds, now_ms: int) -> dict[str, list[Departure]]:
-        """place -> the departures within the window of members that had joined shortly before."""
+        """place -> the deaths within the window of members that had joined shortly before: the coordinator removed
+        them (session expiry, fencing, not rejoining in time). A member that left with a LeaveGroup was closed,
+        as a scale-in or a test's clean shutdown closes it, however soon after it joined."""
         by_place: dict[str, list[Departure]] = {}
         for departure in state.departures:
             young = departure.lived_ms is not None and departure.lived_ms <= thresholds.crash_loop_lifetime_ms
-            if young and now_ms - departure.at_ms < thresholds.flapping_window_ms:
+            gone = state.departed.get(departure.member_id or "")
+            died = gone is not None and gone.how in (DepartureKind.EXPIRED, DepartureKind.REMOVED)
+            if young and died and now_ms - departure.at_ms < thresholds.flapping_window_ms:
                 by_place.setdefault(departure.place(), []).append(departure)
         return by_place
 
@@ -480,10 +492,13 @@ class MembershipFlapping(Rule):
                 continue
             where = place.split(":", 1)[1]
             lived = max(d.lived_ms or 0 for d in deaths)
+            clients = list(dict.fromkeys(client_label(d.identity) for d in deaths))
+            named = ", ".join(clients[:3]) + (f" and {len(clients) - 3} more" if len(clients) > 3 else "")
             summary = (
-                f"a client on {'host ' if place.startswith('host:') else ''}{where} keeps dying and rejoining group "
-                f"{st.group_id} (crash loop): {len(deaths)} of its members departed within {seconds(lived)} of "
-                f"joining in the last {seconds(th.flapping_window_ms)}; the last was {deaths[-1].member_id}"
+                f"a client on {'host ' if place.startswith('host:') else ''}{where} ({named}) keeps dying and "
+                f"rejoining group {st.group_id} (crash loop): {len(deaths)} of its members were removed within "
+                f"{seconds(lived)} of joining in the last {seconds(th.flapping_window_ms)}; the last was "
+                f"{deaths[-1].member_id}"
             )
             refs = [ref for d in deaths if d.member_id in st.departed for ref in st.departed[d.member_id].refs]
             open_id = st.crash_loops.get(place)
