@@ -47,6 +47,7 @@ class DetectionBook:
         topic: str | None = None,
         partition: int | None = None,
         incident_of: str | None = None,
+        remedy: str | None = None,
     ) -> str:
         """Open (or, if already open under the same id, update) a detection; returns its id. `incident_of` (a
         member's identity): while a detection of this kind is open for the same identity, this one is another
@@ -81,6 +82,7 @@ class DetectionBook:
             refs=merge_refs([], refs),
             incident_of=incident_of,
             occurrence_ids=[detection_id],
+            remedy=remedy,
         )
         self.state.detections[detection_id] = row
         self.changed[detection_id] = replace(row)
@@ -143,7 +145,7 @@ def detection_row(state: GroupState, row: HeldDetection) -> dict[str, Any]:
         "detected_at": as_datetime(row.detected_at),
         "status": row.status,
         "resolved_at": as_datetime(row.resolved_at),
-        "summary": row.summary,
+        "summary": f"{row.summary}. What to do: {row.remedy}" if row.remedy else row.summary,
         "evidence": evidence_json(row.refs),
     }
     return {name: full.get(name) for name in DETECTIONS.column_names}

@@ -89,9 +89,19 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
         {"at_ms": at, "kind": kind, "subject": subject} for at, kind, subject in state.get("signals", [])
     ]
     state["provisional"] = {
-        k: {"horizon_ms": shown["horizon"], "row": shown["row"]} for k, shown in state.get("provisional", {}).items()
+        k: {"horizon_ms": shown["horizon"], "row": _with_remedy(shown["row"])}
+        for k, shown in state.get("provisional", {}).items()
     }
+    state["detections"] = {k: _with_remedy(row) for k, row in state.get("detections", {}).items()}
     return {**data, "v": 2, "state": state}
+
+
+def _with_remedy(row: dict[str, Any]) -> dict[str, Any]:
+    """An open detection of version 1 gets its rule's remedy (not the advice its facts would have added)."""
+    from rebalance_radar.transforms.detectors.rules import rule_of
+
+    remedy = rule_of(row["kind"]).remedy
+    return {**row, "remedy": remedy[:1].upper() + remedy[1:]}
 
 
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}

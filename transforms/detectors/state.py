@@ -313,6 +313,8 @@ class HeldDetection:
     refs: list[SourceRef]
     incident_of: str | None = None
     """The member identity whose later occurrences update this detection instead of opening new ones."""
+    remedy: str | None = None
+    """What to do about it (the rule's advice, with the member's own settings where radar knows them)."""
     occurrences: int = 1
     occurrence_ids: list[str] = field(default_factory=list)
     """The ids its occurrences would have had (each counted once, however often it is seen again)."""

@@ -40,11 +40,16 @@ def test_broker_expiry_line_opens_then_resolves_naming_silence_timeout_and_gener
     (expiry,) = out.of_kind("heartbeat_expiration")
     assert expiry["member_id"] == B.member_id and expiry["generation"] == 7
     assert expiry["status"] == "resolved"
-    assert expiry["summary"] == (
+    assert expiry["summary"].split(". What to do:")[0] == (
         f"member {B.member_id} of group {G} was silent 12 s against its 10 s session timeout and was removed "
         "(coordinator); generation 7 -> 8"
     )
     assert '"table":"heartbeat_events"' in expiry["evidence"]
+    # what to do, with the member's own numbers
+    assert (
+        "What to do: It was silent 12 s against a session.timeout.ms of 10 s. If the process died"
+        in (expiry["summary"])
+    )
     (rebalance,) = out.completed()
     assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", [B.member_id], [])
     # the early warning came first, at 70 % of the session timeout after B's last heartbeat
@@ -167,7 +172,7 @@ def test_at_risk_resolves_when_heartbeats_resume() -> None:
     s.agent("heartbeat", G, t + 10_500, member_id=A.member_id, generation=7)  # 8.5 s gap of a 10 s session
     out = run(G, s.rows, t + 12_000, DetectorThresholds(heartbeat_at_risk_fraction=0.5))
     (risk,) = out.of_kind("heartbeat_at_risk")
-    assert risk["status"] == "resolved" and risk["summary"].endswith("heartbeats resumed")
+    assert risk["status"] == "resolved" and risk["summary"].split(". What to do:")[0].endswith("heartbeats resumed")
     assert int(risk["resolved_at"].timestamp() * 1000) == t + 10_500
 
 

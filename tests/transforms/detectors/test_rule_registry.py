@@ -37,7 +37,7 @@ def test_each_rule_names_real_thresholds_facts_and_its_resolution() -> None:
         assert rule.thresholds, rule
         assert set(rule.thresholds) <= threshold_names, (rule, set(rule.thresholds) - threshold_names)
         assert rule.reacts_to and set(rule.reacts_to) <= fact_classes, rule
-        assert rule.resolves.strip() and rule.__doc__, rule
+        assert rule.resolves.strip() and rule.__doc__ and rule.remedy.strip(), rule
     read = {name for rule in RULES for name in rule.thresholds}
     assert threshold_names - read == TRACKER_WIDE
 

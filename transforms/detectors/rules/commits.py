@@ -15,13 +15,13 @@ move is an offset_regression.
 
 from __future__ import annotations
 
-from rebalance_radar.transforms.detectors.evidence import source_ref
+from rebalance_radar.transforms.detectors.evidence import seconds, source_ref
 from rebalance_radar.transforms.detectors.facts import ClientCommitted, OffsetCommitted
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.membership import attribute, generation_of
 from rebalance_radar.transforms.detectors.rules.heartbeats import session_timeout_words
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
-from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind, RegressedPartition
+from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind, MemberState, RegressedPartition
 from rebalance_radar.transforms.schemas import DetectionKind, HeartbeatEventKind, Severity
 
 
@@ -60,6 +60,11 @@ class ZombieCommit(Rule):
     )
     reacts_to = (ClientCommitted, OffsetCommitted)
     resolves = "after incident_quiet_ms without another commit from the zombie"
+    remedy = (
+        "the member went on processing after the group moved its partitions on, so records may be processed twice: "
+        "its poll loop took longer than max.poll.interval.ms (lower max.poll.records or speed up the processing, or "
+        "raise max.poll.interval.ms), or its heartbeats stopped past session.timeout.ms (see heartbeat_expiration)."
+    )
     quiet_resolved = True
 
     def react(self, fact: ClientCommitted | OffsetCommitted, ctx: RuleContext) -> None:
@@ -194,6 +199,12 @@ class ZombieCommit(Rule):
             generation=who.generation,
             member_id=who.member_id,
             incident_of=who.identity(),
+            advice=(
+                f"Its max.poll.interval.ms (the rebalance timeout it joined with) is "
+                f"{seconds(who.rebalance_timeout_ms)}."
+                if isinstance(who, MemberState) and who.rebalance_timeout_ms and st.protocol == "classic"
+                else None
+            ),
         )
 
 
@@ -209,6 +220,11 @@ class OffsetRegression(Rule):
     resolves = (
         "when every partition's committed offset passed its earlier high-water mark again (or after "
         "incident_quiet_ms without another backwards commit)"
+    )
+    remedy = (
+        "records from the lowest offsets will be processed again: find who moved them back (an offsets reset with "
+        "kafka-consumer-groups.sh --reset-offsets, a consumer that seeks back and commits, auto.offset.reset after "
+        "the offsets expired); the evidence names the commits."
     )
     quiet_resolved = True
 

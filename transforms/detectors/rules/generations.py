@@ -85,6 +85,11 @@ class FailingGeneration(Rule):
         "group-wide: when a stable generation/epoch is reached (members failing to send SyncGroup: when the window "
         "holds no such removal); per KIP-848/1071 member: when it catches up with the target assignment or leaves"
     )
+    remedy = (
+        "find the member that does not rejoin or sync in time (the evidence names the attempts): every member must "
+        "rejoin within the rebalance timeout (max.poll.interval.ms; a KIP-848 member must revoke within it), and a "
+        "member that keeps updating its metadata (a Kafka Streams application) restarts the rebalance each time."
+    )
 
     def react(self, fact: object, ctx: RuleContext) -> None:
         if isinstance(fact, RebalanceAttempted):
@@ -319,6 +324,10 @@ class FailingGeneration(Rule):
             refs=[member.assignment_ref] if member.assignment_ref else (st.rebalance.refs if st.rebalance else []),
             generation=member.behind_target,
             member_id=member.member_id,
+            advice=(
+                f"Member {member.member_id} did not reach its assignment within its rebalance timeout: its poll loop "
+                "or its onPartitionsRevoked callback (a Streams task's close) is blocked."
+            ),
         )
 
     def _resolve_member(self, ctx: RuleContext, member_id: str, now_ms: int, why: str) -> None:
@@ -337,6 +346,10 @@ class RebalanceStorm(Rule):
     thresholds = ("rebalance_storm_count", "rebalance_storm_window_ms")
     reacts_to = (RebalanceCompleted,)
     resolves = "when the storm window holds no unplanned rebalance any more"
+    remedy = (
+        "fix the causes listed; meanwhile, with an eager assignor every rebalance stops the whole group: the "
+        "cooperative-sticky assignor, or group.protocol=consumer (KIP-848), moves only the partitions that change."
+    )
 
     def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
         st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
@@ -391,6 +404,10 @@ class ProbingRebalanceLoop(Rule):
     thresholds = ("probing_interval_ms", "probing_tolerance_ms", "probing_repeats")
     reacts_to = (RebalanceCompleted,)
     resolves = "when no rebalance follows within the probing interval plus its tolerance"
+    remedy = (
+        "warmup tasks are not catching up with their changelogs: raise max.warmup.replicas or num.standby.replicas, "
+        "or acceptable.recovery.lag, and check the restore throughput of the instances receiving them."
+    )
 
     def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
         st, th = ctx.state, ctx.thresholds
@@ -462,6 +479,11 @@ class MembershipFlapping(Rule):
     )
     reacts_to = (RebalanceCompleted, MemberDeparted, MemberExpired)
     resolves = "when its window passes without a new rebalance (a crash loop: without another short-lived member)"
+    remedy = (
+        "the process keeps crashing and restarting: read its own logs for the crash; until it is fixed each restart "
+        "costs the group a rebalance, which static membership (group.instance.id, with a session.timeout.ms longer "
+        "than a restart) avoids."
+    )
 
     def react(self, fact: RebalanceCompleted | MemberDeparted | MemberExpired, ctx: RuleContext) -> None:
         if isinstance(fact, MemberDeparted | MemberExpired):
@@ -605,6 +627,10 @@ class LeaderInstability(Rule):
     thresholds = ("leader_changes", "leader_window_ms")
     reacts_to = (RebalanceCompleted, LeaderChanged)
     resolves = "when its window passes without a new leader change"
+    remedy = (
+        "the leaders fail to complete their assignment (a slow or failing assignor, an overloaded Kafka Streams "
+        "leader): read the leaders' logs around the changes."
+    )
 
     def react(self, fact: RebalanceCompleted | LeaderChanged, ctx: RuleContext) -> None:
         st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms

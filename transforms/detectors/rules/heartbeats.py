@@ -42,6 +42,11 @@ class HeartbeatAtRisk(Rule):
     thresholds = ("heartbeat_at_risk_fraction", "default_session_timeout_ms")
     reacts_to = (Heartbeat, MemberDeparted)
     resolves = "on the member's next heartbeat, or when it leaves the group (an expiration then takes over)"
+    remedy = (
+        "if the member's process is alive, its heartbeat thread is starved (long GC pauses, CPU, a blocked network "
+        "to the coordinator): look at that process now; the group rebalances if the silence reaches its session "
+        "timeout."
+    )
 
     def react(self, fact: Heartbeat | MemberDeparted, ctx: RuleContext) -> None:
         why = "heartbeats resumed" if isinstance(fact, Heartbeat) else fact.why
@@ -99,14 +104,26 @@ class HeartbeatExpiration(Rule):
     thresholds = ("default_session_timeout_ms", "inferred_expiry_window_ms", "incident_quiet_ms")
     reacts_to = (MemberExpired, RebalanceCompleted, GroupStable)
     resolves = "when the group has stabilised without the member (or after incident_quiet_ms)"
+    remedy = (
+        "if the process died, find why in its own logs; if it was alive (GC pauses, network), raise session.timeout.ms "
+        "above the silence seen or fix the pauses; for planned restarts, static membership (group.instance.id with a "
+        "session.timeout.ms longer than a restart) keeps the partitions without a rebalance."
+    )
     quiet_resolved = True
 
     def react(self, fact: MemberExpired | RebalanceCompleted | GroupStable, ctx: RuleContext) -> None:
         if isinstance(fact, MemberExpired):
             gone = fact.gone
+            silence = gone.at_ms - gone.last_heartbeat_ms if gone.last_heartbeat_ms is not None else None
+            advice = (
+                f"It was silent {seconds(silence)} against a session.timeout.ms of {seconds(gone.session_timeout_ms)}."
+                if silence is not None and gone.session_timeout_ms
+                else None
+            )
             self.open(
                 ctx,
                 (gone.member_id, gone.generation),
+                advice=advice,
                 at_ms=fact.at_ms,
                 first_seen_ms=gone.last_heartbeat_ms or gone.at_ms,
                 summary=self.summary(ctx.state, gone, None, fact.how, ctx.thresholds),

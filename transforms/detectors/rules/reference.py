@@ -49,6 +49,8 @@ def _rule_section(rule: Rule) -> str:
         "",
         f"**Resolves** {rule.resolves}.",
         "",
+        f"**What to do** (appended to its summary): {rule.remedy}",
+        "",
         "| threshold | default | why |",
         "|---|---|---|",
     ]

@@ -33,6 +33,9 @@ class Rule:
     """The facts (`facts.py`) it is told."""
     resolves: ClassVar[str]
     """How its detections end, in a sentence (docs and `radar` help read it)."""
+    remedy: ClassVar[str]
+    """What an on-call engineer should do about it (the field guide's and Kafka's advice); `advice` may add the
+    member's own settings where radar knows them."""
     quiet_resolved: ClassVar[bool] = False
     """A point incident: it also ends after `incident_quiet_ms` without new evidence (its own end, a stable
     generation or a catch-up commit, may never be seen)."""
@@ -56,9 +59,12 @@ class Rule:
                 if now_ms - row.last_seen >= quiet:
                     ctx.book.resolve(row.detection_id, at_ms=now_ms, summary=f"{row.summary}; no new evidence since")
 
-    def open(self, ctx: RuleContext, key: tuple[object, ...], **row: Any) -> str:
-        """Open (or update, if open under the same id) one of its detections; returns the id."""
-        return ctx.book.open(self.kind, key, severity=self.severity, **row)
+    def open(self, ctx: RuleContext, key: tuple[object, ...], *, advice: str | None = None, **row: Any) -> str:
+        """Open (or update, if open under the same id) one of its detections, with the rule's remedy (`advice`
+        first: what this occurrence's facts add); returns the id."""
+        sentence = self.remedy[:1].upper() + self.remedy[1:]
+        remedy = f"{advice} {sentence}" if advice else sentence
+        return ctx.book.open(self.kind, key, severity=self.severity, remedy=remedy, **row)
 
     def held(self, ctx: RuleContext) -> list[HeldDetection]:
         """Its open detections."""
