@@ -182,7 +182,7 @@ def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> No
 def test_second_ctrl_c_quits_at_once(radar_run: RadarRun) -> None:
     radar_run.wait_for("ingesting from", timeout_s=400)
     radar_run.ctrl_c()
-    time.sleep(0.3)
+    radar_run.wait_for("stopping", timeout_s=60)  # the first Ctrl-C taken: the second one quits
     radar_run.ctrl_c()
     started = time.monotonic()
     radar_run.process.wait(timeout=30)

@@ -34,7 +34,7 @@ from rebalance_radar.transforms.schemas import (
     TABLES,
     TableSchema,
 )
-from tests.pipelines.group_member import create_topics, start_member
+from tests.pipelines.group_member import CoordinatorLog, create_topics, start_member
 from tests.pipelines.incident_tables import IncidentTables
 from tests.pipelines.ingest_support import (
     coordinates,
@@ -130,20 +130,26 @@ def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_whe
     members = []
     try:
         with RadarRun(config, env, tmp_path / "run.log") as run:
-            time.sleep(5)  # its first batches started from `latest`
+            wait_for(
+                lambda: not run.alive() or started_from_latest(config),
+                RUN_TIMEOUT_S,
+                f"the offsets query to resolve `latest` (log: {run.log_path})",
+            )
             a = start_member(tmp_path, "A", bootstrap, topic, group, "--session-timeout-ms", "3000")
             members.append(a)
             a.wait_for("assigned", 60)
             b = start_member(tmp_path, "B", bootstrap, topic, group, "--session-timeout-ms", "3000")
             members.append(b)
             b.wait_for("assigned", 60)
-            time.sleep(2)
+            time.sleep(2)  # kept, the scenario: the group works a moment before the machine is lost
             spark_cluster.kill_worker(0)  # a machine lost mid-run: its executor's tasks go to the other Worker
+            coordinator = CoordinatorLog(kafka_broker.log_file)
             a.signal(signal.SIGSTOP)  # A stalls past its 3 s session: the coordinator expires it
-            time.sleep(8)
+            coordinator.wait_expired(group)
             a.signal(signal.SIGCONT)
             a.wait_for("commit_error", 30)
-            time.sleep(3)
+            refused_at = next(i for i, line in enumerate(a.lines()) if "commit_error" in line)
+            a.wait_for("assigned", 30, after=refused_at)  # A back in the group: it leaves it cleanly below
             for member in members:
                 member.stop()
             run.wait_for_detection(spark, group)
@@ -192,6 +198,12 @@ def committed_ends(config: RadarConfig) -> dict[tuple[str, int], int]:
         return {}
     source = json.loads((query / "offsets" / str(max(done))).read_text().splitlines()[2])
     return {(topic, int(p)): int(end) for topic, ends in source.items() for p, end in ends.items()}
+
+
+def started_from_latest(config: RadarConfig) -> bool:
+    """Whether the offsets query has resolved `latest` (the offsets it starts from, `initial_offsets`)."""
+    found = list(config.checkpoint_dir.glob(f"kafka-{config.cluster}-*")) if config.checkpoint_dir.is_dir() else []
+    return len(found) == 1 and (found[0] / OFFSETS_QUERY / "sources" / "0" / "0").is_file()
 
 
 def initial_offsets(config: RadarConfig) -> dict[tuple[str, int], int]:

@@ -36,7 +36,7 @@ from rebalance_radar.pipelines.runtime.console import StatusLine
 from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
-from tests.pipelines.group_member import start_member
+from tests.pipelines.group_member import CoordinatorLog, start_member
 from tests.pipelines.ingest_support import table, wait_for
 from tests.pipelines.radar_run_process import RadarRun, radar_command
 
@@ -185,7 +185,9 @@ def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured:
     with clock:
         wait_for(lambda: clock.problem() is not None, 60, "the clock to say its ticks fail")
         status.update()
-        time.sleep(1)  # ticks refused at once (the client knows the ACL now) must not end the clock
+        refused = clock.failures
+        # ticks refused at once (the client knows the ACL now) must not end the clock
+        wait_for(lambda: clock.failures >= refused + 3 or not clock.running, 30, "three more refused ticks")
         assert clock.running
     said = out.getvalue()
     assert clock.ticks == 0 and clock.failures > 0
@@ -242,8 +244,9 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
             assert polled.returncode == 0, polled.stdout + polled.stderr
             assert "1 group snapshots" in polled.stderr, polled.stderr
             assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
+            coordinator = CoordinatorLog(secured.broker.log_file)
             a.signal(signal.SIGSTOP)  # past its 3 s session: expired
-            time.sleep(8)
+            coordinator.wait_expired(group)
             a.signal(signal.SIGCONT)
             run.wait_for_detection(spark, group)
     finally:

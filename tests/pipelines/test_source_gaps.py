@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,7 +70,7 @@ def test_a_recreated_topic_under_the_checkpoint_is_recorded(
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.delete_topics([topic])[topic].result(30)
     wait_for(lambda: topic not in admin.list_topics(timeout=10).topics, 60, f"{topic} deleted")
-    time.sleep(1)  # the broker finishes removing the log before the name can be reused
+    # the broker refuses the name until it has finished removing the log: retried until it takes it
     wait_for(lambda: _recreated(bootstrap, topic), 60, f"{topic} recreated")
     produce(bootstrap, topic, 3)
 

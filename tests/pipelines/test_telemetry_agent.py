@@ -21,9 +21,11 @@ from confluent_kafka import Consumer, Producer
 from rebalance_radar.emitters.agent import RadarConsumer, instrument
 from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
-from tests.pipelines.group_member import create_topics, read_records, start_member
+from tests.pipelines.group_member import STATISTICS_INTERVAL_S, create_topics, read_records, start_member
+from tests.polling import wait_for
 
 RECORDS = 150_000
+TELEMETRY_TIMEOUT_MS = 1000  # message.timeout.ms of the agent's producer towards the unreachable cluster
 ZOMBIE_ERRORS = {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH", "STALE_MEMBER_EPOCH"}
 
 
@@ -90,13 +92,15 @@ def test_unreachable_telemetry_drops_and_counts_without_slowing_the_loop(
     telemetry = {
         "bootstrap.servers": f"127.0.0.1:{closed_port()}",
         "queue.buffering.max.messages": 20,
-        "message.timeout.ms": 1000,
+        "message.timeout.ms": TELEMETRY_TIMEOUT_MS,
         "flush.timeout.s": 0.5,
     }
     agent_consumer = instrument({**base, "group.id": f"agent-{time.time_ns()}"}, telemetry)
     assert isinstance(agent_consumer, RadarConsumer) and isinstance(agent_consumer, Consumer)
     agent_rate, agent_gap = poll_loop(agent_consumer, loaded_topic)
-    time.sleep(1.2)  # past message.timeout.ms: what was queued has expired
+    # Kept, derived: the scenario is an unreachable cluster past message.timeout.ms (what was queued has expired);
+    # the agent says so only when asked (poll), so there is nothing to wait for but the timeout itself.
+    time.sleep(TELEMETRY_TIMEOUT_MS / 1000 + 0.2)
     agent_consumer.poll(0.1)
     started_close = time.monotonic()
     agent_consumer.close()
@@ -188,10 +192,10 @@ def record_overruns(context: RecordingContext) -> OverrunRun:
             "3",
         )
         members.append(c)
-        deadline = time.monotonic() + 90
-        while sum("commit_error" in line for line in c.lines()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.5)  # one statistics interval more
+        wait_for(
+            lambda: sum("commit_error" in line for line in c.lines()) >= 3, 90, f"3 refused commits of C ({c.out})"
+        )
+        time.sleep(1.5 * STATISTICS_INTERVAL_S)  # kept: the agent's next statistics report, after the last one
     finally:
         for member in members:
             member.stop()
