@@ -57,7 +57,7 @@ def test_two_replays_at_once_into_one_new_data_dir_write_every_record_once(
             for path in paths:
                 args += ["--input", str(path)]
             processes.append(subprocess.Popen(radar_command(*args), stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path))
-        time.sleep(0.5)
+        time.sleep(0.5)  # kept, the scenario: the second replay starts while the first one sets the data dir up
     for process in processes:
         process.wait(600)
     outputs = [log.read_text(errors="replace") for log in logs]
