@@ -671,3 +671,25 @@ def test_a_rolling_restart_of_long_lived_members_is_not_a_crash_loop() -> None:
         s.generation(g, generation, members, at + i * 40_000)
     out = run(g, s.rows, at + 3_600_000)
     assert out.kinds() == []
+
+
+def test_joins_that_replace_expired_members_are_unplanned_rebalances() -> None:
+    """Each rebalance's cause is the join that began it, but a member expired during each: six of them in ten
+    minutes are a storm, not a scale-out."""
+    s = Silver()
+    t = BASE_MS
+    g = "orders-storm"
+    steady = [Member(classic_member_id("ord-a", 1), [("o", 0)], client_id="ord-a", host="10.8.0.1")]
+    dead = Member(classic_member_id("ord-b", 0), [("o", 1)], client_id="ord-b", host="10.8.0.2")
+    s.generation(g, 1, [*steady, dead], t)
+    for i in range(1, 7):
+        at = t + i * 60_000
+        new = Member(classic_member_id("ord-b", i), [("o", 1)], client_id="ord-b", host=f"10.8.1.{i}")
+        prepare(s, g, i, f"Adding new member {new.member_id} with group instance id None; client reason: x", at)
+        s.broker(f"Member {dead.member_id} in group {g} has failed, removing it from the group.", at + 1000)
+        s.generation(g, i + 1, [*steady, new], at + 2000)
+        dead = new
+    out = run(g, s.rows, t + 3_600_000)
+    assert [r["cause"] for r in out.completed()] == ["member_joined"] * 6
+    (storm,) = out.of_kind("rebalance_storm")
+    assert "6 members expired or removed during them" in storm["summary"]

@@ -38,6 +38,13 @@ PLANNED_CAUSES = frozenset({"member_joined", "member_left", "enforced"})
 """Rebalances a deployment makes on purpose (scale-out/in, rolling restarts, Streams followups): not a storm."""
 
 
+def unplanned(completed: CompletedRebalance) -> bool:
+    """Not what a deployment does on purpose: its cause is not a join, a clean leave or a Streams followup, or a
+    member was expired or removed during it (a join that replaced a dead member is a crash's, not a scale-out's:
+    every cause a rebalance had counts, not only the first)."""
+    return completed.cause not in PLANNED_CAUSES or bool(completed.row.get("expired"))
+
+
 def client_label(identity: str) -> str:
     """`client:ID@HOST` / `instance:ID` / `member:ID` -> the name a person knows the client by."""
     label = identity.split(":", 1)[-1]
@@ -354,7 +361,7 @@ class RebalanceStorm(Rule):
     def react(self, fact: RebalanceCompleted, ctx: RuleContext) -> None:
         st, th, now_ms = ctx.state, ctx.thresholds, fact.at_ms
         window = _window(st.history, now_ms, th.rebalance_storm_window_ms)
-        recent = [h for h in window if h.cause not in PLANNED_CAUSES]
+        recent = [h for h in window if unplanned(h)]
         if len(recent) <= th.rebalance_storm_count:
             return
         already = self.held(ctx)
@@ -363,6 +370,7 @@ class RebalanceStorm(Rule):
         if already:
             return
         first = recent[0]
+        expired = sum(len(h.row.get("expired") or []) for h in recent)
         self.open(
             ctx,
             (first.rebalance_id,),
@@ -373,6 +381,7 @@ class RebalanceStorm(Rule):
                 f"{seconds(th.rebalance_storm_window_ms)} (generation {first.from_generation} -> "
                 f"{st.generation}) without a planned membership change; causes: "
                 f"{', '.join(sorted({h.cause for h in recent}))}"
+                + (f"; {expired} members expired or removed during them" if expired else "")
             ),
             refs=[ref for h in recent for ref in h.refs],
             generation=st.generation,
@@ -380,8 +389,8 @@ class RebalanceStorm(Rule):
 
     @staticmethod
     def _last_unplanned(state: GroupState) -> int | None:
-        unplanned = [h.stabilized_ms for h in state.history if h.cause not in PLANNED_CAUSES]
-        return unplanned[-1] if unplanned else None
+        times = [h.stabilized_ms for h in state.history if unplanned(h)]
+        return times[-1] if times else None
 
     def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
         last = self._last_unplanned(ctx.state) if self.holds_any(ctx) else None
