@@ -376,7 +376,11 @@ DETECTIONS = TableSchema(
         Column("detected_at", "TIMESTAMP", "event time at which the rule decided"),
         Column("status", "STRING", "provisional (live, ahead of the watermark) | open | resolved | withdrawn"),
         Column("resolved_at", "TIMESTAMP"),
-        Column("summary", "STRING", "one sentence for a human"),
+        Column(
+            "summary",
+            "STRING",
+            'what happened, for a human, then "What to do: ..." (the rule\'s remedy, docs/DETECTIONS.md)',
+        ),
         Column("evidence", "STRING", EVIDENCE_DOC),
     ),
 )
