@@ -122,13 +122,24 @@ def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from rich.console import Console
 
-        from rebalance_radar.pipelines.cli.detections_view import load_detections, render_detections
-        from rebalance_radar.pipelines.runtime.session import build_spark_session
+        from rebalance_radar.pipelines.cli.detections_view import (
+            detections_location,
+            load_detections,
+            load_local_detections,
+            render_detections,
+        )
 
     config = _config(args)
-    spark = build_spark_session(_delta_only(config), quick_start=True)
-    with phase("load detections"):
-        rows = load_detections(spark, config, group=args.group, open_only=args.open)
+    location = detections_location(config)
+    if location is not None and args.engine == "local":  # no JVM: deltalake and DuckDB
+        with phase("load detections"):
+            rows = load_local_detections(location, group=args.group, open_only=args.open)
+    else:
+        from rebalance_radar.pipelines.runtime.session import build_spark_session
+
+        spark = build_spark_session(_delta_only(config), quick_start=True)
+        with phase("load detections"):
+            rows = load_detections(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
         part
         for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
@@ -497,6 +508,13 @@ def build_parser() -> argparse.ArgumentParser:
     detections = sub.add_parser("detections", help="show the detections as a table, newest first")
     detections.add_argument("--group", default=None, help="only this consumer group")
     detections.add_argument("--open", action="store_true", help="only detections still open")
+    detections.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="local (default): read a local data dir's table without a JVM; spark: with Spark (a catalog's tables "
+        "always are)",
+    )
     detections.set_defaults(func=_detections)
 
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")

@@ -1,14 +1,16 @@
-"""`radar detections`: the gold detections as a readable terminal table, newest first, with a summary line."""
+"""`radar detections`: the gold detections as a readable terminal table, newest first, with a summary line.
+
+A local data dir is read without a JVM (`deltalake` reads the table, DuckDB filters and orders it): on call, the
+answer should not wait for Spark to start. Tables in a catalog (Databricks) are read with Spark."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from rich.console import Console
 from rich.table import Table
 
@@ -16,21 +18,59 @@ from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 SEVERITY_STYLE = {str(Severity.CRITICAL): "bold red", str(Severity.WARNING): "yellow", str(Severity.INFO): "cyan"}
 SHOWN_COLUMNS = ("detected_at", "status", "severity", "kind", "group_id", "generation", "member_id", "summary")
 
 
-def load_detections(
-    spark: SparkSession, config: RadarConfig, *, group: str | None = None, open_only: bool = False
-) -> list[dict[str, Any]]:
-    """Detections newest first (by detected_at), optionally of one group and/or still open."""
-    catalog = TableCatalog(config)
-    location = catalog.location(DETECTIONS)
+def detections_location(config: RadarConfig) -> Path | None:
+    """The local detections table's folder (None: the tables are in a catalog); refused in one sentence if the data
+    dir holds none."""
+    location = TableCatalog(config).location(DETECTIONS)
     if location is not None and not (location / "_delta_log").is_dir():
         raise FileNotFoundError(
             f"No detections table under {config.data_dir}: run `radar run` or `radar replay` first "
             "(or pass --data-dir where they wrote)."
         )
+    return location
+
+
+def load_local_detections(location: Path, *, group: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+    """A local table's detections, newest first (by detected_at), optionally of one group and/or still open: read
+    by `deltalake`, filtered and ordered by DuckDB, no JVM."""
+    import duckdb
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(location)).to_pyarrow_table()
+    where, params = [], []
+    if group is not None:
+        where.append("group_id = ?")
+        params.append(group)
+    if open_only:
+        statuses = [str(status) for status in UNRESOLVED_DETECTION_STATUSES]
+        where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+        params.extend(statuses)
+    query = (
+        f"SELECT * FROM {DETECTIONS.name}"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + " ORDER BY detected_at DESC NULLS LAST, detection_id"
+    )
+    with duckdb.connect() as connection:
+        connection.register(DETECTIONS.name, rows)
+        return connection.execute(query, params).to_arrow_table().to_pylist()
+
+
+def load_detections(
+    spark: SparkSession, config: RadarConfig, *, group: str | None = None, open_only: bool = False
+) -> list[dict[str, Any]]:
+    """Detections newest first (by detected_at), optionally of one group and/or still open, read with Spark (a
+    catalog's tables, or `--engine spark`)."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    catalog = TableCatalog(config)
+    location = detections_location(config)
     rows = (
         spark.read.format("delta").load(str(location))
         if location is not None

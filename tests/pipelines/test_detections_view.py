@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from datetime import datetime
 
+from pyspark.sql import SparkSession
 from rich.console import Console
 
-from rebalance_radar.pipelines.cli.detections_view import detections_summary, render_detections
+from rebalance_radar.pipelines.cli.detections_view import (
+    detections_location,
+    detections_summary,
+    load_detections,
+    load_local_detections,
+    render_detections,
+)
+from rebalance_radar.pipelines.config import RadarConfig
+from tests.pipelines.incident_tables import IncidentTables
+from tests.pipelines.radar_run_process import radar_command
 
 
 def _detection(kind: str, status: str, group: str, second: int) -> dict[str, object]:
@@ -45,3 +57,28 @@ def test_nothing_found_says_so() -> None:
     render_detections([], console)
     assert console.export_text().strip() == "no detections"
     assert detections_summary([_detection("offset_regression", "open", "g", 1)]).startswith("1 detection (1 open)")
+
+
+def test_a_local_data_dir_is_read_without_a_jvm_as_spark_reads_it(
+    spark: SparkSession, radar_config: RadarConfig, incident_tables: IncidentTables
+) -> None:
+    """deltalake and DuckDB give the rows, order and filters Spark gives; `radar detections` starts no JVM (with
+    JAVA_HOME pointing nowhere, Spark could not start one)."""
+    config = radar_config.with_data_dir(incident_tables.data_dir)
+    location = detections_location(config)
+    assert location is not None
+    for group, open_only in ((None, False), ("orders", False), (None, True)):
+        local = load_local_detections(location, group=group, open_only=open_only)
+        by_spark = load_detections(spark, config, group=group, open_only=open_only)
+        assert [r["detection_id"] for r in local] == [r["detection_id"] for r in by_spark]
+        assert [r["status"] for r in local] == [r["status"] for r in by_spark]
+    assert len(load_local_detections(location)) >= 3
+    done = subprocess.run(
+        radar_command("detections", "--data-dir", str(incident_tables.data_dir)),
+        env={**os.environ, "JAVA_HOME": "/nonexistent-so-no-jvm-can-start", "COLUMNS": "250"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "zombie_commit" in done.stdout and "detections (" in done.stdout, done.stdout[-2000:]
