@@ -131,10 +131,11 @@ def _detections(args: argparse.Namespace) -> int:
 
     config = _config(args)
     location = detections_location(config)
+    rows = None
     if location is not None and args.engine == "local":  # no JVM: deltalake and DuckDB
         with phase("load detections"):
             rows = load_local_detections(location, group=args.group, open_only=args.open)
-    else:
+    if rows is None:  # a catalog's table, --engine spark, or files delta-rs cannot read exactly
         from rebalance_radar.pipelines.runtime.session import build_spark_session
 
         spark = build_spark_session(_delta_only(config), quick_start=True)

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
 
@@ -37,13 +38,17 @@ def detections_location(config: RadarConfig) -> Path | None:
     return location
 
 
-def load_local_detections(location: Path, *, group: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+def load_local_detections(
+    location: Path, *, group: str | None = None, open_only: bool = False
+) -> list[dict[str, Any]] | None:
     """A local table's detections, newest first (by detected_at), optionally of one group and/or still open: read
-    by `deltalake`, filtered and ordered by DuckDB, no JVM."""
+    from its files (`delta_log.rows_from_files`), filtered and ordered by DuckDB, no JVM. None when its files alone
+    are not its rows (a reader feature delta-rs lacks): Spark reads it then."""
     import duckdb
-    from deltalake import DeltaTable
 
-    rows = DeltaTable(str(location)).to_pyarrow_table()
+    rows = rows_from_files(location, DETECTIONS.column_names)
+    if rows is None:
+        return None
     where, params = [], []
     if group is not None:
         where.append("group_id = ?")
