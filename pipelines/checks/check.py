@@ -149,7 +149,10 @@ class ViewSources:
     Spark job: `radar run` checks every minute beside its live queries), else on Spark SQL, the driver's tables
     handed to Spark; it is the same SQL on either engine."""
 
-    def __init__(self, spark: SparkSession, files: Mapping[str, pa.Table], frames: Mapping[str, DataFrame]) -> None:
+    def __init__(
+        self, spark: SparkSession | None, files: Mapping[str, pa.Table], frames: Mapping[str, DataFrame]
+    ) -> None:
+        """`spark` None: every table is in the driver (a reader that starts no JVM)."""
         self.spark, self.files, self.frames = spark, dict(files), dict(frames)
 
     @property
@@ -177,6 +180,8 @@ class ViewSources:
     def _on_spark(self, queries: Sequence[MetricQuery]) -> list[dict[str, Any]]:
         if not queries:
             return []
+        if self.spark is None:
+            raise ValueError(f"tables {sorted({t for q in queries for t in q.tables} - set(self.files))} need Spark")
         views: dict[str, str] = {}
         for name in {t for q in queries for t in q.tables}:
             frame = self.frames.get(name)

@@ -118,6 +118,31 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _groups(args: argparse.Namespace) -> int:
+    with phase("import pipelines"):
+        from rich.console import Console
+
+        from rebalance_radar.pipelines.cli.detections_view import detections_location
+        from rebalance_radar.pipelines.cli.groups_view import (
+            load_groups,
+            local_sources,
+            render_groups,
+            spark_sources,
+        )
+
+    config = _config(args)
+    detections_location(config)  # no tables yet: one sentence, before anything starts
+    sources = local_sources(config) if args.engine == "local" else None
+    if sources is None:  # a catalog's tables, --engine spark, or files delta-rs cannot read exactly
+        from rebalance_radar.pipelines.runtime.session import build_spark_session
+
+        sources = spark_sources(build_spark_session(_delta_only(config), quick_start=True), config)
+    with phase("load groups"):
+        rows = load_groups(sources)
+    render_groups(rows, Console())
+    return 0
+
+
 def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from rich.console import Console
@@ -505,6 +530,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="a dump file, or a broker's or client's log file read as telemetry (repeatable)",
     )
     replay.set_defaults(func=_replay)
+
+    groups = sub.add_parser(
+        "groups", help="one line per consumer group: state, last rebalance, open incidents (worst first)"
+    )
+    groups.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="local (default): read a local data dir's tables without a JVM; spark: with Spark",
+    )
+    groups.set_defaults(func=_groups)
 
     detections = sub.add_parser("detections", help="show the detections as a table, newest first")
     detections.add_argument("--group", default=None, help="only this consumer group")
