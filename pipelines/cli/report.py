@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     ALERTS,
@@ -61,16 +62,41 @@ class ReportData:
         return [r for r in rows if r.get("group_id") == group]
 
 
-def _table_rows(spark: SparkSession, config: RadarConfig, table: TableSchema) -> tuple[dict[str, Any], ...] | None:
-    """A gold table's rows of this cluster, read by path locally (None when it does not exist)."""
+def _naive_utc(value: Any) -> Any:
+    """A timestamp read from a table's files as Spark collects it in the report's session: naive, in UTC."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _file_rows(config: RadarConfig, table: TableSchema, location: Path) -> tuple[dict[str, Any], ...] | None:
+    """A local table's rows of this cluster from its files in the driver (no JVM); None when its files alone are
+    not its rows (`delta_log.rows_from_files`)."""
+    arrow = rows_from_files(location, table.column_names)
+    if arrow is None:
+        return None
+    rows = ({k: _naive_utc(v) for k, v in row.items()} for row in arrow.to_pylist())
+    return tuple(row for row in rows if "cluster" not in row or row["cluster"] == config.cluster)
+
+
+def _table_rows(
+    spark_of: Callable[[], SparkSession], config: RadarConfig, table: TableSchema
+) -> tuple[dict[str, Any], ...] | None:
+    """A gold table's rows of this cluster (None when it does not exist): a local table from its files, else (a
+    catalog's, or files delta-rs cannot read exactly) with the session `spark_of` gives, made only then."""
     catalog = TableCatalog(config)
     location = catalog.location(table)
     frame: DataFrame
     if location is not None:
         if not (location / "_delta_log").is_dir():
             return None
+        from_files = _file_rows(config, table, location)
+        if from_files is not None:
+            return from_files
+        spark = spark_of()
         frame = spark.read.format("delta").load(str(location))
     else:
+        spark = spark_of()
         if not spark.catalog.tableExists(catalog.name(table)):
             return None
         frame = spark.table(catalog.name(table))
@@ -79,14 +105,14 @@ def _table_rows(spark: SparkSession, config: RadarConfig, table: TableSchema) ->
     return tuple(row.asDict(recursive=True) for row in frame.collect())
 
 
-def load_report_data(spark: SparkSession, config: RadarConfig) -> ReportData | None:
+def load_report_data(spark_of: Callable[[], SparkSession], config: RadarConfig) -> ReportData | None:
     """The report's rows; None when the data dir has no gold tables at all."""
-    rebalances = _table_rows(spark, config, REBALANCES)
-    detections = _table_rows(spark, config, DETECTIONS)
-    health = _table_rows(spark, config, GROUP_HEALTH)
+    rebalances = _table_rows(spark_of, config, REBALANCES)
+    detections = _table_rows(spark_of, config, DETECTIONS)
+    health = _table_rows(spark_of, config, GROUP_HEALTH)
     if rebalances is None and detections is None and health is None:
         return None
-    alerts = _table_rows(spark, config, ALERTS)
+    alerts = _table_rows(spark_of, config, ALERTS)
     return ReportData(rebalances or (), detections or (), health or (), alerts)
 
 
@@ -315,9 +341,16 @@ def vega_embed_javascript() -> str:
     return str(vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert()))
 
 
-def write_report(spark: SparkSession, config: RadarConfig, out: Path, *, title: str | None = None) -> ReportData | None:
-    """Write the HTML report of `config`'s data dir to `out`; returns what it was drawn from."""
-    data = load_report_data(spark, config)
+def write_report(
+    spark: SparkSession | Callable[[], SparkSession],
+    config: RadarConfig,
+    out: Path,
+    *,
+    title: str | None = None,
+) -> ReportData | None:
+    """Write the HTML report of `config`'s data dir to `out`; returns what it was drawn from. `spark`: a session,
+    or what makes one if a table needs it (a local data dir's tables are read from their files, no JVM)."""
+    data = load_report_data(spark if callable(spark) else (lambda: spark), config)
     page = render_report(
         data,
         vega_embed_javascript(),
@@ -330,8 +363,9 @@ def write_report(spark: SparkSession, config: RadarConfig, out: Path, *, title: 
 
 
 def run_report(config: RadarConfig, out: Path) -> ReportData | None:
-    """`radar report`: a Delta-only session over the data dir, then the page."""
+    """`radar report`: the tables of a local data dir from their files (no JVM); a Delta-only session only for
+    tables that need one."""
     from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = config.model_copy(update={"spark": config.spark.model_copy(update={"connectors": ("delta",)})})
-    return write_report(build_spark_session(config), config, out)
+    return write_report(lambda: build_spark_session(config), config, out)

@@ -10,15 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli.report import (
     NO_ALERTS_TABLE,
     ReportData,
+    load_report_data,
     render_report,
     vega_embed_javascript,
     write_report,
 )
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.storage.tables import TableCatalog
+from rebalance_radar.transforms.schemas import DETECTIONS, GROUP_HEALTH, REBALANCES
 from tests.pipelines.headless_browser import visit
+from tests.pipelines.incident_tables import IncidentTables
 from tests.pipelines.ingest_support import isolated_config
 
 CHARTS_DRAWN = "document.querySelectorAll('.chart canvas, .chart svg.marks').length"
@@ -123,3 +129,24 @@ def test_a_data_dir_without_gold_tables_is_said_in_the_page(spark: Any, radar_co
     out = tmp_path / "report.html"
     assert write_report(spark, config, out) is None
     assert "no gold tables in this data dir" in out.read_text()
+
+
+def test_a_local_data_dir_is_reported_from_its_files_with_the_rows_spark_reads(
+    spark: SparkSession, radar_config: RadarConfig, incident_tables: IncidentTables
+) -> None:
+    """`radar report` on a local data dir starts no JVM: the gold tables come from their files, row for row what
+    Spark reads (timestamps naive UTC as Spark collects them)."""
+
+    def no_spark() -> SparkSession:
+        raise AssertionError("a local data dir's report asked for Spark")
+
+    config = radar_config.with_data_dir(incident_tables.data_dir)
+    data = load_report_data(no_spark, config)
+    assert data is not None and data.detections and data.rebalances
+    for rows, schema in ((data.rebalances, REBALANCES), (data.detections, DETECTIONS), (data.health, GROUP_HEALTH)):
+        location = TableCatalog(config).location(schema)
+        by_spark = [r.asDict(recursive=True) for r in spark.read.format("delta").load(str(location)).collect()]
+        key = schema.column_names[:3]
+        assert sorted(rows, key=lambda r: [str(r[k]) for k in key]) == sorted(
+            by_spark, key=lambda r: [str(r[k]) for k in key]
+        ), schema.name
