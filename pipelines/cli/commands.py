@@ -8,10 +8,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpFormatError
 from rebalance_radar.pipelines.runtime.phases import mark, phase
+
+if TYPE_CHECKING:
+    from rebalance_radar.transforms.schemas import TableSchema
 
 
 def _config(args: argparse.Namespace) -> RadarConfig:
@@ -188,6 +192,8 @@ def _sql(args: argparse.Namespace) -> int:
     query = bind_parameters(query, params) if params else query
     config = _config(args)
     named = tables_named_in(query)
+    if args.engine == "duckdb":
+        return _sql_on_duckdb(args, config, query, named)
     spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("register tables"):
         present = register_existing_tables(spark, config, named)
@@ -202,6 +208,55 @@ def _sql(args: argparse.Namespace) -> int:
                 result.show(args.limit, truncate=False)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
         raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
+    return 0
+
+
+def _sql_on_duckdb(args: argparse.Namespace, config: RadarConfig, query: str, named: Sequence[TableSchema]) -> int:
+    """`radar sql --engine duckdb`: the local tables the query names, scanned from their files by DuckDB, no JVM
+    (DuckDB's SQL dialect: the files of queries/ are Spark SQL)."""
+    import duckdb
+
+    from rebalance_radar.pipelines.storage.delta_log import dataset_of
+    from rebalance_radar.pipelines.storage.tables import TableCatalog
+    from rebalance_radar.transforms.schemas import TABLES
+
+    catalog = TableCatalog(config)
+    with duckdb.connect() as connection:
+        present = []
+        for table in named or list(TABLES.values()):
+            location = catalog.location(table)
+            if location is None:
+                raise ConfigError(f"{table.name} is in a catalog, not a local data dir: use --engine spark.")
+            if not (location / "_delta_log").is_dir():
+                continue
+            dataset = dataset_of(location)
+            if dataset is None:
+                raise ConfigError(f"{table.name} uses a Delta feature DuckDB's reader lacks: use --engine spark.")
+            connection.register(table.name, dataset)
+            present.append(table.name)
+        try:
+            result = connection.execute(query).to_arrow_table()
+        except duckdb.Error as error:
+            first = str(error).strip().splitlines()[0]
+            raise ConfigError(
+                f"DuckDB: {first} (the tables here: {', '.join(present) or 'none yet'}; --engine spark runs Spark SQL)."
+            ) from None
+    rows = result.to_pylist()
+    if args.format == "json":
+        for row in rows:
+            print(json.dumps(row, default=str, separators=(",", ":")))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    shown = Table(show_lines=False)
+    for name in result.column_names:
+        shown.add_column(name, overflow="fold")
+    for row in rows[: args.limit]:
+        shown.add_row(*("" if v is None else str(v) for v in row.values()))
+    Console().print(shown)
+    if len(rows) > args.limit:
+        print(f"only showing top {args.limit} rows of {len(rows)}")
     return 0
 
 
@@ -562,6 +617,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sql.add_argument("--format", choices=("table", "json"), default="table")
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
+    sql.add_argument(
+        "--engine",
+        choices=("spark", "duckdb"),
+        default="spark",
+        help="spark (default): Spark SQL, as queries/ are written; duckdb: DuckDB's SQL over a local data dir's "
+        "files, no JVM",
+    )
     sql.set_defaults(func=_sql)
 
     check = sub.add_parser(

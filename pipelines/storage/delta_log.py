@@ -22,6 +22,7 @@ from deltalake.exceptions import DeltaError
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.dataset as ds
 
 COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 CHECKPOINT_FILE = re.compile(r"^\d{20}\.checkpoint\..*parquet$|^\d{20}\.checkpoint\.[0-9a-fA-F-]{36}\.json$")
@@ -204,6 +205,19 @@ def rearranged_only(location: Path, after: int, up_to: int) -> bool:
     return all(commits.get(version) in REARRANGING_OPERATIONS for version in wanted)
 
 
+def dataset_of(location: Path) -> ds.Dataset | None:
+    """The local Delta table at `location` as a pyarrow dataset over its live files (scanned lazily, e.g. by DuckDB);
+    None when the files alone are not the rows (see `_table`)."""
+    table = _table(location)
+    return None if table is None else _dataset(table)
+
+
+def _dataset(table: DeltaTable) -> ds.Dataset:
+    from pyarrow.dataset import ParquetReadOptions
+
+    return table.to_pyarrow_dataset(parquet_read_options=ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+
+
 def rows_from_files(
     location: Path, columns: Sequence[str], *, max_bytes: int | None = None, version: int | None = None
 ) -> pa.Table | None:
@@ -211,14 +225,12 @@ def rows_from_files(
     driver (delta-rs and pyarrow), no Spark job; timestamps in microseconds, as Spark holds them. None when the
     files alone are not the rows (see `_table`), when a column is not in the table, or when the live files hold more
     than `max_bytes`: read the table with Spark then."""
-    from pyarrow.dataset import ParquetReadOptions
-
     table = _table(location, version)
     if table is None:
         return None
     if max_bytes is not None and sum(f.size for f in _files_of(table)) > max_bytes:
         return None
-    dataset = table.to_pyarrow_dataset(parquet_read_options=ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    dataset = _dataset(table)
     if any(name not in dataset.schema.names for name in columns):
         return None
     return dataset.to_table(columns=list(columns))

@@ -166,3 +166,35 @@ def test_parameters_are_bound_as_escaped_string_literals() -> None:
     assert ":group_id" not in bound.split("\n", 3)[-1]
     with pytest.raises(ConfigError, match="uses :group_id"):
         bind_parameters(query.sql, {})
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT group_id, kind, status, count(*) AS n FROM detections GROUP BY group_id, kind, status "
+        "ORDER BY group_id, kind, status",
+        "SELECT group_id, cause, from_generation, generation FROM rebalances ORDER BY group_id, started_at, generation",
+        "SELECT count(*) AS n, count(DISTINCT group_id) AS groups FROM offset_commits",
+    ],
+)
+def test_duckdb_over_the_files_answers_as_spark_sql(
+    capsys: pytest.CaptureFixture[str], incidents: IncidentTables, sql: str
+) -> None:
+    """`radar sql --engine duckdb`: the same rows as Spark SQL for SQL both dialects read alike, no JVM."""
+    answers = []
+    for engine in ("spark", "duckdb"):
+        capsys.readouterr()
+        argv = ["sql", sql, "--format", "json", "--engine", engine]
+        assert main([*argv, "--data-dir", str(incidents.data_dir), "--conf", str(incidents.conf)]) == 0
+        answers.append([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+    assert answers[0] == answers[1] and answers[0], answers
+
+
+def test_a_duckdb_mistake_is_one_sentence_naming_the_tables(
+    capsys: pytest.CaptureFixture[str], incidents: IncidentTables
+) -> None:
+    argv = ["sql", "SELEC 1", "--engine", "duckdb", "--data-dir", str(incidents.data_dir)]
+    assert main([*argv, "--conf", str(incidents.conf)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"DuckDB: Parser Error: .*the tables here: .*detections.*--engine spark", err), err
+    assert "Traceback" not in err
