@@ -169,8 +169,8 @@ class IngestConfig(FrozenSection):
 
     The trigger sets how fresh the bronze/silver history is, not how soon a detection shows: a live detection
     query decodes the Kafka streams itself (`pipelines.stages.detect`). Each ingest micro-batch costs seconds whatever
-    it holds, so a short trigger spends the cores the detection query needs (measured:
-    benchmarks/results/journal-2026-11.md, 2026-11-26 evening)."""
+    it holds, so a short trigger spends the cores the detection query needs (measured in the benchmarks' journal,
+    `benchmarks/results/`)."""
 
     trigger_interval: TriggerInterval = "10 seconds"
     checkpoint_location: Path = Path("checkpoints")

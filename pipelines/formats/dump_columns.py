@@ -1,7 +1,7 @@
 """The dump format's vectorised reader: a whole dump file parsed over Arrow buffers into the replay's columns.
 
-Replay parsed every line in Python (`pipelines.formats.dump.decode_dump_line`, ~8-10 µs a line), which capped a worker
-near 100k lines/s before anything else ran. This reader cuts a file into lines with numpy (exactly as
+Replay parsed every line in Python (`pipelines.formats.dump.decode_dump_line`), which capped a worker before anything
+else ran (`benchmarks/dump_parse.py` measures both readers). This reader cuts a file into lines with numpy (exactly as
 `bytes.splitlines`), checks every line at once against the shape `dump_line` writes (one RE2 pattern over the Arrow
 array), parses the lines of that shape with Arrow's JSON reader and decodes their payloads over whole buffers (base64 in
 one `binascii` call per column, hex with numpy). It *accepts* only lines it can

@@ -4,7 +4,7 @@ start-up tuning of a laptop's few cores. Nothing here runs for a cluster master,
 
 Each tuning piece can be turned off (`spark.local_tuning`), and stays only while turning it off costs at least 10 % of
 what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or live detection's p95
-(`benchmarks/detect.py --live`); benchmarks/results/journal-2026-11.md (2026-12-01 21:09) has the numbers:
+(`benchmarks/detect.py --live`); their results in `benchmarks/results/` have the numbers:
 
 - `worker_daemon`: Spark's Python workers start from a daemon that imports radar's worker modules once, without
   Spark's archives on their import path (a launcher script does the same for the workers Spark starts without it);
@@ -416,8 +416,8 @@ def freeze_imported_objects() -> None:
 
     Why: with worker reuse, pyspark's daemon runs a full `gc.collect()` in a worker after each of its tasks, and a
     full collection walks every object the worker holds, nearly all of them the modules imported above. In the
-    workers of a warm session running 1-task jobs, that was most of their CPU time
-    (benchmarks/results/journal-2026-11.md, 2026-11-27 15:40). Frozen before the fork (`gc.freeze`, Python's own
+    workers of a warm session running 1-task jobs, that was most of their CPU time (the benchmarks' journal,
+    `benchmarks/results/`). Frozen before the fork (`gc.freeze`, Python's own
     advice for forking servers), they are never walked; what a task allocates is collected as before."""
     import gc
 

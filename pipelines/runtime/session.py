@@ -32,7 +32,7 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 ALL_FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.enabled"
 # Compiled expression classes kept for reuse (Spark's default: 100). A live run's queries (ingest into ten tables,
 # detection, the gold MERGEs, the checks) need more than 100 at once, so every micro-batch evicted what the next one
-# compiled again (benchmarks/results/journal-2026-11.md, 2026-11-28 06:37: live p95). Any master: it is the number
+# compiled again (live p95, in the benchmarks' journal under benchmarks/results/). Any master: it is the number
 # of queries, not the machine, that needs it.
 CODEGEN_CACHE_ENTRIES = 4000
 NAMESPACE = "rebalance_radar"

@@ -1,9 +1,9 @@
 """The live detection micro-batch alone, the process's other writes between its batches.
 
 On a machine of few cores (the local default: 2), a gold MERGE run beside a live detection micro-batch stretched
-that batch 3-4x (1 s -> 3.7-4.9 s): the detection latency's tail (benchmarks/results/journal-2026-11.md,
-2026-11-26 15:06). And a MERGE that ran while a new detection was appended to the same table failed (Delta's
-Serializable isolation) and was redone, 4-5 s of the cores each time. So the writes take turns: the detection
+that batch several times over: the detection latency's tail (the benchmarks' journal, `benchmarks/results/`). And a
+MERGE that ran while a new detection was appended to the same table failed (Delta's Serializable isolation) and was
+redone, seconds of the cores each time. So the writes take turns: the detection
 query holds the turn for its whole `foreachBatch` body (`detection_turn`); the gold query holds it for one write at a
 time and the checks of `radar run` for their writes to `alerts` (`write_turn`), so they run in the gaps between
 detection batches instead of beside them.

@@ -68,8 +68,8 @@ BINARY_FILE_DDL = "path STRING, modificationTime TIMESTAMP, length BIGINT, conte
 CONSUMER_FETCH_OPTIONS = {"kafka.max.poll.records": "5000", "kafka.max.partition.fetch.bytes": str(4 << 20)}
 """Spark's Kafka reader seeks before every poll (`InternalKafkaConsumer.fetch`: `seek` then `poll`), so each poll
 is a fetch of its own and returns at most `max.poll.records`: with Kafka's defaults (500 records, 1 MiB a partition)
-a 400k-record backlog took ~800 round trips, 1.3-2.1 s to read warm; with these 0.40-0.48 s
-(benchmarks/results/journal-2026-11.md, 2026-11-28 09:30). A live micro-batch of a few records is one poll either way.
+a large backlog took a round trip per 500 records; these read it in a fraction of that time (`benchmarks/ingest.py`,
+its results in `benchmarks/results/`). A live micro-batch of a few records is one poll either way.
 At most 4 MiB is buffered per partition."""
 
 
