@@ -89,7 +89,8 @@ def load_detections(
     return [row.asDict() for row in ordered.collect()]
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """A value as a terminal table shows it: nothing for null, a timestamp to the second."""
     if value is None:
         return ""
     if isinstance(value, datetime):
@@ -119,6 +120,6 @@ def render_detections(rows: Sequence[Mapping[str, Any]], console: Console, title
             style = SEVERITY_STYLE.get(str(row.get("severity")), "")
             if row.get("status") in (DetectionStatus.RESOLVED, DetectionStatus.WITHDRAWN):
                 style = "dim"
-            table.add_row(*(_cell(row.get(name)) for name in SHOWN_COLUMNS), style=style)
+            table.add_row(*(cell_text(row.get(name)) for name in SHOWN_COLUMNS), style=style)
         console.print(table)
     console.print(detections_summary(rows))

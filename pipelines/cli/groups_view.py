@@ -7,13 +7,13 @@ engine)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from rebalance_radar.pipelines.checks.check import MetricQuery, ViewSources
+from rebalance_radar.pipelines.cli.detections_view import cell_text
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
@@ -88,14 +88,6 @@ def groups_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(rows)} group(s): {troubled} with open incidents, {moving} rebalancing"
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return f"{value:%Y-%m-%d %H:%M:%S}"
-    return str(value)
-
-
 def render_groups(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
     if rows:
         table = Table(title="groups", expand=False)
@@ -104,6 +96,6 @@ def render_groups(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
         for row in rows:
             incidents = f"{row['open_incidents']} ({row['open_kinds']})" if row["open_incidents"] else "0"
             style = "bold red" if row["open_incidents"] else ("yellow" if row["state"] not in SETTLED_STATES else "")
-            table.add_row(*(_cell(row.get(name)) for name in SHOWN), incidents, style=style)
+            table.add_row(*(cell_text(row.get(name)) for name in SHOWN), incidents, style=style)
         console.print(table)
     console.print(groups_summary(rows))

@@ -26,6 +26,17 @@ def radar_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "rebalance_radar.pipelines.cli", "--conf", str(CONF), *args]
 
 
+def radar_without_a_jvm(*args: str) -> subprocess.CompletedProcess[str]:
+    """A reading command run where no JVM can start (JAVA_HOME points nowhere): it must answer without one."""
+    return subprocess.run(
+        radar_command(*args),
+        env={**os.environ, "JAVA_HOME": "/nonexistent-so-no-jvm-can-start", "COLUMNS": "250"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 class RadarRun:
     """`with RadarRun(config, env, log) as run:` a running `radar run` into `config`'s data dir; `returncode` and
     `output` once the block is left (the run stopped by SIGINT, as Ctrl-C does)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from datetime import datetime
 
 from pyspark.sql import SparkSession
@@ -18,7 +16,7 @@ from rebalance_radar.pipelines.cli.detections_view import (
 )
 from rebalance_radar.pipelines.config import RadarConfig
 from tests.pipelines.incident_tables import IncidentTables
-from tests.pipelines.radar_run_process import radar_command
+from tests.pipelines.radar_run_process import radar_without_a_jvm
 
 
 def _detection(kind: str, status: str, group: str, second: int) -> dict[str, object]:
@@ -74,12 +72,6 @@ def test_a_local_data_dir_is_read_without_a_jvm_as_spark_reads_it(
         assert [r["detection_id"] for r in local] == [r["detection_id"] for r in by_spark]
         assert [r["status"] for r in local] == [r["status"] for r in by_spark]
     assert len(load_local_detections(location) or []) >= 3
-    done = subprocess.run(
-        radar_command("detections", "--data-dir", str(incident_tables.data_dir)),
-        env={**os.environ, "JAVA_HOME": "/nonexistent-so-no-jvm-can-start", "COLUMNS": "250"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = radar_without_a_jvm("detections", "--data-dir", str(incident_tables.data_dir))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "zombie_commit" in done.stdout and "detections (" in done.stdout, done.stdout[-2000:]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli.detections_view import detections_location, load_local_detections
 from rebalance_radar.pipelines.cli.groups_view import groups_summary, load_groups, local_sources, spark_sources
 from rebalance_radar.pipelines.config import RadarConfig
 from tests.pipelines.incident_tables import BILLING, ORDERS, PAYMENTS, IncidentTables
-from tests.pipelines.radar_run_process import radar_command
+from tests.pipelines.radar_run_process import radar_without_a_jvm
 
 
 def test_groups_worst_first_the_same_without_a_jvm_as_with_spark(
@@ -32,12 +29,6 @@ def test_groups_worst_first_the_same_without_a_jvm_as_with_spark(
     assert len(still_open) == worst["open_incidents"]
     assert worst["open_kinds"] == ", ".join(sorted({d["kind"] for d in still_open}))
     assert groups_summary(local).startswith(f"{len(local)} group(s): ")
-    done = subprocess.run(
-        radar_command("groups", "--data-dir", str(incident_tables.data_dir)),
-        env={**os.environ, "JAVA_HOME": "/nonexistent-so-no-jvm-can-start", "COLUMNS": "250"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = radar_without_a_jvm("groups", "--data-dir", str(incident_tables.data_dir))
     assert done.returncode == 0, done.stderr[-2000:]
     assert ORDERS in done.stdout and groups_summary(local) in done.stdout, done.stdout[-2000:]
