@@ -8,10 +8,11 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpFormatError
+from rebalance_radar.pipelines.runtime.console import OUTPUT_FORMATS, output_console, write_records
 from rebalance_radar.pipelines.runtime.phases import mark, phase
 
 if TYPE_CHECKING:
@@ -124,10 +125,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _groups(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
-        from rich.console import Console
-
         from rebalance_radar.pipelines.cli.detections_view import detections_location
         from rebalance_radar.pipelines.cli.groups_view import (
+            GROUP_COLUMNS,
             load_groups,
             local_sources,
             render_groups,
@@ -143,14 +143,15 @@ def _groups(args: argparse.Namespace) -> int:
         sources = spark_sources(build_spark_session(_delta_only(config), quick_start=True), config)
     with phase("load groups"):
         rows = load_groups(sources)
-    render_groups(rows, Console())
+    if args.format != "table":
+        write_records(rows, GROUP_COLUMNS, args.format, sys.stdout)
+        return 0
+    render_groups(rows, output_console())
     return 0
 
 
 def _detections(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
-        from rich.console import Console
-
         from rebalance_radar.pipelines.cli.detections_view import (
             detections_location,
             load_detections,
@@ -175,7 +176,12 @@ def _detections(args: argparse.Namespace) -> int:
         for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
         if part
     )
-    render_detections(rows, Console(), title=scope)
+    if args.format != "table":
+        from rebalance_radar.transforms.schemas import DETECTIONS
+
+        write_records(rows, DETECTIONS.column_names, args.format, sys.stdout)
+        return 0
+    render_detections(rows, output_console(), title=scope)
     return 0
 
 
@@ -200,12 +206,13 @@ def _sql(args: argparse.Namespace) -> int:
     try:
         with phase("query"):
             result = spark.sql(query)
-        if args.format == "json":
-            for row in result.toLocalIterator():
-                print(json.dumps(row.asDict(recursive=True), default=str, separators=(",", ":")))
+        if args.format != "table":
+            rows = (row.asDict(recursive=True) for row in result.toLocalIterator())
+            write_records(rows, result.columns, args.format, sys.stdout)
         else:
             with phase("query"):
-                result.show(args.limit, truncate=False)
+                shown = [row.asDict(recursive=True) for row in result.limit(args.limit + 1).collect()]
+            print_result_table(result.columns, shown, args.limit)
     except AnalysisException as error:  # ParseException included: a sentence and a hint, never the JVM stack
         raise ConfigError(sql_error_sentence(error, query, present, config.data_dir)) from None
     return 0
@@ -242,22 +249,29 @@ def _sql_on_duckdb(args: argparse.Namespace, config: RadarConfig, query: str, na
                 f"DuckDB: {first} (the tables here: {', '.join(present) or 'none yet'}; --engine spark runs Spark SQL)."
             ) from None
     rows = result.to_pylist()
-    if args.format == "json":
-        for row in rows:
-            print(json.dumps(row, default=str, separators=(",", ":")))
+    if args.format != "table":
+        write_records(rows, result.column_names, args.format, sys.stdout)
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    shown = Table(show_lines=False)
-    for name in result.column_names:
-        shown.add_column(name, overflow="fold")
-    for row in rows[: args.limit]:
-        shown.add_row(*("" if v is None else str(v) for v in row.values()))
-    Console().print(shown)
-    if len(rows) > args.limit:
-        print(f"only showing top {args.limit} rows of {len(rows)}")
+    print_result_table(result.column_names, rows, args.limit)
     return 0
+
+
+def print_result_table(columns: Sequence[str], rows: Sequence[dict[str, object]], limit: int) -> None:
+    """`radar sql`'s table: the first `limit` rows fitted to the width (the widest column folds), and a line saying
+    how to see the rest when there are more."""
+    from rebalance_radar.pipelines.cli.detections_view import cell_text
+    from rebalance_radar.pipelines.runtime.console import fitted_table, print_line, print_table
+
+    console = output_console()
+    cells = [[cell_text(row.get(name)) for name in columns] for row in rows[:limit]]
+    widest = max(columns, key=lambda name: max((len(row[columns.index(name)]) for row in cells), default=0))
+    table, _shown = fitted_table("", columns, cells, console.width, flexible=widest)
+    print_table(console, table)
+    noun = "row" if len(rows) == 1 else "rows"
+    if len(rows) > limit:
+        print_line(console, f"the first {limit} rows shown: --limit N shows more, --format csv|json prints them all")
+    else:
+        print_line(console, f"{len(rows)} {noun}")
 
 
 def _sql_text(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
@@ -436,8 +450,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from rebalance_radar.pipelines.cli.demo import prepare_data_dir, print_demo_result, run_demo
     from rebalance_radar.pipelines.local.scenarios import scenario_named
 
@@ -448,7 +460,7 @@ def _demo(args: argparse.Namespace) -> int:
     if config.kafka.bootstrap_servers:
         raise ConfigError("radar demo runs its own embedded broker; use a conf without kafka.bootstrap_servers.")
     prepare_data_dir(config.data_dir)
-    console = Console(file=sys.stderr)
+    console = output_console(sys.stderr)
     report = Path(args.out) if args.out else config.data_dir / "report.html"
     result = run_demo(config, args.scenario, report, console=console)
     print_demo_result(result, console)
@@ -546,8 +558,24 @@ def _add_global_options(parser: argparse.ArgumentParser, defaults: dict[str, str
     )
 
 
+def _add_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=OUTPUT_FORMATS,
+        default="table",
+        help="table (default: fitted to the terminal, or COLUMNS), json (one object a line) or csv (with a header)",
+    )
+
+
+class RadarArgumentParser(argparse.ArgumentParser):
+    """argparse, with a mistake said in one line that says what to do (not the usage block before it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}; `{self.prog} --help` lists what it takes.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = RadarArgumentParser(
         prog="radar",
         description="rebalance-radar: decode __consumer_offsets and heartbeat telemetry, detect rebalance trouble.",
     )
@@ -595,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="local",
         help="local (default): read a local data dir's tables without a JVM; spark: with Spark",
     )
+    _add_format_option(groups)
     groups.set_defaults(func=_groups)
 
     detections = sub.add_parser("detections", help="show the detections as a table, newest first")
@@ -607,6 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="local (default): read a local data dir's table without a JVM; spark: with Spark (a catalog's tables "
         "always are)",
     )
+    _add_format_option(detections)
     detections.set_defaults(func=_detections)
 
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
@@ -615,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument(
         "--param", action="append", default=None, metavar="NAME=VALUE", help="bind :NAME in the query (repeatable)"
     )
-    sql.add_argument("--format", choices=("table", "json"), default="table")
+    _add_format_option(sql)
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.add_argument(
         "--engine",
@@ -694,6 +724,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+QUIET_COMMANDS = frozenset({"decode", "tables", "queries"})
+"""Commands that start no library that logs (no JVM, no Kafka client, no Maven): no log file to keep."""
+
+
+def _keep_library_messages(args: argparse.Namespace) -> None:
+    """Third-party messages (librdkafka, py4j, Maven, Spark's workers) go to `<data dir>/logs/radar-<command>.log`,
+    named on stderr the first time something is written there (`console.LibraryLog`)."""
+    if args.command in QUIET_COMMANDS:
+        return
+    from rebalance_radar.pipelines.runtime.console import keep_library_messages
+
+    config = _config(args)
+    data_dir = config.data_dir / "demo" if args.command == "demo" and not args.data_dir else config.data_dir
+    keep_library_messages(data_dir.expanduser(), args.command)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     mark("main")
     parser = build_parser()
@@ -701,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with phase(f"command {args.command}"):
             refuse_read_only_data_dir(args)
+            _keep_library_messages(args)
             return int(args.func(args) or 0)
     except (DumpFormatError, ConfigError, FileNotFoundError, ValueError, TimeoutError) as exc:
         print(f"radar {args.command}: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ is the production one; only the consumers' misbehaviour is scripted.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import time
@@ -29,6 +30,7 @@ from rich.text import Text
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.local.scenarios import Scenario, ScenarioProgress, ScenarioRunner, scenario_named
+from rebalance_radar.pipelines.runtime.console import PlainTicker, output_console, print_line
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, DetectionStatus
 
@@ -174,6 +176,16 @@ class DemoView:
         if detections and self.first_detection_s is None:
             self.first_detection_s = time.monotonic() - self.started
 
+    def status_text(self) -> str:
+        """The view's last line: time, the monitor's state, the detections so far, the alerts."""
+        first = f"{self.first_detection_s:.0f} s" if self.first_detection_s is not None else "-"
+        phase = self.progress.phase
+        playing = f"phase {phase.name}; " if phase is not None and not self.progress.done else ""
+        return (
+            f"{time.monotonic() - self.started:.0f} s elapsed; {playing}{self.monitor}; {len(self.detections)} "
+            f"detection(s), first after {first}; {self.alerts_line}"
+        )
+
     def render(self) -> Group:
         now = time.monotonic()
         phases = Table(title=f"radar demo: scenario {self.scenario.name}", expand=False, title_justify="left")
@@ -205,14 +217,74 @@ class DemoView:
             found.add_row(
                 stamp, d["severity"], d["kind"], d["group_id"], d["status"], d.get("summary") or "", style=style
             )
-        first = f"{self.first_detection_s:.0f} s" if self.first_detection_s is not None else "-"
-        status = Text(
-            f"{now - self.started:.0f} s elapsed; {self.monitor}; {len(self.detections)} detection(s), first "
-            f"after {first}; {self.alerts_line}"
-        )
+        status = Text(self.status_text())
         if self.progress.error:
             status.append(f"\nthe script stopped early: {self.progress.error}", style="bold red")
         return Group(phases, found if self.detections else Text("no detections yet", style="dim"), status)
+
+
+class PlainDemoDisplay:
+    """The demo on a pipe (`| tee`, a CI log): each phase and each new detection as a line when it happens, and the
+    status line every `console.PLAIN_STATUS_EVERY_S` (while Spark starts too); no redrawing, no escape codes."""
+
+    def __init__(self, view: DemoView, console: Console) -> None:
+        self.view = view
+        self.console = console
+        self.ticker = PlainTicker("radar demo", view.status_text, stream=console.file)
+        self._phases_said: set[tuple[int, str]] = set()
+        self._detections_said: set[tuple[str, str]] = set()
+
+    def __enter__(self) -> PlainDemoDisplay:
+        print_line(
+            self.console, f"radar demo: scenario {self.view.scenario.name}, {len(self.view.scenario.phases)} phases"
+        )
+        self.ticker.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.ticker.__exit__(*exc)
+        self.show_news()
+
+    def show_news(self) -> None:
+        progress = self.view.progress
+        for index, phase in enumerate(self.view.scenario.phases):
+            for moment, times in (("started", progress.started), ("ended", progress.ended)):
+                if index in times and (index, moment) not in self._phases_said:
+                    self._phases_said.add((index, moment))
+                    what = f": {phase.description}" if moment == "started" else ""
+                    print_line(self.console, f"radar demo: phase {phase.name} {moment}{what}")
+        for d in sorted(self.view.detections, key=lambda d: d.get("detected_at") or datetime.min):
+            key = (str(d.get("detection_id")), str(d.get("status")))
+            if key not in self._detections_said:
+                self._detections_said.add(key)
+                stamp = d["detected_at"].strftime("%H:%M:%S") if d.get("detected_at") else "--:--:--"
+                print_line(
+                    self.console,
+                    f"radar demo: detection {stamp} {d['severity']} {d['kind']} in {d['group_id']} ({d['status']}): "
+                    f"{d.get('summary') or ''}",
+                )
+
+
+class LiveDemoDisplay:
+    """The demo on a terminal: the view redrawn in place (rich)."""
+
+    def __init__(self, view: DemoView, console: Console) -> None:
+        self.live = Live(view, console=console, refresh_per_second=2, transient=False)
+
+    def __enter__(self) -> LiveDemoDisplay:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(*exc)  # type: ignore[arg-type]
+
+    def show_news(self) -> None:
+        """Nothing to do: the live view shows everything on its next redraw."""
+
+
+def demo_display(view: DemoView, console: Console) -> PlainDemoDisplay | LiveDemoDisplay:
+    """The live view on a terminal, plain lines on a pipe."""
+    return LiveDemoDisplay(view, console) if console.is_terminal else PlainDemoDisplay(view, console)
 
 
 def run_demo(
@@ -243,7 +315,7 @@ def run_demo(
     scenario = scenario_named(scenario_name)
     if not config.kafka.telemetry_topics:
         raise ConfigError("kafka.telemetry_topics is empty: the demo's agents and clock need a telemetry topic.")
-    console = console or Console(file=sys.stderr)
+    console = console or output_console(sys.stderr)
     config = demo_config(config)
     started = time.monotonic()
     telemetry = config.kafka.telemetry_topics[0]
@@ -267,8 +339,9 @@ def run_demo(
         runner.start()
         view = DemoView(runner.progress, groups, started)
         script_done_at: float | None = None
-        # the view redraws itself (rich's refresh thread) while Spark starts, so the script's progress shows
-        with Live(view, console=console, refresh_per_second=2, transient=False):
+        # the view redraws itself (rich's refresh thread, or the plain status lines) while Spark starts, so the
+        # script's progress shows
+        with demo_display(view, console) as display:
             view.monitor = f"starting Spark and the monitor's stages (data dir {config.data_dir})"
             spark = spark or build_spark_session(config)
             source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
@@ -289,6 +362,7 @@ def run_demo(
                 queries.raise_failures()
                 if detection_batches.advanced():  # a Delta read is a Spark job: only after a new detection batch
                     view.update(read_detections(spark, config))
+                display.show_news()
                 # the catch-up time counts once the script is over and every query has finished a micro-batch
                 # (on a loaded machine Spark's first batches can take longer than the whole script)
                 if runner.progress.done and script_done_at is None and all(q.lastProgress is not None for q in queries):
@@ -303,13 +377,14 @@ def run_demo(
         stop_stages(stages)  # the detections read and checked below are then the drained, confirmed ones
         detections = tuple(read_detections(spark, config))
         view.update(list(detections))
+        display.show_news()
         missing = tuple(view.missing())
         # The expectations run once over the final tables (a check run costs tens of seconds of Spark jobs on two
         # cores, so not during the script): their failures become `alerts` rows, which the report shows.
         from rebalance_radar.pipelines.checks.check import run_checks
 
         check = run_checks(spark, config)
-        console.print(f"radar demo: checks: {check.summary_line()}")
+        print_line(console, f"radar demo: checks: {check.summary_line()}")
         alerts = tuple(sorted({(a.rule, a.group_id) for a in (*check.opened, *check.updated)}, key=str))
     out = None
     if report is not None:
@@ -344,8 +419,18 @@ def print_demo_result(result: DemoResult, console: Console) -> None:
         console.print(f"  [bold red]the script stopped early[/]: {result.scenario_error}")
     if result.report is not None:
         console.print(f"radar demo: report written to {result.report} (open it in a browser; it works offline)")
-    console.print(
-        f"radar demo: next: radar detections --data-dir {result.data_dir}\n"
-        f'            radar sql "SELECT group_id, generation, cause, duration_ms FROM rebalances ORDER BY started_at" '
-        f"--data-dir {result.data_dir}"
-    )
+    # each suggested command on a line of its own, never wrapped: it must paste as it is
+    print_line(console, "radar demo: next:")
+    for command in next_commands(result.data_dir):
+        print_line(console, f"  {command}")
+
+
+def next_commands(data_dir: Path) -> list[str]:
+    """What to run after the demo, over its data dir."""
+    quoted = shlex.quote(str(data_dir))
+    return [
+        f"radar detections --data-dir {quoted}",
+        f"radar watch --data-dir {quoted}",
+        f'radar sql --engine duckdb "SELECT group_id, generation, cause, duration_ms FROM rebalances ORDER BY '
+        f'started_at" --data-dir {quoted}',
+    ]

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.runtime.console import fitted_table, print_line, print_table
 from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
@@ -110,16 +110,28 @@ def detections_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(rows)} {noun} ({open_count} open) in {groups} group(s): {per_kind}"
 
 
+DROPPED_WHEN_NARROW = ("member_id", "generation", "status", "severity", "detected_at")
+"""The columns a narrow terminal loses first, so the summary (what happened, what to do) keeps room to be read."""
+
+
 def render_detections(rows: Sequence[Mapping[str, Any]], console: Console, title: str = "detections") -> None:
-    """The table (newest first as given) and the summary line."""
+    """The table (newest first as given), fitted to the console's width, and the summary line."""
     if rows:
-        table = Table(title=title, show_lines=False, expand=False)
-        for name in SHOWN_COLUMNS:
-            table.add_column(name, overflow="fold", no_wrap=name in {"detected_at", "status", "severity"})
+        styles = []
         for row in rows:
             style = SEVERITY_STYLE.get(str(row.get("severity")), "")
             if row.get("status") in (DetectionStatus.RESOLVED, DetectionStatus.WITHDRAWN):
                 style = "dim"
-            table.add_row(*(cell_text(row.get(name)) for name in SHOWN_COLUMNS), style=style)
-        console.print(table)
-    console.print(detections_summary(rows))
+            styles.append(style)
+        cells = [[cell_text(row.get(name)) for name in SHOWN_COLUMNS] for row in rows]
+        table, _shown = fitted_table(
+            title,
+            SHOWN_COLUMNS,
+            cells,
+            console.width,
+            flexible="summary",
+            droppable=DROPPED_WHEN_NARROW,
+            styles=styles,
+        )
+        print_table(console, table)
+    print_line(console, detections_summary(rows))

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 
 from rebalance_radar.pipelines.checks.check import MetricQuery, ViewSources
 from rebalance_radar.pipelines.cli.detections_view import cell_text
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.runtime.console import fitted_table, print_line, print_table
 from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, GROUP_HEALTH, UNRESOLVED_DETECTION_STATUSES
@@ -35,6 +35,20 @@ OPEN_KINDS = MetricQuery(
     sql=f"SELECT DISTINCT cluster, group_id, kind FROM {{detections}} WHERE status IN ({UNRESOLVED})",
     tables=(DETECTIONS.name,),
 )
+GROUP_COLUMNS = (
+    "cluster",
+    "group_id",
+    "group_protocol",
+    "state",
+    "generation",
+    "members",
+    "last_rebalance_at",
+    "rebalances_1h",
+    "last_event_at",
+    "open_incidents",
+    "open_kinds",
+)
+"""A group's line for `--format json|csv`: every column `load_groups` gives."""
 SHOWN = ("group_id", "group_protocol", "state", "generation", "members", "last_rebalance_at", "rebalances_1h")
 SETTLED_STATES = frozenset({"Stable", "Empty", "Dead"})
 
@@ -88,14 +102,29 @@ def groups_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(rows)} group(s): {troubled} with open incidents, {moving} rebalancing"
 
 
+DROPPED_WHEN_NARROW = ("group_protocol", "generation", "rebalances_1h", "members")
+
+
+def group_cells(row: Mapping[str, Any]) -> list[str]:
+    """A group's line as text: the shown columns, then its open incidents with their kinds."""
+    incidents = f"{row['open_incidents']} ({row['open_kinds']})" if row["open_incidents"] else "0"
+    return [*(cell_text(row.get(name)) for name in SHOWN), incidents]
+
+
+def group_style(row: Mapping[str, Any]) -> str:
+    return "bold red" if row["open_incidents"] else ("yellow" if row["state"] not in SETTLED_STATES else "")
+
+
 def render_groups(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
     if rows:
-        table = Table(title="groups", expand=False)
-        for name in (*SHOWN, "open incidents"):
-            table.add_column(name, overflow="fold")
-        for row in rows:
-            incidents = f"{row['open_incidents']} ({row['open_kinds']})" if row["open_incidents"] else "0"
-            style = "bold red" if row["open_incidents"] else ("yellow" if row["state"] not in SETTLED_STATES else "")
-            table.add_row(*(cell_text(row.get(name)) for name in SHOWN), incidents, style=style)
-        console.print(table)
-    console.print(groups_summary(rows))
+        table, _shown = fitted_table(
+            "groups",
+            (*SHOWN, "open incidents"),
+            [group_cells(row) for row in rows],
+            console.width,
+            flexible="open incidents",
+            droppable=DROPPED_WHEN_NARROW,
+            styles=[group_style(row) for row in rows],
+        )
+        print_table(console, table)
+    print_line(console, groups_summary(rows))

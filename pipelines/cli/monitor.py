@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.runtime.console import PlainTicker
 from rebalance_radar.pipelines.runtime.phases import phase
 from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
 from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources, seal_replay_time
@@ -119,7 +120,8 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
 
     check_dump_files(paths)  # before Spark: a typo must not cost a session start
     # a short replay's time is mostly the JVM's cold start
-    spark = build_spark_session(config, quick_start=short_replay(paths))
+    with PlainTicker.waiting("radar replay", "starting Spark"):
+        spark = build_spark_session(config, quick_start=short_replay(paths))
     ingest_dumps(spark, config, paths)
     with phase("seal replay time"):
         seal_replay_time(spark, config)
@@ -169,7 +171,8 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
 
             stack.callback(start_shipper(broker.log_file, bootstrap, config.kafka.telemetry_topics[0]).stop)
             ensure_offsets_topic(bootstrap, config.kafka.offsets_topic)
-        spark = build_spark_session(config)
+        with PlainTicker.waiting("radar run", "starting Spark"):
+            spark = build_spark_session(config)
         telemetry_topics = list(config.kafka.telemetry_topics)
         source = kafka_stream(spark, config, [config.kafka.offsets_topic], bootstrap)
         telemetry_source = kafka_stream(spark, config, telemetry_topics, bootstrap)

@@ -8,20 +8,26 @@ matters, so the JVM logs at ERROR by default and the status is one line, redrawn
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import logging
+import os
+import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pyspark.sql.streaming import StreamingQuery
-
 if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+    from rich.console import Console
+    from rich.table import Table
+
     from rebalance_radar.pipelines.runtime.run_status import QueryStatus
 
 # Spark WARNs that are expected in normal operation and say nothing actionable, muted even with --verbose.
@@ -228,7 +234,7 @@ class StatusLine:
         self._counting = threading.Event()
         self._detections: int | None = None
         self._live: Any = None
-        if self.stream.isatty():
+        if is_terminal(self.stream):
             from rich.console import Console
             from rich.live import Live
 
@@ -319,3 +325,272 @@ class StatusLine:
         self.close()
         elapsed = time.monotonic() - self.started
         print(f"{self.label}: {elapsed:.0f} s; {self.text(with_rate=False)}", file=self.stream, flush=True)
+
+
+# --- output that fits where it goes ----------------------------------------------------------------------------
+# A terminal gets rich's live views and colours; a pipe (`| tee`, a CI log, `ssh host radar ... > file`) gets plain
+# lines, each ended by a newline as it happens, with no control characters: what is printed there is read later,
+# by a person or by grep.
+
+PIPED_WIDTH = 160
+"""A pipe has no width: tables are laid out this wide there unless COLUMNS says otherwise (a log is read in an
+editor or a browser, rarely at 80 columns)."""
+FLEXIBLE_MIN_WIDTH = 40  # the column that folds (a summary) keeps at least this much room before others are dropped
+OUTPUT_FORMATS = ("table", "json", "csv")
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal a live view can redraw (a closed or odd stream counts as a pipe)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def output_width(stream: TextIO) -> int:
+    """The width to lay tables out in: COLUMNS when set, else the terminal's, else `PIPED_WIDTH`."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if is_terminal(stream):
+        return shutil.get_terminal_size().columns
+    return PIPED_WIDTH
+
+
+def output_console(stream: TextIO | None = None) -> Console:
+    """A rich console for `stream` (stdout by default): colours and styles on a terminal; on a pipe plain text
+    (rich writes no escape codes to what is not a terminal), `output_width` wide."""
+    from rich.console import Console
+
+    stream = stream or sys.stdout
+    terminal = is_terminal(stream)
+    return Console(
+        file=stream,
+        width=output_width(stream),
+        force_terminal=terminal,
+        no_color=not terminal,
+        highlight=terminal,
+        emoji=False,
+    )
+
+
+def print_line(console: Console, text: str) -> None:
+    """One line printed whole: never wrapped (a hint or a command must paste as it is), no markup read in it."""
+    console.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """`table` on `console`; on a pipe without the spaces rich pads each line with to the full width."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    console.out("\n".join(line.rstrip() for line in captured.get().splitlines()), highlight=False)
+
+
+def fitted_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    flexible: str | None = None,
+    droppable: Sequence[str] = (),
+    styles: Sequence[str] | None = None,
+) -> tuple[Table, tuple[str, ...]]:
+    """A table of `rows` (cells as text) within `width`: every column as wide as its widest cell and never wrapped,
+    except `flexible` (a summary), which folds into the room left; when that room is below `FLEXIBLE_MIN_WIDTH`,
+    the `droppable` columns go, in that order (kubectl's narrow view). Returns the table and the columns shown."""
+    from rich import box
+    from rich.table import Table
+
+    natural = {
+        name: max([len(name), *(len(line) for row in rows for line in row[index].splitlines() or [""])])
+        for index, name in enumerate(columns)
+    }
+    shown = list(columns)
+
+    def room_left() -> int:  # box.SIMPLE: one space of padding each side of a cell, a space between columns
+        fixed = sum(natural[name] + 2 for name in shown if name != flexible)
+        return width - fixed - (len(shown) - 1) - (2 if flexible in shown else 0)
+
+    for name in droppable:
+        if flexible is None or room_left() >= min(FLEXIBLE_MIN_WIDTH, natural.get(flexible, 0)):
+            break
+        if name in shown:
+            shown.remove(name)
+    table = Table(title=title or None, box=box.SIMPLE, expand=False, title_justify="left", pad_edge=False)
+    for name in shown:
+        if name == flexible:
+            table.add_column(name, overflow="fold", min_width=min(FLEXIBLE_MIN_WIDTH, natural[name]))
+        else:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=natural[name])
+    indexes = [columns.index(name) for name in shown]
+    for row_index, row in enumerate(rows):
+        style = styles[row_index] if styles is not None else ""
+        table.add_row(*(row[i] for i in indexes), style=style or None)
+    return table, tuple(shown)
+
+
+def record_value(value: Any) -> Any:
+    """A value as JSON and CSV carry it: timestamps in ISO-8601 (UTC as stored), the rest as it is."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def write_records(
+    rows: Iterable[Mapping[str, Any]], columns: Sequence[str], output_format: str, stream: TextIO
+) -> None:
+    """Rows for a program: `json` one object a line (JSON Lines), `csv` with a header row; each line ends with a
+    newline, whatever the platform."""
+    if output_format == "json":
+        for row in rows:
+            record = {name: record_value(row.get(name)) for name in columns}
+            stream.write(json.dumps(record, default=str, separators=(",", ":")) + "\n")
+    elif output_format == "csv":
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(["" if row.get(name) is None else record_value(row.get(name)) for name in columns])
+    else:
+        raise ValueError(f"--format {output_format} is not one of {', '.join(OUTPUT_FORMATS)}.")
+
+
+class PlainTicker:
+    """While a long step runs (a JVM starting, a script playing): on a pipe, a line `label: text()` every
+    `PLAIN_STATUS_EVERY_S`, so a log shows the command is alive; on a terminal nothing (its live view shows it)."""
+
+    def __init__(self, label: str, text: Callable[[], str], stream: TextIO | None = None) -> None:
+        self.label, self.text = label, text
+        self.stream = stream or sys.stderr
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def waiting(cls, label: str, what: str) -> PlainTicker:
+        """`label: <what>, N s` every few seconds on a pipe while a step with nothing else to say runs."""
+        started = time.monotonic()
+        return cls(label, lambda: f"{what}, {time.monotonic() - started:.0f} s")
+
+    def _run(self) -> None:
+        while not self._stop.wait(PLAIN_STATUS_EVERY_S):
+            with contextlib.suppress(Exception):  # a status that cannot be said now is said at the next tick
+                print(f"{self.label}: {self.text()}", file=self.stream, flush=True)
+
+    def __enter__(self) -> PlainTicker:
+        if not is_terminal(self.stream):
+            self._thread = threading.Thread(target=self._run, name="radar-plain-status", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+
+class CountLine:
+    """A count that grows while a step runs (files downloaded): redrawn in place on a terminal, a plain line at most
+    every `PLAIN_STATUS_EVERY_S` on a pipe; `done()` ends it with a newline."""
+
+    def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        self.what = what
+        self.stream = stream or sys.stderr
+        self.terminal = is_terminal(self.stream)
+        self.count = 0
+        self._printed = time.monotonic()
+        self._shown = 0
+
+    def add(self, n: int = 1) -> None:
+        self.count += n
+        if self.terminal:
+            self.stream.write(f"\r  {self.count} {self.what}")
+            self.stream.flush()
+            self._shown = self.count
+        elif time.monotonic() - self._printed >= PLAIN_STATUS_EVERY_S:
+            self._printed = time.monotonic()
+            self._shown = self.count
+            print(f"  {self.count} {self.what}", file=self.stream, flush=True)
+
+    def done(self) -> None:
+        if self.terminal and self._shown:
+            self.stream.write("\n")
+        elif not self.terminal and self.count != self._shown:
+            print(f"  {self.count} {self.what}", file=self.stream)
+        self.stream.flush()
+
+
+# --- third-party messages: a log file under the data dir ---------------------------------------------------------
+
+LOGS_DIR = "logs"
+
+
+class LibraryLog:
+    """Where a command's third-party messages go: librdkafka's lines, py4j's, Maven's output,
+    `<data dir>/logs/radar-<command>.log`. They are kept (a support question needs them), not printed; the file is
+    named once, on stderr, the first time something is written to it."""
+
+    def __init__(self, data_dir: Path, command: str, stream: TextIO | None = None) -> None:
+        self.path = data_dir / LOGS_DIR / f"radar-{command}.log"
+        self.command = command
+        self.stream = stream or sys.stderr
+        self._named = False
+        self._lock = threading.Lock()
+
+    def write(self, source: str, text: str) -> None:
+        """Append `text` (one message or many lines) from `source` (librdkafka, maven, ...)."""
+        stamp = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8", errors="replace") as log:
+                    for line in text.splitlines() or [""]:
+                        log.write(f"{stamp} {source}: {line}\n")
+            except OSError:
+                return  # a read-only data dir: the messages are dropped, as they were before
+            if not self._named:
+                self._named = True
+                print(f"radar {self.command}: library messages are kept in {self.path}", file=self.stream, flush=True)
+
+
+class LibraryLogHandler(logging.Handler):
+    """A logging handler that writes to the command's `LibraryLog` (librdkafka's `logger`, py4j)."""
+
+    def __init__(self, log: LibraryLog, source: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.log, self.source = log, source
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            self.log.write(self.source, record.getMessage())
+
+
+_library_log: LibraryLog | None = None
+
+
+def keep_library_messages(data_dir: Path, command: str) -> LibraryLog:
+    """From now on, route the third-party loggers of this process to `<data dir>/logs/radar-<command>.log`."""
+    global _library_log
+    _library_log = LibraryLog(data_dir, command)
+    from rebalance_radar.emitters.cluster_probe import CLIENT_LOGGER
+
+    for name, source in ((CLIENT_LOGGER, "librdkafka"), ("py4j", "py4j")):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not isinstance(h, (LibraryLogHandler, logging.NullHandler))]
+        logger.addHandler(LibraryLogHandler(_library_log, source))
+        logger.propagate = False
+    return _library_log
+
+
+def library_log() -> LibraryLog | None:
+    """The running command's log of third-party messages (None outside a `radar` command)."""
+    return _library_log
+
+
+@contextlib.contextmanager
+def kept_in_library_log(source: str) -> Iterator[Callable[[str], None]]:
+    """A writer for a third-party tool's output lines (Maven's): to the command's log, or dropped outside one."""
+    log = library_log()
+    yield (lambda text: log.write(source, text)) if log is not None else (lambda _text: None)

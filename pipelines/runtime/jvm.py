@@ -25,6 +25,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from rebalance_radar.pipelines.config import BrokerConfig, RadarConfig
+from rebalance_radar.pipelines.runtime.console import CountLine, kept_in_library_log
 
 SCALA_BINARY_VERSION = "2.13"
 MAVEN_CENTRAL_URL = "https://repo.maven.apache.org/maven2"
@@ -295,18 +296,20 @@ def run_maven(artifact_set: ArtifactSet, work_dir: Path) -> list[tuple[str, Path
     )
     started = time.monotonic()
     output: list[str] = []
-    downloaded = 0
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work_dir
-    ) as process:
+    # Maven's own lines go to the command's log of library messages; the console gets a count of the files
+    # downloaded, redrawn on a terminal, a line every few seconds on a pipe (`console.CountLine`)
+    downloads = CountLine("files downloaded")
+    with (
+        kept_in_library_log("maven") as keep,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work_dir) as process,
+    ):
         assert process.stdout is not None
         for line in process.stdout:
             output.append(line)
+            keep(line.rstrip("\n"))
             if "Downloaded from" in line:
-                downloaded += 1
-                print(f"\r  {downloaded} files downloaded", end="", file=sys.stderr, flush=True)
-    if downloaded:
-        print(file=sys.stderr)
+                downloads.add()
+    downloads.done()
     if process.returncode != 0:
         missing = sorted(
             set(

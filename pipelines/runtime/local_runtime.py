@@ -207,8 +207,13 @@ port, the key schema), which the JVM copies verbatim onto its stderr: start-up n
 reach the driver as exceptions)."""
 
 
+JVM_START_NOTICES = (b"WARNING: Using incubator modules:",)
+"""What the JVM itself prints when it starts with Spark's options (the Vector API module Spark enables): a notice,
+never an error."""
+
+
 def is_worker_chatter(line: bytes) -> bool:
-    return line.lstrip().startswith(TWS_WORKER_CHATTER)
+    return line.lstrip().startswith(TWS_WORKER_CHATTER) or line.startswith(JVM_START_NOTICES)
 
 
 HUNG_UP = (b"BrokenPipeError", b"ConnectionResetError", b"EOFError")
@@ -260,6 +265,7 @@ class JvmStderrFilter:
             return True
         if self._endings and all(ending.startswith(HUNG_UP) for ending in self._endings) and not self._open:
             self.dropped += len(self._held)
+            self._keep(self._held)
             self._after_dropped = True  # its chained exceptions' joining lines go too
         else:
             for held in self._held:
@@ -271,9 +277,19 @@ class JvmStderrFilter:
         """A blank line or a chained exception's heading right after a dropped traceback."""
         if self._after_dropped and (not line.strip() or line.startswith(CHAINED)):
             self.dropped += 1
+            self._keep([line])
             return True
         self._after_dropped = False
         return False
+
+    @staticmethod
+    def _keep(lines: list[bytes]) -> None:
+        """What is not shown is kept in the command's log of library messages (`console.LibraryLog`)."""
+        from rebalance_radar.pipelines.runtime.console import library_log
+
+        log = library_log()
+        if log is not None and lines:
+            log.write("spark", b"".join(lines).decode("utf-8", errors="replace").rstrip("\n"))
 
     def start(self) -> JvmStderrFilter:
         self._thread.start()
@@ -288,6 +304,7 @@ class JvmStderrFilter:
         for line in iter(self._source.readline, b""):
             if self._silenced.is_set() or is_worker_chatter(line):
                 self.dropped += 1
+                self._keep([line])
                 skip_blank = True
                 continue
             if skip_blank and not line.strip():

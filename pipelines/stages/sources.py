@@ -129,8 +129,10 @@ def kafka_cluster_id(spark: SparkSession, config: RadarConfig, bootstrap_servers
     instead of resuming at offsets that do not exist there."""
     from confluent_kafka.admin import AdminClient
 
+    from rebalance_radar.emitters.cluster_probe import client_logger
+
     settings = dict(cluster_client_settings(spark, config, bootstrap_servers))
-    admin = AdminClient({**settings, "log_level": 3})
+    admin = AdminClient({**settings, "log_level": 3, "logger": client_logger()})
     try:
         cluster_id = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s + 5).cluster_id
     except Exception as exc:
