@@ -138,6 +138,9 @@ class StorageConfig(FrozenSection):
     catalog: str | None = None
     schema_name: str | None = Field(default=None, alias="schema")
     table_prefix: str = ""
+    # a table micro-batches append to is compacted (OPTIMIZE) after this many writes of one process (50 small files:
+    # Delta's own auto-compaction threshold, autoCompact.minNumFiles)
+    compact_after_writes: int = Field(default=50, ge=1)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -233,6 +236,31 @@ class DetectConfig(FrozenSection):
         return self.model_copy(update={"thresholds": ThresholdOverrides(**(self.threshold_overrides() | overrides))})
 
 
+_UNIT_SECONDS = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400}
+_UNIT_SECONDS["week"] = 7 * _UNIT_SECONDS["day"]
+
+
+def interval_seconds(text: str) -> float:
+    """A `TriggerInterval` ("10 seconds") in seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*", text, re.IGNORECASE)
+    if found is None:
+        raise ValueError(f"not an interval: {text!r}")
+    return float(found.group(1)) * _UNIT_SECONDS[found.group(2).lower()]
+
+
+class LagConfig(FrozenSection):
+    """Consumer lag: `radar run` (and `radar poll-groups`) poll the log-end offsets of the partitions the monitored
+    groups commit every `poll_interval` and publish them on the first telemetry topic (`radar.end_offsets/1`), from
+    which `group_lag` and the lag detections are computed, live and in replays."""
+
+    enabled: bool = True
+    poll_interval: TriggerInterval = "10 seconds"
+
+    @property
+    def poll_interval_s(self) -> float:
+        return interval_seconds(self.poll_interval)
+
+
 SeverityName = Literal["info", "warning", "critical"]
 
 
@@ -288,6 +316,7 @@ class RadarConfig(FrozenSection):
     broker: BrokerConfig = BrokerConfig()
     ingest: IngestConfig = IngestConfig()
     detect: DetectConfig = DetectConfig()
+    lag: LagConfig = LagConfig()
     checks: ChecksConfig = ChecksConfig()
     maintain: MaintainConfig = MaintainConfig()
 

@@ -29,6 +29,7 @@ from rebalance_radar.pipelines.runtime.phases import phase
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+AUTO_COMPACT_ENABLED = "spark.databricks.delta.autoCompact.enabled"
 ALL_FILES_IN_CHECKSUM = "spark.databricks.delta.allFilesInCrc.enabled"
 # Compiled expression classes kept for reuse (Spark's default: 100). A live run's queries (ingest into ten tables,
 # detection, the gold MERGEs, the checks) need more than 100 at once, so every micro-batch evicted what the next one
@@ -121,6 +122,9 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         # Delta 4.4 lists a small table's files in each version's checksum file, which nothing in open-source Delta
         # reads back: a table's first commit ran a Spark job to list the files of the empty table before it.
         conf[ALL_FILES_IN_CHECKSUM] = "false"
+        # radar compacts the tables it appends to itself, every storage.compact_after_writes writes
+        # (`tables.compact_when_due`): Delta's hook rebuilt a table's state after every commit to decide
+        conf[AUTO_COMPACT_ENABLED] = "false"
     return conf
 
 

@@ -109,22 +109,46 @@ CHECKPOINT_INTERVAL = 100
 
 
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+"""Delta's own per-commit compaction: off in every session (`session.session_conf`), also for tables an earlier
+radar created with it on. Its post-commit hook rebuilt the table's state and compacted even a fresh table's first
+few files, inside the write: most of a small replay's Spark jobs. `compact_when_due` replaces it."""
 
 
 def compacts_itself(table: TableSchema) -> bool:
-    """Whether Delta compacts the table's small files after a write (auto compaction, a post-commit hook on the
-    writer's own cluster, here and on Databricks): every table appended to by a micro-batch, so a run that never
-    stops keeps a bounded number of files without an outside `radar maintain`. Not the MERGE targets (a compaction
-    between two MERGEs of another thread is one more conflict to retry), and not `detector_output`, which the live
-    detection micro-batch appends to: the hook would run inside it, on the detection's latency."""
+    """Whether radar compacts the table's small files after its writes (`compact_when_due`): every table appended to
+    by a micro-batch, so a run that never stops keeps a bounded number of files without an outside `radar maintain`.
+    Not the MERGE targets (a compaction between two MERGEs of another thread is one more conflict to retry), and not
+    `detector_output`, which the live detection micro-batch appends to: the compaction would run on its latency."""
     return table.name not in GOLD_TABLES and table is not DETECTOR_OUTPUT
+
+
+_WRITES_SINCE_COMPACTION: dict[str, int] = {}
+_WRITES_LOCK = threading.Lock()
+
+
+def compact_when_due(spark: SparkSession, config: RadarConfig, table: TableSchema) -> None:
+    """After a write of this process to `table`: every `storage.compact_after_writes`-th one OPTIMIZEs it (bin-packing
+    its small files), in the writer's thread as Delta's auto compaction did. Counting its own writes costs nothing,
+    where Delta's hook rebuilt the table's state after every commit to decide; a restarted process starts counting
+    again, and `radar maintain` (Z-ordered) does the rest. The version moves by two, as `delta_log.rearranged_only`
+    allows."""
+    if not compacts_itself(table):
+        return
+    catalog = TableCatalog(config)
+    location = catalog.location(table)
+    key = str(location) if location is not None else catalog.name(table)
+    with _WRITES_LOCK:
+        writes = _WRITES_SINCE_COMPACTION.get(key, 0) + 1
+        due = writes >= config.storage.compact_after_writes
+        _WRITES_SINCE_COMPACTION[key] = 0 if due else writes
+    if due:
+        target = catalog.name(table) if location is None else f"delta.`{location}`"
+        spark.sql(f"OPTIMIZE {target}")
 
 
 def table_properties(table: TableSchema) -> dict[str, str]:
     """The Delta properties a new table is created with (a table that exists keeps its own)."""
     properties = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
-    if compacts_itself(table):
-        properties[AUTO_COMPACT] = "true"
     stats = stats_columns(table)
     if stats:
         properties["delta.dataSkippingStatsColumns"] = ",".join(stats)
@@ -269,6 +293,7 @@ def append_rows(
         writer.saveAsTable(catalog.name(table))
     else:
         writer.save(str(location))
+    compact_when_due(df.sparkSession, config, table)
 
 
 def within_ranges(ranges: Sequence[Row], prefix: str = "") -> Column:
@@ -628,6 +653,7 @@ def merge_new_records(
         merge_retrying_conflicts(merge)
     finally:
         rows.unpersist()
+    compact_when_due(spark, config, table)
 
 
 def _without(df: DataFrame, existing: DataFrame | None, table: TableSchema) -> DataFrame:

@@ -519,29 +519,30 @@ def test_creating_tables_runs_no_spark_job(spark, radar_config: RadarConfig, tmp
 def test_appended_tables_compact_their_small_files_themselves_and_gold_tables_do_not(  # type: ignore[no-untyped-def]
     spark, radar_config: RadarConfig, tmp_path: Path
 ) -> None:
-    """A run that never stops keeps files per table bounded without an outside `radar maintain`: Delta's auto
-    compaction after a write, on the tables micro-batches append to. (Delta compacts once a table holds
-    `autoCompact.minNumFiles` small files, 50 by default; lowered here so that a few appends reach it.)"""
+    """A run that never stops keeps files per table bounded without an outside `radar maintain`: radar OPTIMIZEs a
+    table micro-batches append to after every `storage.compact_after_writes` writes (50 by default; 4 here), and
+    Delta's own per-commit auto compaction is off, even on a table created with it on."""
     config = radar_config.with_data_dir(tmp_path / "compacting")
+    config = config.model_copy(update={"storage": config.storage.model_copy(update={"compact_after_writes": 4})})
     ensure_tables(spark, config, [QUARANTINE, GROUP_HEALTH])
     catalog = TableCatalog(config)
     for table in (QUARANTINE, GROUP_HEALTH):
         properties = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {catalog.name(table)}").collect()}
-        assert properties.get(tables.AUTO_COMPACT) == ("true" if tables.compacts_itself(table) else None), table.name
-    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "4")
-    try:
-        for version in range(6):
-            rows = _quarantine_rows(spark, config, 1, first=version)
-            append_idempotent(rows, config, QUARANTINE, "test:compact", version)
-    finally:
-        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+        assert tables.AUTO_COMPACT not in properties, table.name
+    assert tables.compacts_itself(QUARANTINE) and not tables.compacts_itself(GROUP_HEALTH)
+    # a table an earlier radar created with Delta's auto compaction on: the session turns it off
+    spark.sql(f"ALTER TABLE {catalog.name(QUARANTINE)} SET TBLPROPERTIES ('{tables.AUTO_COMPACT}' = 'true')")
+    for version in range(6):
+        rows = _quarantine_rows(spark, config, 1, first=version)
+        append_idempotent(rows, config, QUARANTINE, "test:compact", version)
     location = catalog.location(QUARANTINE)
     assert location is not None
     assert len(live_files(location)) <= 3  # six one-row appends, compacted after the fourth
     assert spark.read.format("delta").load(str(location)).count() == 6
     history = spark.sql(f"DESCRIBE HISTORY delta.`{location}`").select("version", "operation").collect()
+    operations = [row["operation"] for row in sorted(history, key=lambda row: row["version"])]
+    assert operations[-7:] == ["WRITE"] * 4 + ["OPTIMIZE"] + ["WRITE"] * 2, operations  # radar's, never Delta's
     compactions = [row["version"] for row in history if row["operation"] == "OPTIMIZE"]
-    assert compactions
     # what a writer knew the table held before a compaction it still holds after it; not across an append
     assert rearranged_only(location, compactions[0] - 1, compactions[0])
     assert not rearranged_only(location, 0, max(row["version"] for row in history))
