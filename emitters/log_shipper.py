@@ -43,6 +43,10 @@ DEFAULT_KEYWORDS: tuple[str, ...] = (
     "GroupCoordinator",
     "GroupMetadataManager",
     "[GroupId ",
+    # the broker's own start and stop, which name the broker of a cross-group incident (`transforms.incidents`)
+    "to SHUTTING_DOWN",
+    "Kafka Server started",
+    "[KafkaServer id=",
 )
 READ_CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 10  # longer lines are cut: no coordinator message needs more

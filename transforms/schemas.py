@@ -445,6 +445,28 @@ ALERTS = TableSchema(
     ),
 )
 
+INCIDENTS = TableSchema(
+    "incidents",
+    "gold",
+    (
+        Column("cluster", "STRING"),
+        Column("incident_id", "STRING", "deterministic: cluster, cause kind, what it names and the window's start"),
+        Column("cause_kind", "STRING", "one of IncidentCause"),
+        Column("cause", "STRING", "the cause for a human: the broker, the hosts or client-id prefixes named"),
+        Column("broker", "STRING", "the broker a broker_restart or coordinator_moved names (its node id)"),
+        Column("window_start", "TIMESTAMP", "event time of the incident's first evidence"),
+        Column("window_end", "TIMESTAMP", "event time of its latest evidence"),
+        Column("groups", "ARRAY<STRING>", "the groups it explains, sorted"),
+        Column("detection_ids", "ARRAY<STRING>", "the detections of those groups within the window"),
+        Column("rebalance_ids", "ARRAY<STRING>", "the rebalances of those groups within the window"),
+        Column("status", "STRING", "one of IncidentStatus"),
+        Column("evidence", "STRING", "JSON array of the coordinator events and member restarts that name the cause"),
+    ),
+)
+"""Cross-group incidents: many groups rebalancing or moving at once, linked to one cause (a broker restart, a
+coordinator move, a deployment wave, else "unexplained" with the groups listed). Not a detection's occurrences
+(`detections`, folded per group, kind and member identity): one row here spans groups (`transforms.incidents`)."""
+
 # The detection query's outputs (`alerts` is written by the checks, pipelines/checks/check.py, not by detection).
 GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
 
@@ -505,6 +527,7 @@ TABLES: dict[str, TableSchema] = {
         *GOLD_TABLES.values(),
         DETECTOR_OUTPUT,
         ALERTS,
+        INCIDENTS,
     )
 }
 
@@ -599,6 +622,15 @@ class HeartbeatEventKind(StrEnum):
     REBALANCE_PREPARE = "rebalance_prepare"
     REBALANCE_STABLE = "rebalance_stable"
     GROUP_EMPTY = "group_empty"
+    # The coordinator's own moves (`transforms.telemetry.broker_log`), what cross-group incidents are explained by:
+    # an `__consumer_offsets` partition loaded or unloaded (group_id null), a group loaded or unloaded with it, and
+    # the group coordinator of a broker starting up or shutting down (group_id null).
+    COORDINATOR_LOADED = "coordinator_loaded"
+    COORDINATOR_UNLOADED = "coordinator_unloaded"
+    GROUP_LOADED = "group_loaded"
+    GROUP_UNLOADED = "group_unloaded"
+    COORDINATOR_STARTED = "coordinator_started"
+    COORDINATOR_STOPPING = "coordinator_stopping"
     COMMIT = "commit"
     COMMIT_FAILED = "commit_failed"
     FOLLOWUP_REBALANCE = "followup_rebalance"
@@ -658,6 +690,22 @@ class RebalanceCause(StrEnum):
     SUBSCRIPTION_CHANGE = "subscription_change"
     FAILED_PREVIOUS = "failed_previous"
     UNKNOWN = "unknown"
+
+
+class IncidentCause(StrEnum):
+    """`incidents.cause_kind`: what links the groups of a cross-group incident."""
+
+    BROKER_RESTART = "broker_restart"  # the broker that coordinated them stopped or started
+    COORDINATOR_MOVED = "coordinator_moved"  # their coordinator moved (leadership of `__consumer_offsets` changed)
+    DEPLOYMENT_WAVE = "deployment_wave"  # members on the same hosts or client-id prefixes restarted in each group
+    UNEXPLAINED = "unexplained"  # several groups at once, and none of the above seen
+
+
+class IncidentStatus(StrEnum):
+    """`incidents.status`: open while evidence may still join the window, then closed."""
+
+    OPEN = "open"
+    CLOSED = "closed"
 
 
 class Severity(StrEnum):

@@ -50,6 +50,21 @@ Wording by version (Apache Kafka source):
   the streams group.", "Member M left the streams group.", "Bumped streams group epoch to E with metadata hash H and
   validated topic epoch T.", "Member's new assignment state: epoch=E, previousEpoch=P, state=S, ...", and
   "[GroupId G] Streams member M fenced from the group because the member session expired.".
+- The coordinator's own moves (what cross-group incidents are explained by, `transforms.incidents`): 3.x Scala
+  `GroupMetadataManager` (prefix `[GroupMetadataManager brokerId=<broker>] `): "Finished loading offsets and group
+  metadata from __consumer_offsets-P in T milliseconds for epoch E, of which S milliseconds was spent in the
+  scheduler." and "Finished unloading __consumer_offsets-P for coordinator epoch E. Removed O cached offsets and G
+  cached groups."; 3.x `GroupCoordinator`: "Loading group metadata for G with generation N", "Unloading group
+  metadata for G with generation N". 4.x `CoordinatorRuntime` (prefix `[GroupCoordinator id=<broker>] `): "Finished
+  loading of metadata from __consumer_offsets-P with epoch E in Tms where Sms was spent in the scheduler. Loaded R
+  records which total to B bytes." and "Finished unloading metadata for __consumer_offsets-P with epoch
+  OptionalInt[E]." (its "Scheduling ..." lines are not moves: every replica logs "Scheduling unloading" on every
+  leadership change, then "Ignored unloading ... since metadata was never loaded."); 4.x `GroupMetadataManager`:
+  "Loaded classic group G with K members." (consumer, streams, share alike), "[GroupId=G] Unloading group metadata
+  for generation N." and "[GroupId=G] Unloaded group metadata for group epoch E.". Both coordinators' start and
+  stop: "Startup complete." and "Shutting down."; the broker's own "[BrokerServer id=N] Transition from STARTED to
+  SHUTTING_DOWN" and "[KafkaRaftServer nodeId=N] Kafka Server started" (3.x ZooKeeper mode "[KafkaServer id=N]
+  started", "[KafkaServer id=N] shutting down"), where the shipper keeps them.
 - Classic, both coordinators: a replaced static member's later requests are refused with "Request memberId=M for
   static member with groupInstanceId=I is fenced by current (4.x: existing) memberId=M2 during operation OP" (OP
   heartbeat, join-group, sync-group, leave-group, offset-commit, txn-offset-commit; the line names no group).
@@ -79,6 +94,9 @@ BROKER_MARKERS: tuple[str, ...] = (
     "GroupMetadataManager",
     "kafka.coordinator.group",
     "[GroupId ",
+    "[BrokerServer id=",
+    "[KafkaRaftServer nodeId=",
+    "[KafkaServer id=",
 )
 
 _COORDINATOR_PREFIX = re.compile(r"\[GroupCoordinator (?:(\d+)\]|id=(\d+)(?: topic=\S+)?(?: partition=(\d+))?\])")
@@ -631,6 +649,109 @@ def _members_removed_unjoined(m: re.Match[str], line: LogLine) -> HeartbeatEvent
     )
 
 
+# The broker a coordinator-move or lifecycle line names: 3.x `[GroupMetadataManager brokerId=N]`, the broker's own
+# `[BrokerServer id=N]`, `[KafkaRaftServer nodeId=N]`, `[KafkaServer id=N]` (the coordinator's: `_COORDINATOR_PREFIX`).
+_BROKER_PREFIX = re.compile(
+    r"\[(?:GroupMetadataManager brokerId|BrokerServer id|KafkaRaftServer nodeId|KafkaServer id)=(\d+)\]"
+)
+_OPTIONAL_INT = re.compile(r"OptionalInt\[(-?\d+)\]")
+
+
+def _broker_details(line: LogLine, offsets_partition: str | None = None) -> dict[str, str]:
+    """`_coordinator_details`, with the broker also read from the non-coordinator prefixes."""
+    details = _coordinator_details(line, offsets_partition)
+    if "coordinator" not in details:
+        found = _BROKER_PREFIX.search(line.message)
+        if found is not None:
+            details["coordinator"] = found.group(1)
+    return details
+
+
+def _epoch_text(printed: str | None) -> str | None:
+    """`5`, `OptionalInt[5]` -> `5`; `OptionalInt.empty` (the topic was deleted) -> None."""
+    if printed is None:
+        return None
+    found = _OPTIONAL_INT.search(printed)
+    return found.group(1) if found else (printed if printed.lstrip("-").isdigit() else None)
+
+
+class _LoadedMatch:
+    """The 3.x and 4.x "Finished loading" wordings under one set of group names."""
+
+    def __init__(self, found: re.Match[str]) -> None:
+        self._found = found
+
+    def group(self, name: str) -> str | None:
+        value = self._found.group(name)
+        if value is None and name in ("epoch", "load_ms"):
+            return self._found.group(f"{name}4")
+        return value
+
+
+def _partition_loaded(m: _LoadedMatch, line: LogLine) -> HeartbeatEvent:
+    details = _broker_details(line, m.group("partition"))
+    details.update(epoch=_epoch_text(m.group("epoch")), load_ms=m.group("load_ms"))
+    return line.event(Kind.COORDINATOR_LOADED, SOURCE, details=details)
+
+
+def _partition_unloaded(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _broker_details(line, m.group("partition"))
+    details["epoch"] = _epoch_text(m.group("epoch"))
+    if m.groupdict().get("groups"):
+        details["groups_removed"] = m.group("groups")
+    return line.event(Kind.COORDINATOR_UNLOADED, SOURCE, details=details)
+
+
+def _group_loaded(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _broker_details(line)
+    if m.groupdict().get("type"):
+        details["group_type"] = m.group("type")
+    if m.groupdict().get("members"):
+        details["member_count"] = m.group("members")
+    generation = m.groupdict().get("generation")
+    return line.event(
+        Kind.GROUP_LOADED,
+        SOURCE,
+        group_id=m.group("group"),
+        generation=int(generation) if generation else None,
+        details=details,
+    )
+
+
+def _group_unloaded(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    generation = m.groupdict().get("generation")
+    return line.event(
+        Kind.GROUP_UNLOADED,
+        SOURCE,
+        group_id=_group(m.groupdict().get("group"), line) or _group_id_context(line),
+        generation=int(generation) if generation else None,
+        details=_broker_details(line),
+    )
+
+
+_GROUP_ID_EQUALS = re.compile(r"\[GroupId=([^\]\s]+)\]")
+
+
+def _group_id_context(line: LogLine) -> str | None:
+    """The 4.x `[GroupId=G]` context of the unload lines (the other 4.x lines print `[GroupId G]`)."""
+    found = _GROUP_ID_EQUALS.search(line.message)
+    return found.group(1) if found else None
+
+
+def _coordinator_started(m: re.Match[str], line: LogLine) -> HeartbeatEvent | None:
+    details = _broker_details(line)
+    if "coordinator" not in details:
+        return None  # "Startup complete." of another component
+    return line.event(Kind.COORDINATOR_STARTED, SOURCE, details=details)
+
+
+def _coordinator_stopping(m: re.Match[str], line: LogLine) -> HeartbeatEvent | None:
+    details = _broker_details(line)
+    if "coordinator" not in details:
+        return None
+    return line.event(Kind.COORDINATOR_STOPPING, SOURCE, details=details)
+
+
 # Order matters: a prepare line quotes other sentences (join, leave, expiration) inside its reason.
 RULES = RuleTable.of(
     (
@@ -835,6 +956,55 @@ RULES = RuleTable.of(
             ),
             _members_removed_unjoined,
         ),
+        # The coordinator's moves and its broker's start and stop (see the module docstring).
+        MessageRule(
+            "Finished loading",
+            re.compile(
+                r"Finished loading (?:offsets and group metadata|of metadata) from "
+                r"__consumer_offsets-(?P<partition>\d+)"
+                r"(?: in (?P<load_ms>\d+) milliseconds for epoch (?P<epoch>-?\d+)| with epoch (?P<epoch4>-?\d+) in "
+                r"(?P<load_ms4>\d+)ms)"
+            ),
+            lambda m, line: _partition_loaded(_LoadedMatch(m), line),
+        ),
+        MessageRule(
+            "Finished unloading",
+            re.compile(
+                r"Finished unloading (?:metadata for )?__consumer_offsets-(?P<partition>\d+) (?:for coordinator epoch|"
+                r"with epoch) (?P<epoch>\S+?)\.?(?: Removed \d+ cached offsets and (?P<groups>\d+) cached groups)?"
+                r"\.?\s*$"
+            ),
+            _partition_unloaded,
+        ),
+        MessageRule(
+            "Loading group metadata for",
+            re.compile(r"Loading group metadata for (?P<group>\S+) with generation (?P<generation>-?\d+)"),
+            _group_loaded,
+        ),
+        MessageRule(
+            "] Loaded ",
+            re.compile(
+                r"\] Loaded (?P<type>classic|consumer|streams|share) group (?P<group>\S+) with "
+                r"(?P<members>\d+) members"
+            ),
+            _group_loaded,
+        ),
+        MessageRule(
+            "nloading group metadata for",
+            re.compile(r"Unloading group metadata for (?:(?P<group>\S+) with )?generation (?P<generation>-?\d+)"),
+            _group_unloaded,
+        ),
+        MessageRule(
+            "Unloaded group metadata",
+            re.compile(r"Unloaded group metadata for group epoch (?P<generation>-?\d+)"),
+            _group_unloaded,
+        ),
+        MessageRule("Startup complete", re.compile(r"Startup complete\.?\s*$"), _coordinator_started),
+        MessageRule("Kafka Server started", re.compile(r"Kafka Server started"), _coordinator_started),
+        MessageRule("] started", re.compile(r"\[KafkaServer id=\d+\] started"), _coordinator_started),
+        MessageRule("Shutting down", re.compile(r"\]:? Shutting down\.?\s*$"), _coordinator_stopping),
+        MessageRule("to SHUTTING_DOWN", re.compile(r"Transition from \w+ to SHUTTING_DOWN"), _coordinator_stopping),
+        MessageRule("] shutting down", re.compile(r"\[KafkaServer id=\d+\] shutting down"), _coordinator_stopping),
         # The coordinator's rebalance reasons, quoted on their own (the seeds quote them that way).
         MessageRule(
             "on heartbeat expiration",

@@ -206,7 +206,9 @@ def test_consumer_group_lines() -> None:
     "text",
     [
         "[2025-12-11 13:50:15] INFO Stabilized group agentmesh-consumer",
-        f"[GroupCoordinator 1]: Loading group metadata for g with generation 3 {SCALA}",
+        # a coordinator move is an event (`group_loaded`, test_broker_log_coordinator_moves); its scheduling is not
+        f"[GroupMetadataManager brokerId=1] Scheduling loading of offsets and group metadata from __consumer_offsets-3 "
+        f"for epoch 2 {SCALA}",
         f"{J} Generated 1 tombstone records while cleaning up group metadata in 0 milliseconds. {JAVA}",
         "We are preparing to rebalance the partitions across brokers (reason: disk usage)",
         "The member in group orders has failed the health check, removing it from the LB",

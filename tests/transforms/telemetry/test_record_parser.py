@@ -74,7 +74,9 @@ def test_multi_line_record_collects_events_and_skips_stack_traces() -> None:
 
 
 def test_unrecognised_records_say_which_source_they_looked_like() -> None:
-    broker = parse_telemetry_record(b"[GroupCoordinator 1]: Loading group metadata for g with generation 3", TS)
+    broker = parse_telemetry_record(
+        b"[GroupCoordinator id=1] Scheduling loading of metadata from __consumer_offsets-3 with epoch 2", TS
+    )
     client = parse_telemetry_record(b"[Consumer clientId=c, groupId=g] Subscribed to topic(s): t", TS)
     wrapped = parse_telemetry_record(b'{"message": "Rolled new log segment", "logger": "kafka.log.LocalLog"}', TS)
     assert (broker.recognised, broker.source) == (False, S.BROKER_LOG)
