@@ -185,6 +185,13 @@ def _detections(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watch(args: argparse.Namespace) -> int:
+    with phase("import pipelines"):
+        from rebalance_radar.pipelines.cli.watch import run_watch
+
+    return run_watch(_config(args), args.interval, count=args.count)
+
+
 def _sql(args: argparse.Namespace) -> int:
     with phase("import pipelines"):
         from pyspark.errors import AnalysisException
@@ -192,13 +199,13 @@ def _sql(args: argparse.Namespace) -> int:
         from rebalance_radar.pipelines.cli.oncall_queries import bind_parameters
         from rebalance_radar.pipelines.runtime.session import build_spark_session
         from rebalance_radar.pipelines.storage.table_reference import tables_named_in
-        from rebalance_radar.pipelines.storage.tables import register_existing_tables
+        from rebalance_radar.pipelines.storage.tables import TableCatalog, register_existing_tables
 
     query, params = _sql_text(args)
     query = bind_parameters(query, params) if params else query
     config = _config(args)
     named = tables_named_in(query)
-    if args.engine == "duckdb":
+    if args.engine == "local" and TableCatalog(config).tables_dir is not None:
         return _sql_on_duckdb(args, config, query, named)
     spark = build_spark_session(_delta_only(config), quick_start=True)
     with phase("register tables"):
@@ -219,14 +226,16 @@ def _sql(args: argparse.Namespace) -> int:
 
 
 def _sql_on_duckdb(args: argparse.Namespace, config: RadarConfig, query: str, named: Sequence[TableSchema]) -> int:
-    """`radar sql --engine duckdb`: the local tables the query names, scanned from their files by DuckDB, no JVM
-    (DuckDB's SQL dialect: the files of queries/ are Spark SQL)."""
+    """`radar sql` on DuckDB: the local tables the query names, scanned from their files, no JVM; the Spark SQL
+    translated to DuckDB's dialect first (`duckdb_sql`)."""
     import duckdb
 
+    from rebalance_radar.pipelines.cli.duckdb_sql import duckdb_sql
     from rebalance_radar.pipelines.storage.delta_log import dataset_of
     from rebalance_radar.pipelines.storage.tables import TableCatalog
     from rebalance_radar.transforms.schemas import TABLES
 
+    translated = duckdb_sql(query)  # a typo is told before any table is read
     catalog = TableCatalog(config)
     with duckdb.connect() as connection:
         present = []
@@ -242,11 +251,12 @@ def _sql_on_duckdb(args: argparse.Namespace, config: RadarConfig, query: str, na
             connection.register(table.name, dataset)
             present.append(table.name)
         try:
-            result = connection.execute(query).to_arrow_table()
+            result = connection.execute(translated).to_arrow_table()
         except duckdb.Error as error:
             first = str(error).strip().splitlines()[0]
             raise ConfigError(
-                f"DuckDB: {first} (the tables here: {', '.join(present) or 'none yet'}; --engine spark runs Spark SQL)."
+                f"DuckDB: {first} (the tables here: {', '.join(present) or 'none yet'}; --engine spark runs it on "
+                "Spark)."
             ) from None
     rows = result.to_pylist()
     if args.format != "table":
@@ -375,6 +385,7 @@ def _poll_groups(args: argparse.Namespace) -> int:
     from rebalance_radar.emitters.poll_groups import run_poll_groups
 
     settings, topic = _emitter_cluster(args, "poll-groups")
+    lag = _config(args).lag
     counts = run_poll_groups(
         str(settings["bootstrap.servers"]),
         topic,
@@ -382,6 +393,7 @@ def _poll_groups(args: argparse.Namespace) -> int:
         groups=args.group or (),
         once=args.once,
         client_config=settings,
+        lag_interval_s=lag.poll_interval_s if lag.enabled else None,
     )
     print(
         f"radar poll-groups: {counts.groups} group snapshots, {counts.events} events queued, {counts.delivered} "
@@ -639,6 +651,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format_option(detections)
     detections.set_defaults(func=_detections)
 
+    watch = sub.add_parser(
+        "watch",
+        help="the on-call screen: groups (with lag when measured) and open detections, refreshed from the tables "
+        "without a JVM; Ctrl-C to stop",
+    )
+    watch.add_argument("--interval", type=float, default=5.0, metavar="S", help="seconds between refreshes (default 5)")
+    watch.add_argument("--count", type=int, default=None, metavar="N", help="stop after N refreshes (default: never)")
+    watch.set_defaults(func=_watch)
+
     sql = sub.add_parser("sql", help="run Spark SQL over the tables (by name, e.g. offset_commits)")
     sql.add_argument("query", nargs="?", default=None)
     sql.add_argument("--file", default=None, metavar="FILE.sql", help="run the query in this file (see queries/)")
@@ -649,10 +670,10 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--limit", type=int, default=50, help="rows shown in table format")
     sql.add_argument(
         "--engine",
-        choices=("spark", "duckdb"),
-        default="spark",
-        help="spark (default): Spark SQL, as queries/ are written; duckdb: DuckDB's SQL over a local data dir's "
-        "files, no JVM",
+        choices=("local", "spark"),
+        default="local",
+        help="the query is Spark SQL either way; local (default): a local data dir's tables answered by DuckDB from "
+        "their files, no JVM (sqlglot translates the dialect); spark: by Spark SQL (a catalog's tables always are)",
     )
     sql.set_defaults(func=_sql)
 

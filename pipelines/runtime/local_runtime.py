@@ -223,6 +223,24 @@ CHAINED = (b"During handling of the above exception", b"The above exception was 
 HELD_TRACEBACK_LINES = 400  # a traceback longer than this is shown, whatever it ends with
 
 
+STOPPED_THREAD_EXCEPTIONS = (b"java.nio.channels.ClosedByInterruptException", b"java.lang.InterruptedException")
+"""How a JVM thread that waits on a socket or a queue ends when a stop interrupts it (Spark's transformWithState
+state server's listener, at every query stop): the JVM prints `Exception in thread "..." <this>` and its stack,
+which says nothing but that the query stopped."""
+
+
+def stopped_thread_exception(line: bytes) -> bool:
+    """The first line of a JVM thread's uncaught exception that is only its stop (`STOPPED_THREAD_EXCEPTIONS`)."""
+    if not line.startswith(b"Exception in thread "):
+        return False
+    return line.rsplit(b'" ', 1)[-1].strip().split(b":", 1)[0] in STOPPED_THREAD_EXCEPTIONS
+
+
+def java_stack_line(line: bytes) -> bool:
+    """A line of a Java stack trace after its first: a frame, `... N more`, or a cause."""
+    return line.startswith((b"\tat ", b"\t... ", b"Caused by: ", b"\tSuppressed: ", b"\t\tat "))
+
+
 def exception_line(line: bytes) -> bool:
     """The last line of a Python traceback: `Name: message` or `Name`, unindented."""
     head = line.split(b":", 1)[0].strip()
@@ -301,8 +319,10 @@ class JvmStderrFilter:
 
     def _pump(self) -> None:
         skip_blank = False
+        in_stopped_thread = False
         for line in iter(self._source.readline, b""):
-            if self._silenced.is_set() or is_worker_chatter(line):
+            in_stopped_thread = stopped_thread_exception(line) or (in_stopped_thread and java_stack_line(line))
+            if self._silenced.is_set() or is_worker_chatter(line) or in_stopped_thread:
                 self.dropped += 1
                 self._keep([line])
                 skip_blank = True

@@ -110,3 +110,30 @@ def test_tracebacks_of_hung_up_workers_are_dropped_and_any_other_traceback_passe
         shown = result.read().decode()
     assert shown == "".join(KEPT)
     assert stderr_filter.dropped == len(HUNG_UP)
+
+
+STOPPED_THREAD = [
+    'Exception in thread "stateConnectionListenerThread" java.nio.channels.ClosedByInterruptException\n',
+    "\tat java.base/java.nio.channels.spi.AbstractInterruptibleChannel.end(AbstractInterruptibleChannel.java:199)\n",
+    "\tat org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer.run(x.scala:142)\n",
+    "\tat java.base/java.lang.Thread.run(Thread.java:840)\n",
+]
+
+
+def test_a_thread_interrupted_by_a_stop_is_dropped_and_any_other_uncaught_exception_passes() -> None:
+    """Each query stop ends transformWithState's state-server listener with ClosedByInterruptException, which the
+    JVM prints with its stack (seen twice at the end of a demo): the stop, not an error. Another thread's death
+    (an OutOfMemoryError) is shown whole."""
+    fatal = ['Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n', "\tat x.y(Z.java:1)\n"]
+    jvm_read, jvm_write = os.pipe()
+    out_read, out_write = os.pipe()
+    with os.fdopen(jvm_read, "rb") as source:
+        stderr_filter = JvmStderrFilter(source, out_write).start()
+        os.write(jvm_write, "".join([*STOPPED_THREAD, KEPT[0], *STOPPED_THREAD, *fatal]).encode())
+        os.close(jvm_write)
+        stderr_filter._thread.join(timeout=10)
+    os.close(out_write)
+    with os.fdopen(out_read, "rb") as result:
+        shown = result.read().decode()
+    assert shown == "".join([KEPT[0], *fatal])
+    assert stderr_filter.dropped == 2 * len(STOPPED_THREAD)
