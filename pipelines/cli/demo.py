@@ -431,6 +431,6 @@ def next_commands(data_dir: Path) -> list[str]:
     return [
         f"radar detections --data-dir {quoted}",
         f"radar watch --data-dir {quoted}",
-        f'radar sql --engine duckdb "SELECT group_id, generation, cause, duration_ms FROM rebalances ORDER BY '
+        f'radar sql "SELECT group_id, generation, cause, duration_ms FROM rebalances ORDER BY '
         f'started_at" --data-dir {quoted}',
     ]

@@ -18,7 +18,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
@@ -33,6 +33,8 @@ from rebalance_radar.transforms.schemas import (
 """Declared in transforms.schemas (ALERTS) by the checks (`radar check`); read only when it is declared and exists."""
 NO_ALERTS_TABLE = "no alerts table (radar check has not run)"
 CHART_WIDTH = 760
+EMBED_OPTIONS = '{actions: false, renderer: "svg"}'
+"""SVG: the axis labels are text in the page (selectable, searchable, and what the browser test reads)."""
 SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#e67e22", "info": "#2e86c1"}
 
 
@@ -48,6 +50,9 @@ class ReportData:
     detections: tuple[dict[str, Any], ...]
     health: tuple[dict[str, Any], ...]
     alerts: tuple[dict[str, Any], ...] | None  # None: no alerts table
+    sources: Mapping[SourceKey, tuple[dict[str, Any], ...]] | None = None
+    """The source records the detections' evidence names, by (table, topic, partition, offset); None: not read
+    (a catalog's tables)."""
 
     @property
     def groups(self) -> list[str]:
@@ -105,15 +110,102 @@ def _table_rows(
     return tuple(row.asDict(recursive=True) for row in frame.collect())
 
 
+def users_rows(rows: tuple[dict[str, Any], ...] | None, config: RadarConfig) -> tuple[dict[str, Any], ...] | None:
+    """The rows of the users' groups: radar's own source consumers (`OWN_GROUP_PREFIX`) are left out, as the
+    detection leaves them out, unless `detect.include_own_groups`."""
+    if rows is None or config.detect.include_own_groups:
+        return rows
+    return tuple(r for r in rows if not str(r.get("group_id") or "").startswith(OWN_GROUP_PREFIX))
+
+
 def load_report_data(spark_of: Callable[[], SparkSession], config: RadarConfig) -> ReportData | None:
     """The report's rows; None when the data dir has no gold tables at all."""
-    rebalances = _table_rows(spark_of, config, REBALANCES)
-    detections = _table_rows(spark_of, config, DETECTIONS)
-    health = _table_rows(spark_of, config, GROUP_HEALTH)
+    rebalances = users_rows(_table_rows(spark_of, config, REBALANCES), config)
+    detections = users_rows(_table_rows(spark_of, config, DETECTIONS), config)
+    health = users_rows(_table_rows(spark_of, config, GROUP_HEALTH), config)
     if rebalances is None and detections is None and health is None:
         return None
-    alerts = _table_rows(spark_of, config, ALERTS)
-    return ReportData(rebalances or (), detections or (), health or (), alerts)
+    alerts = users_rows(_table_rows(spark_of, config, ALERTS), config)
+    sources = source_records(config, detections or ())
+    return ReportData(rebalances or (), detections or (), health or (), alerts, sources)
+
+
+# --- evidence: the source records a detection names ------------------------------------------------------------
+
+SourceKey = tuple[str, str, int, int]
+"""(table, topic, partition, offset): one evidence entry's record."""
+RECORD_COLUMNS_LEFT_OUT = frozenset({"cluster", "src_topic", "src_partition", "src_offset", "src_timestamp"})
+"""Columns an evidence line does not repeat: the record's position is its heading."""
+
+
+def evidence_refs(detection: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The detection's evidence entries ({table, topic, partition, offset, event_time}); none when it names none."""
+    try:
+        refs = json.loads(detection.get("evidence") or "[]")
+    except ValueError:
+        return []
+    return [ref for ref in refs if isinstance(ref, dict)] if isinstance(refs, list) else []
+
+
+def source_key(ref: Mapping[str, Any]) -> SourceKey | None:
+    try:
+        return (str(ref["table"]), str(ref["topic"]), int(ref["partition"]), int(ref["offset"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def source_records(
+    config: RadarConfig, detections: Sequence[Mapping[str, Any]]
+) -> dict[SourceKey, tuple[dict[str, Any], ...]] | None:
+    """The records the detections' evidence names, read from a local data dir's tables (DuckDB over their files,
+    only the named positions); None when the tables are a catalog's."""
+    import duckdb
+    import pyarrow as pa
+
+    from rebalance_radar.pipelines.storage.delta_log import dataset_of
+    from rebalance_radar.transforms.schemas import TABLES
+
+    wanted: dict[str, set[SourceKey]] = {}
+    for detection in detections:
+        for ref in evidence_refs(detection):
+            key = source_key(ref)
+            if key is not None:
+                wanted.setdefault(key[0], set()).add(key)
+    catalog = TableCatalog(config)
+    found: dict[SourceKey, list[dict[str, Any]]] = {}
+    for name, keys in sorted(wanted.items()):
+        table = TABLES.get(name)
+        if table is None or "src_offset" not in table.column_names:
+            continue
+        location = catalog.location(table)
+        if location is None:
+            return None
+        dataset = dataset_of(location) if (location / "_delta_log").is_dir() else None
+        if dataset is None:
+            continue
+        positions = pa.table(
+            {
+                "topic": [k[1] for k in keys],
+                "part": pa.array([k[2] for k in keys], pa.int32()),
+                "pos": pa.array([k[3] for k in keys], pa.int64()),
+            }
+        )
+        with duckdb.connect() as connection:
+            connection.register("records", dataset)
+            connection.register("positions", positions)
+            rows = (
+                connection.execute(
+                    "SELECT r.* FROM records r JOIN positions p ON r.src_topic = p.topic AND r.src_partition = p.part "
+                    "AND r.src_offset = p.pos WHERE r.cluster = ? ORDER BY r.src_offset",
+                    [config.cluster],
+                )
+                .to_arrow_table()
+                .to_pylist()
+            )
+        for row in rows:
+            key = (name, str(row["src_topic"]), int(row["src_partition"]), int(row["src_offset"]))
+            found.setdefault(key, []).append({k: _naive_utc(v) for k, v in row.items()})
+    return {key: tuple(rows) for key, rows in found.items()}
 
 
 # --- charts --------------------------------------------------------------------------------------------------------
@@ -129,6 +221,23 @@ def _iso(value: Any) -> str | None:
     return str(value)
 
 
+def _utc_text(value: Any) -> str:
+    """A timestamp as the tooltips say it: 24-hour, UTC, to the millisecond."""
+    iso = _iso(value)
+    return "" if iso is None else iso.replace("T", " ").replace("Z", "")
+
+
+def time_axis(field: str, moments: Sequence[str | None]) -> Any:
+    """The x encoding of a time field: a UTC scale (Vega would draw the browser's local time) labelled on a
+    24-hour clock (Vega's default labels are 12-hour without AM/PM), as fine as the span shown needs."""
+    import altair as alt
+
+    known = sorted(datetime.fromisoformat(m.replace("Z", "+00:00")) for m in moments if m)
+    span_s = (known[-1] - known[0]).total_seconds() if known else 0.0
+    label = "%H:%M:%S" if span_s < 3600 else ("%H:%M" if span_s < 86400 else "%m-%d %H:%M")
+    return alt.X(field, title="time (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format=label, labelOverlap=True))
+
+
 def generation_chart(rebalances: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Each rebalance as a bar from its start to its stabilisation at the generation/epoch it reached (or tried
     to leave), coloured by cause; members over time as a step line underneath."""
@@ -138,6 +247,8 @@ def generation_chart(rebalances: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
         {
             "started": _iso(r["started_at"]),
             "ended": _iso(r["stabilized_at"] or r["started_at"]),
+            "started (UTC)": _utc_text(r["started_at"]),
+            "stabilised (UTC)": _utc_text(r["stabilized_at"]),
             "generation": r["generation"] if r["generation"] is not None else r["from_generation"],
             "outcome": "stabilised" if r["stabilized_at"] is not None else "never stabilised",
             "cause": r["cause"] or "unknown",
@@ -154,8 +265,10 @@ def generation_chart(rebalances: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
     if not rows:
         return None
     data = alt.Data(values=rows)
-    tooltip = ["generation:Q", "cause:N", "detail:N", "outcome:N", "duration_ms:Q", "joined:Q", "left:Q", "expired:Q"]
-    base = alt.Chart(data).encode(x=alt.X("started:T", title="time (UTC)"))
+    tooltip = ["started (UTC):N", "stabilised (UTC):N", "generation:Q", "cause:N", "detail:N", "outcome:N",
+               "duration_ms:Q", "joined:Q", "left:Q", "expired:Q"]  # fmt: skip
+    moments = [m for r in rows for m in (r["started"], r["ended"])]
+    base = alt.Chart(data).encode(x=time_axis("started:T", moments))
     bars = base.mark_bar(height=8, cornerRadius=2).encode(
         x2="ended:T", y=alt.Y("generation:Q", title="generation / epoch"), color=alt.Color("cause:N"), tooltip=tooltip
     )
@@ -170,9 +283,9 @@ def generation_chart(rebalances: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
         alt.Chart(alt.Data(values=[r for r in rows if r["members"] is not None]))
         .mark_line(interpolate="step-after", point=True)
         .encode(
-            x=alt.X("ended:T", title="time (UTC)"),
+            x=time_axis("ended:T", moments),
             y=alt.Y("members:Q", title="members", scale=alt.Scale(zero=True)),
-            tooltip=["ended:T", "members:Q", "joined:Q", "left:Q", "expired:Q"],
+            tooltip=["stabilised (UTC):N", "members:Q", "joined:Q", "left:Q", "expired:Q"],
         )
         .properties(width=CHART_WIDTH, height=90, title="members after each rebalance")
     )
@@ -190,6 +303,8 @@ def detections_chart(detections: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
             "status": d["status"],
             "from": _iso(d["first_seen"] or d["detected_at"]),
             "to": _iso(d.get("resolved_at") or d["last_seen"] or d["detected_at"]),
+            "from (UTC)": _utc_text(d["first_seen"] or d["detected_at"]),
+            "to (UTC)": _utc_text(d.get("resolved_at") or d["last_seen"] or d["detected_at"]),
             "summary": d.get("summary") or "",
         }
         for d in detections
@@ -200,10 +315,11 @@ def detections_chart(detections: Sequence[Mapping[str, Any]]) -> dict[str, Any] 
     colours = alt.Scale(domain=list(SEVERITY_COLOURS), range=list(SEVERITY_COLOURS.values()))
     base = alt.Chart(alt.Data(values=rows)).encode(
         y=alt.Y("kind:N", title=None), color=alt.Color("severity:N", scale=colours), tooltip=["kind:N", "severity:N",
-        "status:N", "from:T", "to:T", "summary:N"]
+        "status:N", "from (UTC):N", "to (UTC):N", "summary:N"]
     )  # fmt: skip
-    spans = base.mark_bar(height=10, cornerRadius=2).encode(x=alt.X("from:T", title="time (UTC)"), x2="to:T")
-    marks = base.mark_point(filled=True, size=60, shape="diamond").encode(x="from:T")
+    moments = [m for r in rows for m in (r["from"], r["to"])]
+    spans = base.mark_bar(height=10, cornerRadius=2).encode(x=time_axis("from:T", moments), x2="to:T")
+    marks = base.mark_point(filled=True, size=60, shape="diamond").encode(x=time_axis("from:T", moments))
     return (spans + marks).properties(width=CHART_WIDTH, title="detections").to_dict()
 
 
@@ -220,6 +336,7 @@ th { background: #f4f4f4; }
 .critical { color: #c0392b; font-weight: 600; } .warning { color: #b9770e; } .info { color: #2e86c1; }
 .resolved { color: #888; } pre { font-size: 11px; white-space: pre-wrap; margin: 4px 0; }
 .empty { color: #666; font-style: italic; }
+table.evidence { font-size: 11px; margin: 4px 0; } details summary { cursor: pointer; color: #555; }
 """
 
 
@@ -239,17 +356,82 @@ def html_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _evidence(text: str | None) -> str:
-    if not text:
-        return ""
-    try:
-        pretty = json.dumps(json.loads(text), indent=1)
-    except ValueError:
-        pretty = text
-    return f"<details><summary>evidence</summary><pre>{html.escape(pretty)}</pre></details>"
+def _record_text(row: Mapping[str, Any]) -> str:
+    """A source record as one line of its non-empty columns (its position is said beside it)."""
+    parts = []
+    for name, value in row.items():
+        if name in RECORD_COLUMNS_LEFT_OUT or value is None or value == [] or value == "":
+            continue
+        if isinstance(value, datetime):
+            shown: Any = value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        elif isinstance(value, list) and all(isinstance(v, tuple) and len(v) == 2 for v in value):  # a map column
+            shown = "{" + ", ".join(f"{k}: {v}" for k, v in value) + "}"
+        else:
+            shown = value
+        parts.append(f"{name}={shown}")
+    return "; ".join(str(part) for part in parts)
 
 
-def detections_html(detections: Sequence[Mapping[str, Any]]) -> str:
+def evidence_html(
+    detection: Mapping[str, Any],
+    sources: Mapping[SourceKey, Sequence[Mapping[str, Any]]] | None,
+    rebalances: Sequence[Mapping[str, Any]],
+) -> str:
+    """The detection's evidence: each source record it names, with what the record says; a detection naming none
+    shows the group's rebalances in its window, the records it was decided from."""
+    refs = evidence_refs(detection)
+    if not refs:
+        start = detection.get("first_seen") or detection.get("detected_at")
+        end = detection.get("resolved_at") or detection.get("last_seen") or detection.get("detected_at")
+        window = [
+            r
+            for r in rebalances
+            if r.get("started_at") is not None
+            and start is not None
+            and end is not None
+            and r["started_at"] <= end
+            and (r.get("stabilized_at") or r["started_at"]) >= start
+        ]
+        lines = [
+            f"<tr><td>rebalances {_cell(r.get('rebalance_id') or '')}</td><td>{_cell(r.get('started_at'))}</td>"
+            f"<td>generation {_cell(r.get('from_generation'))} -&gt; {_cell(r.get('generation'))}; cause "
+            f"{_cell(r.get('cause'))}: {_cell(r.get('cause_detail'))}</td></tr>"
+            for r in window
+        ]
+        said = "the detector named no source record"
+        if not lines:
+            return f'<p class="evidence empty">evidence: {said}, and no rebalance of the group falls in its window</p>'
+        return (
+            f"<details open><summary>evidence: {said}; the group's rebalances in its window</summary>"
+            f'<table class="evidence">{"".join(lines)}</table></details>'
+        )
+    lines = []
+    for ref in refs:
+        key = source_key(ref)
+        where = f"{ref.get('table')} {ref.get('topic')}/{ref.get('partition')}@{ref.get('offset')}"
+        moment = html.escape(str(ref.get("event_time") or "")).replace("T", " ").removesuffix("+00:00")
+        if sources is None:
+            said = '<span class="empty">not read here (a catalog\'s tables): radar sql finds it</span>'
+        elif key is None or key not in sources:
+            said = (
+                f'<span class="empty">not found in {html.escape(str(ref.get("table")))} (removed by retention?)</span>'
+            )
+        else:
+            said = "<br>".join(html.escape(_record_text(row)) for row in sources[key])
+        lines.append(f"<tr><td>{html.escape(where)}</td><td>{moment}</td><td>{said}</td></tr>")
+    noun = "record" if len(refs) == 1 else "records"
+    return (
+        f"<details open><summary>evidence: {len(refs)} source {noun}</summary>"
+        f'<table class="evidence"><tr><th>record</th><th>event time (UTC)</th><th>what it says</th></tr>'
+        f"{''.join(lines)}</table></details>"
+    )
+
+
+def detections_html(
+    detections: Sequence[Mapping[str, Any]],
+    sources: Mapping[SourceKey, Sequence[Mapping[str, Any]]] | None = None,
+    rebalances: Sequence[Mapping[str, Any]] = (),
+) -> str:
     if not detections:
         return '<p class="empty">no detections for this group</p>'
     rows = []
@@ -260,9 +442,11 @@ def detections_html(detections: Sequence[Mapping[str, Any]]) -> str:
             f'<tr class="{status_class}"><td>{_cell(d.get("detected_at"))}</td><td>{_cell(d.get("kind"))}</td>'
             f"<td>{_cell(d.get('severity'))}</td><td>{_cell(d.get('status'))}</td>"
             f"<td>{_cell(d.get('generation'))}</td><td>{_cell(d.get('member_id'))}</td>"
-            f"<td>{_cell(d.get('summary'))}{_evidence(d.get('evidence'))}</td></tr>"
+            f"<td>{_cell(d.get('summary'))}{evidence_html(d, sources, rebalances)}</td></tr>"
         )
-    head = "".join(f"<th>{c}</th>" for c in ("detected", "kind", "severity", "status", "gen.", "member", "summary"))
+    head = "".join(
+        f"<th>{c}</th>" for c in ("detected (UTC)", "kind", "severity", "status", "gen.", "member", "summary")
+    )
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
@@ -313,10 +497,12 @@ def render_report(data: ReportData | None, javascript: str, *, title: str, gener
                     parts.append(f'<div class="chart" id="{name}"></div>')
             if not data.of(data.rebalances, group):
                 parts.append('<p class="empty">no rebalances recorded for this group</p>')
-            parts.append(detections_html(data.of(data.detections, group)))
+            parts.append(
+                detections_html(data.of(data.detections, group), data.sources, data.of(data.rebalances, group))
+            )
             parts.append("</section>")
     embeds = "\n".join(
-        f"vegaEmbed({json.dumps('#' + name)}, {json.dumps(spec)}, {{actions: false}}).catch(console.error);"
+        f"vegaEmbed({json.dumps('#' + name)}, {json.dumps(spec)}, {EMBED_OPTIONS}).catch(console.error);"
         for name, spec in specs.items()
     )
     return (

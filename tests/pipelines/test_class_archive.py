@@ -93,7 +93,8 @@ def test_radar_sql_dumps_the_archive_once_then_maps_it(tmp_path: Path) -> None:
     archives = tmp_path / "archives"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR__")}
     env |= {"PYTHONPATH": str(REPO_ROOT), "RADAR__SPARK__CLASS_ARCHIVE_DIR": str(archives)}
-    argv = [sys.executable, "-m", "rebalance_radar.pipelines.cli", "sql", "SELECT 41 + 1 AS answer", "--format", "json"]
+    argv = [sys.executable, "-m", "rebalance_radar.pipelines.cli", "sql", "SELECT 41 + 1 AS answer"]
+    argv += ["--format", "json", "--engine", "spark"]
     argv += ["--data-dir", str(tmp_path / "data")]
     outputs = []
     for _ in range(2):

@@ -270,7 +270,7 @@ def test_sql_mistakes_give_the_error_class_and_a_hint(
     replayed_data_dir: Path, query: str, condition: str, hint: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
-    code = main(["sql", query, "--data-dir", str(replayed_data_dir), "--conf", str(CONF)])
+    code = main(["sql", query, "--engine", "spark", "--data-dir", str(replayed_data_dir), "--conf", str(CONF)])
     err = capsys.readouterr().err
     print(err)  # what a user sees (pytest -s)
     assert code == 2

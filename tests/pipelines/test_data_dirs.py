@@ -52,7 +52,7 @@ def test_a_data_dir_moved_to_a_path_with_a_space_and_accents_replays_again_and_s
         pytest.skip(f"no unprivileged mount namespace here to make a read-only data dir: {probe.stderr!r}")
     before = sorted(str(p) for p in data.rglob("*"))
     # a new process (its JVM started with the path's space and accents in its options), on the read-only data dir
-    sql = radar(data, "sql", "SELECT count(*) AS n FROM offsets_raw", prefix=read_only_mount(data))
+    sql = radar(data, "sql", "SELECT count(*) AS n FROM offsets_raw", "--engine", "spark", prefix=read_only_mount(data))
     assert sql.returncode == 0, sql.stderr
     assert "|39 |" in sql.stdout
     refused = radar(data, "replay", "--input", SAMPLE, prefix=read_only_mount(data))

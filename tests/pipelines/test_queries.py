@@ -33,11 +33,12 @@ def incidents(incident_tables: IncidentTables) -> IncidentTables:
 
 
 def run_query(
-    capsys: pytest.CaptureFixture[str], tables: IncidentTables, name: str, **params: str
+    capsys: pytest.CaptureFixture[str], tables: IncidentTables, name: str, engine: str = "local", **params: str
 ) -> list[dict[str, Any]]:
-    """`radar sql --file queries/<name>.sql --format json` as a user runs it; its rows, columns in order."""
+    """`radar sql --file queries/<name>.sql --format json` as a user runs it (on a local data dir: DuckDB); its
+    rows, columns in order."""
     capsys.readouterr()
-    argv = ["sql", "--file", str(QUERIES_DIR / f"{name}.sql"), "--format", "json"]
+    argv = ["sql", "--file", str(QUERIES_DIR / f"{name}.sql"), "--format", "json", "--engine", engine]
     argv += [item for key, value in params.items() for item in ("--param", f"{key}={value}")]
     argv += ["--data-dir", str(tables.data_dir), "--conf", str(tables.conf)]
     assert main(argv) == 0, capsys.readouterr().err
@@ -168,6 +169,18 @@ def test_parameters_are_bound_as_escaped_string_literals() -> None:
         bind_parameters(query.sql, {})
 
 
+@pytest.mark.parametrize("name", [query.name for query in oncall_queries()])
+def test_every_oncall_query_gives_the_same_rows_on_duckdb_as_on_spark(
+    capsys: pytest.CaptureFixture[str], incidents: IncidentTables, name: str
+) -> None:
+    """queries/ are Spark SQL; on a local data dir DuckDB answers them (translated by sqlglot) with Spark's rows, in
+    Spark's order."""
+    params = {"group_id": ORDERS} if parse_query(QUERIES_DIR / f"{name}.sql").parameters else {}
+    on_duckdb = run_query(capsys, incidents, name, "local", **params)
+    on_spark = run_query(capsys, incidents, name, "spark", **params)
+    assert on_duckdb == on_spark and on_spark, (on_duckdb, on_spark)
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -182,7 +195,7 @@ def test_duckdb_over_the_files_answers_as_spark_sql(
 ) -> None:
     """`radar sql --engine duckdb`: the same rows as Spark SQL for SQL both dialects read alike, no JVM."""
     answers = []
-    for engine in ("spark", "duckdb"):
+    for engine in ("spark", "local"):
         capsys.readouterr()
         argv = ["sql", sql, "--format", "json", "--engine", engine]
         assert main([*argv, "--data-dir", str(incidents.data_dir), "--conf", str(incidents.conf)]) == 0
@@ -193,8 +206,25 @@ def test_duckdb_over_the_files_answers_as_spark_sql(
 def test_a_duckdb_mistake_is_one_sentence_naming_the_tables(
     capsys: pytest.CaptureFixture[str], incidents: IncidentTables
 ) -> None:
-    argv = ["sql", "SELEC 1", "--engine", "duckdb", "--data-dir", str(incidents.data_dir)]
+    argv = ["sql", "SELECT nope FROM detections", "--data-dir", str(incidents.data_dir)]
     assert main([*argv, "--conf", str(incidents.conf)]) == 2
     err = capsys.readouterr().err
-    assert re.search(r"DuckDB: Parser Error: .*the tables here: .*detections.*--engine spark", err), err
-    assert "Traceback" not in err
+    assert re.search(r"DuckDB: Binder Error: .*nope.*the tables here: detections.*--engine spark", err), err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        ("SELEC 1", 'does not parse near "1" (line 1, column 7): fix it there, or run it as it is with --engine spark'),
+        ("SELECT * FROM detections WHERE kind = 'zombie", "close the quote or bracket"),
+        ("SELECT 1; SELECT 2", "runs one statement; this text holds 2"),
+    ],
+)
+def test_a_typo_is_one_sentence_before_any_table_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, sql: str, said: str
+) -> None:
+    """On the default engine a typo is told by sqlglot's parser of Spark SQL: no JVM, no table read."""
+    assert main(["sql", sql, "--data-dir", str(tmp_path / "no-such-dir-yet")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and err.count("\n") == 1, err

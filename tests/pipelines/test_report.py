@@ -40,9 +40,8 @@ def non_white_share(png: bytes) -> float:
     return 1 - sum(histogram[245:]) / sum(histogram)
 
 
-def gold_rows() -> ReportData:
-    """Two groups as the detectors would write them: one incident-ridden, one healthy."""
-    t0 = datetime(2026, 11, 23, 12, 0, 0)
+def gold_rows(t0: datetime = datetime(2026, 11, 23, 12, 0, 0)) -> ReportData:
+    """Two groups as the detectors would write them: one incident-ridden, one healthy (times naive UTC)."""
 
     def rebalance(group: str, gen: int, at_s: int, cause: str, members: int, stable: bool = True) -> dict[str, Any]:
         started = t0 + timedelta(seconds=at_s)
@@ -109,7 +108,7 @@ def test_report_lists_groups_worst_first_and_says_when_alerts_are_absent(javascr
     page = render_report(gold_rows(), javascript, title="t", generated_at=datetime.now(UTC))
     assert page.index("<h2>billing</h2>") < page.index("<h2>orders</h2>")  # open detections first
     assert NO_ALERTS_TABLE in page
-    assert "heartbeat_expiration of billing-a-1" in page and "&quot;heartbeat_events&quot;" in page  # evidence
+    assert "heartbeat_expiration of billing-a-1" in page and "heartbeat_events radar.telemetry/0@7" in page  # evidence
     assert "cdn.jsdelivr" not in page and "https://" not in page.split("<script", 2)[2][:2000]  # offline
 
 
@@ -150,3 +149,66 @@ def test_a_local_data_dir_is_reported_from_its_files_with_the_rows_spark_reads(
         assert sorted(rows, key=lambda r: [str(r[k]) for k in key]) == sorted(
             by_spark, key=lambda r: [str(r[k]) for k in key]
         ), schema.name
+
+
+AXIS_LABELS = "Array.from(document.querySelectorAll('.chart .role-axis-label text')).map(t => t.textContent)"
+
+
+def test_time_axes_are_24_hour_utc_whatever_the_browsers_zone(
+    tmp_path: Path, javascript: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incident at 19:03 UTC reads 19:03 on the axes, not 07:03 (a 12-hour clock) nor the browser's local time."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30: a local-time axis would say 00:33
+    out = tmp_path / "report.html"
+    out.write_text(render_report(gold_rows(datetime(2026, 11, 23, 19, 3, 0)), javascript, title="t",
+                                 generated_at=datetime.now(UTC)))  # fmt: skip
+    seen = visit(out, evaluate=AXIS_LABELS)
+    assert seen.errors == ()
+    times = [label for label in seen.evaluated if ":" in label]
+    assert times and all(label.startswith("19:0") for label in times), seen.evaluated
+    assert not any("AM" in label or "PM" in label for label in seen.evaluated)
+
+
+def test_the_monitors_own_groups_are_left_out_unless_asked_for() -> None:
+    from rebalance_radar.pipelines.cli.report import users_rows
+    from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, load_config
+
+    config = load_config()
+    rows = ({"group_id": "orders"}, {"group_id": f"{OWN_GROUP_PREFIX}-1a2b-executor"}, {"group_id": None})
+    assert users_rows(rows, config) == ({"group_id": "orders"}, {"group_id": None})
+    detect = config.detect.model_copy(update={"include_own_groups": True})
+    assert users_rows(rows, config.model_copy(update={"detect": detect})) == rows
+
+
+def test_every_detection_shows_its_source_records(incident_tables: IncidentTables, tmp_path: Path) -> None:
+    """Each evidence entry of the incident tables' detections is found in its table and shown with what the record
+    says; `radar report` writes the page without a JVM."""
+    from rebalance_radar.pipelines.cli.report import evidence_refs, source_key
+    from tests.pipelines.radar_run_process import radar_without_a_jvm
+
+    def no_spark() -> SparkSession:
+        raise AssertionError("a local data dir's report asked for Spark")
+
+    config = load_config_for(incident_tables)
+    data = load_report_data(no_spark, config)
+    assert data is not None and data.detections and data.sources is not None
+    for detection in data.detections:
+        refs = evidence_refs(detection)
+        assert refs, detection["kind"]
+        for ref in refs:
+            key = source_key(ref)
+            assert key in data.sources, (detection["kind"], ref)
+            assert all(row["group_id"] in (detection["group_id"], None) for row in data.sources[key])
+    out = tmp_path / "report.html"
+    done = radar_without_a_jvm("report", "--out", str(out), "--data-dir", str(incident_tables.data_dir))
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = out.read_text()
+    assert page.count("<summary>evidence: ") == len(data.detections)
+    assert "the detector named no source record" not in page
+    assert "heartbeat_events radar.telemetry/0@" in page and "member_id=rdkafka-orders-2-bbb" in page
+
+
+def load_config_for(tables: IncidentTables) -> RadarConfig:
+    from rebalance_radar.pipelines.config import load_config
+
+    return load_config(tables.conf).with_data_dir(tables.data_dir)
