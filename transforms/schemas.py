@@ -638,6 +638,10 @@ class HeartbeatEventKind(StrEnum):
     VERSION_PROBING = "version_probing"
     SHUTDOWN_REQUESTED = "shutdown_requested"
     ASSIGNMENT = "assignment"
+    STATE_CHANGE = "state_change"
+    """A client's own state machine moved (KafkaStreams, StreamThread, a KIP-848/1071 membership manager)."""
+    TOPOLOGY = "topology"
+    """A streams group's topology was configured, initialized or validated by the coordinator (KIP-1071)."""
 
 
 class TelemetrySource(StrEnum):

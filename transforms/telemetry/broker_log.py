@@ -77,6 +77,7 @@ import re
 from rebalance_radar.transforms.schemas import HeartbeatEventKind, TelemetrySource
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome
 from rebalance_radar.transforms.telemetry.log_line import (
+    EventBuilder,
     LogLine,
     MessageRule,
     RuleTable,
@@ -492,6 +493,7 @@ def _member_assignment_state(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details.update(previous_member_epoch=m.group("previous"), member_state=m.group("state"))
     if m.group("member") is None:
         details["protocol"] = "streams"
+        details.update(streams_tasks(line.message))
     return line.event(
         Kind.ASSIGNMENT,
         SOURCE,
@@ -499,6 +501,112 @@ def _member_assignment_state(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         member_id=_member(m.group("member"), line),
         member_epoch=int(m.group("epoch")),
         details=details,
+    )
+
+
+# A streams member's tasks as the coordinator prints them: `(active=[0-0@5, 1-2@5], standby=[], warmup=[])`
+# (4.3, `TasksTupleWithEpochs`: subtopology-partition@assignment epoch) or `(active=[0-0, 1-2], ...)` (4.1/4.2).
+_STREAMS_TASKS = re.compile(
+    r"(?P<name>assignedTasks|tasksPendingRevocation)=\(active=\[(?P<active>[^\]]*)\], "
+    r"standby=\[(?P<standby>[^\]]*)\], warmup=\[(?P<warmup>[^\]]*)\]\)"
+)
+_STREAMS_TASK = re.compile(r"(\w+)-(\d+)(?:@-?\d+)?")
+
+
+def streams_tasks(message: str) -> dict[str, str]:
+    """`active_tasks`, `standby_tasks`, `warmup_tasks` (Streams' own `0_1` spelling, comma-joined) and the active
+    tasks pending revocation, from a coordinator line printing a streams member's tasks; empty when it prints none."""
+    details: dict[str, str] = {}
+    for found in _STREAMS_TASKS.finditer(message):
+        prefix = "" if found.group("name") == "assignedTasks" else "pending_"
+        for kind in ("active", "standby", "warmup"):
+            if prefix and kind != "active":
+                continue
+            ids = [f"{s}_{p}" for s, p in _STREAMS_TASK.findall(found.group(kind))]
+            details[f"{prefix}{kind}_tasks"] = ",".join(ids)
+            details[f"{prefix}{kind}_task_count"] = str(len(ids))
+    return details
+
+
+def _topology(phase: str) -> EventBuilder:
+    """KIP-1071 topology set-up (GroupMetadataManager, InternalTopicManager 4.1+): the coordinator configures a
+    member's topology, validates its topics and marks its epoch initialized; the group epoch bump follows on its own
+    line. None of it is a membership change."""
+
+    def build(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+        found = m.groupdict()
+        epoch = found.get("epoch") or found.get("epoch41")
+        details = _coordinator_details(line)
+        details.update(
+            protocol="streams",
+            topology_phase="internal_topics_missing" if found.get("missing") is not None else phase,
+            topology_epoch=epoch,
+            elapsed_ms=found.get("elapsed"),
+            metadata_hash=found.get("hash"),
+            missing_internal_topics=found.get("missing"),
+        )
+        return line.event(
+            Kind.TOPOLOGY,
+            SOURCE,
+            group_id=_group(None, line),
+            member_id=_member(None, line),
+            reason=(found.get("error") or "").strip() or None,
+            details=details,
+        )
+
+    return build
+
+
+_STREAMS_MEMBER_FIELD = re.compile(
+    r"\b(memberEpoch|previousMemberEpoch|state|clientId|clientHost|rebalanceTimeoutMs|topologyEpoch|processId)="
+    r"([^,\]]*)"
+)
+
+
+def _streams_member_metadata_updated(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """4.3 GroupMetadataManager (INFO): "Member updated its member metadata to StreamsGroupMember[memberId=M,
+    memberEpoch=E, ..., clientId=C, clientHost=/H, rebalanceTimeoutMs=T, topologyEpoch=K, processId=P, ...]." -- a
+    streams member (re)joining or changing what it told the coordinator; its client id and host name the member."""
+    fields = dict(_STREAMS_MEMBER_FIELD.findall(line.message))
+    details = _coordinator_details(line)
+    details.update(
+        protocol="streams",
+        phase="metadata_updated",
+        member_state=fields.get("state"),
+        previous_member_epoch=fields.get("previousMemberEpoch"),
+        topology_epoch=fields.get("topologyEpoch"),
+        process_id=fields.get("processId"),
+        rebalance_timeout_ms=fields.get("rebalanceTimeoutMs"),
+        **streams_tasks(line.message),
+    )
+    epoch = fields.get("memberEpoch", "")
+    return line.event(
+        Kind.JOIN,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=_member(m.group("member"), line),
+        member_epoch=int(epoch) if epoch.lstrip("-").isdigit() else None,
+        client_id=fields.get("clientId") or None,
+        host=(fields.get("clientHost") or "").lstrip("/") or None,
+        details={k: v for k, v in details.items() if v},
+    )
+
+
+def _streams_assignment_configs_changed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = {**_coordinator_details(line), "protocol": "streams", "change": "configs_changed", "configs": m.group(1)}
+    return line.event(
+        Kind.ASSIGNMENT, SOURCE, group_id=_group(None, line), member_id=_member(None, line), details=details
+    )
+
+
+def _streams_shutdown_requested(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    return line.event(
+        Kind.SHUTDOWN_REQUESTED,
+        SOURCE,
+        group_id=_group(None, line),
+        member_id=_member(None, line),
+        reason="a member requested the application to shut down",
+        details={**_coordinator_details(line), "protocol": "streams"},
     )
 
 
@@ -904,6 +1012,62 @@ RULES = RuleTable.of(
             "Member joins the streams group",
             re.compile(r"Member joins the streams group"),
             _streams_group_join,
+        ),
+        MessageRule(  # 4.2+ "Configuring the topology E", 4.1 "... the topology StreamsTopology[topologyEpoch=E, ..."
+            "Configuring the topology",
+            re.compile(
+                r"Configuring the topology (?:(?P<epoch>-?\d+)|StreamsTopology\[topologyEpoch=(?P<epoch41>-?\d+))"
+            ),
+            _topology("configuring"),
+        ),
+        MessageRule(
+            "initialized the topology with epoch",
+            re.compile(r"Member initialized the topology with epoch (?P<epoch>-?\d+)"),
+            _topology("initialized"),
+        ),
+        MessageRule(
+            "joined with stale topology epoch",
+            re.compile(r"Member joined with stale topology epoch (?P<epoch>-?\d+)"),
+            _topology("stale_member"),
+        ),
+        MessageRule(  # InternalTopicManager: 4.3 "[GroupId G][MemberId M] Valid ... in Nms, ...", 4.2 no prefix, 4.1
+            # no "in Nms"
+            "Valid topic configuration found",
+            re.compile(
+                r"Valid topic configuration found(?: in (?P<elapsed>\d+)ms)?, "
+                r"(?:topology epoch (?P<epoch>-?\d+) is now initialized"
+                r"|but internal topics are missing for topology epoch (?P<epoch41>-?\d+): (?P<missing>.*?))"
+                r"\.?\s*$"
+            ),
+            _topology("validated"),
+        ),
+        MessageRule(
+            "Topic configuration failed for topology epoch",
+            re.compile(
+                r"Topic configuration failed for topology epoch (?P<epoch>-?\d+)(?: in (?P<elapsed>\d+)ms)?: "
+                r"(?P<error>.*?)\s*$"
+            ),
+            _topology("invalid"),
+        ),
+        MessageRule(  # streams groups only (a consumer group's "Computed new metadata hash" names no member)
+            "Computed new metadata hash",
+            re.compile(r"\[MemberId [^\]]+\] Computed new metadata hash: (?P<hash>-?\d+)"),
+            _topology("metadata_hash"),
+        ),
+        MessageRule(
+            "updated its member metadata",
+            re.compile(r"Member updated its member metadata to StreamsGroupMember\[memberId=(?P<member>[^,\]]+)"),
+            _streams_member_metadata_updated,
+        ),
+        MessageRule(
+            "Assignment configurations changed",
+            re.compile(r"Assignment configurations changed to (\{.*?\})\. Triggering rebalance"),
+            _streams_assignment_configs_changed,
+        ),
+        MessageRule(
+            "Shutdown requested for the streams application",
+            re.compile(r"Shutdown requested for the streams application"),
+            _streams_shutdown_requested,
         ),
         MessageRule(
             "left the streams group",

@@ -46,6 +46,7 @@ from rebalance_radar.transforms.telemetry.log_line import (
     instance_id_value,
     split_log_line,
 )
+from rebalance_radar.transforms.telemetry.streams_log import parse_streams_message
 from rebalance_radar.transforms.wire.error_codes import ErrorCode as E
 
 SOURCE = TelemetrySource.CLIENT_LOG
@@ -262,6 +263,27 @@ def _member_fatal(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         reason="member transitioned to fatal state",
         details=_protocol_details(line, protocol="consumer", change="lost", cause="fatal"),
     )
+
+
+_STREAMS_CONSUMER_CLIENT = re.compile(r"-StreamThread-\d+-consumer$")
+
+
+def _membership_protocol(line: LogLine) -> str:
+    """KIP-1071 when the line comes from `StreamsMembershipManager` or a Streams thread's consumer, else KIP-848."""
+    if (line.logger and "Streams" in line.logger) or _STREAMS_CONSUMER_CLIENT.search(line.client_id or ""):
+        return "streams"
+    return "consumer"
+
+
+def _membership_transition(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    """KIP-848/1071 member state machine (`AbstractMembershipManager` 3.7+/4.x, `StreamsMembershipManager` 4.1+,
+    INFO): "Member M with epoch E transitioned from S1 to S2.". A state change, FENCED included: the heartbeat
+    failure that fenced the member (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) is its own line, read above, and the
+    tasks or partitions it lost are the listener invoker's line."""
+    member, epoch, before, after = m.groups()
+    details = _protocol_details(line, protocol=_membership_protocol(line), from_state=before, to_state=after)
+    details["component"] = "membership"
+    return line.event(Kind.STATE_CHANGE, SOURCE, member_id=member, member_epoch=int(epoch), details=details)
 
 
 def _disconnected_from_coordinator(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
@@ -545,6 +567,15 @@ def _generation_cleared_before_sync(m: re.Match[str], line: LogLine) -> Heartbea
 # 4.1+): which heartbeat failures say what about membership. Errors are named "because of E: <response>" (retried)
 # or, for the fatal ones (GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REQUEST, UNSUPPORTED_VERSION),
 # "due to E: <message>" / "due to unexpected error E: <message>".
+# AbstractHeartbeatRequestManager 3.9+/4.x, StreamsGroupHeartbeatRequestManager 4.1+ (INFO): "... failed because the
+# group coordinator C is incorrect. / is not available. / is still loading. Will ..." (the member keeps its membership).
+_COORDINATOR_STATE_ERRORS = {
+    "incorrect": E.NOT_COORDINATOR.name,
+    "not available": E.COORDINATOR_NOT_AVAILABLE.name,
+    "still loading": E.COORDINATOR_LOAD_IN_PROGRESS.name,
+}
+
+
 def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     if m.group("fenced_member"):
         error, member = E.FENCED_MEMBER_EPOCH.name, m.group("fenced_member")
@@ -553,6 +584,8 @@ def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     elif m.group("instance_state"):
         fenced = m.group("instance_state") == "fenced"
         error, member = (E.FENCED_INSTANCE_ID.name if fenced else E.UNRELEASED_INSTANCE_ID.name), None
+    elif m.group("coordinator_state"):
+        error, member = _COORDINATOR_STATE_ERRORS[m.group("coordinator_state")], None
     else:
         error, member = m.group("error"), None
     epoch = m.group("epoch")
@@ -565,7 +598,11 @@ def _group_heartbeat_failed(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
         error=error,
         reason=f"{m.group('api')} failed with {error}",
         details=_protocol_details(
-            line, api=m.group("api"), protocol=m.group("api").split("Group")[0].lower() or "consumer"
+            line,
+            api=m.group("api"),
+            protocol=m.group("api").split("Group")[0].lower() or "consumer",
+            coordinator=m.group("coordinator"),
+            cause="coordinator_unavailable" if m.group("coordinator") else None,
         ),
     )
 
@@ -680,6 +717,11 @@ RULES = RuleTable.of(
             _release_assignment_to_leave,
         ),
         MessageRule(
+            "transitioned from",
+            re.compile(r"Member (\S+) with epoch (-?\d+) transitioned from (\w+) to (\w+)"),
+            _membership_transition,
+        ),
+        MessageRule(
             "transitioned to",
             re.compile(r"Member (\S+) with epoch (-?\d+) transitioned to (?:fatal|FATAL) state"),
             _member_fatal,
@@ -754,7 +796,9 @@ RULES = RuleTable.of(
                 r"(?:for member (?P<fenced_member>\S+) because epoch (?P<epoch>-?\d+) is fenced"
                 r"|because member (?P<unknown_member>\S+?)\.? is unknown"
                 r"|due to (?P<instance_state>fenced|unreleased) instance id (?P<instance>[^\s:]+)"
-                r"|(?:because of|due to(?: unexpected error)?) (?P<error>[A-Z][A-Z_]+):)"
+                r"|(?:because of|due to(?: unexpected error)?) (?P<error>[A-Z][A-Z_]+):"
+                r"|because the group coordinator (?P<coordinator>.+?) is (?P<coordinator_state>incorrect|not available"
+                r"|still loading)\.)"
             ),
             _group_heartbeat_failed,
         ),
@@ -890,8 +934,9 @@ def looks_like_client_log(text: str) -> bool:
 
 
 def parse_client_message(line: LogLine) -> HeartbeatEvent | None:
-    """The heartbeat event of a client log line already split into its envelope, or None."""
-    return apply_rules(RULES, line)
+    """The heartbeat event of a client log line already split into its envelope, or None (consumer wording first,
+    then the Kafka Streams application's own, `streams_log`)."""
+    return apply_rules(RULES, line) or parse_streams_message(line)
 
 
 def parse_client_log_line(text: str, record_timestamp_ms: int, tz: str = "UTC") -> ParseOutcome:

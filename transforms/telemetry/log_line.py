@@ -31,6 +31,8 @@ _TIME_ONLY = re.compile(r"\[(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?\]")
 _LOGGER_SUFFIX = re.compile(r"\s\(((?:kafka|org\.apache\.kafka)[\w.$]*)(?::\d+)?\)\s*$")
 _CONSUMER_PREFIX = re.compile(r"\[Consumer (?:instanceId=([^,\]]*), )?clientId=([^,\]]*), groupId=([^\]]*)\]")
 _STREAM_THREAD_PREFIX = re.compile(r"stream-thread \[([^\]]+)\]")
+_STREAM_CLIENT_PREFIX = re.compile(r"stream-client \[([^\]]+)\]")
+_STREAMS_CLIENT_NAME = re.compile(r"^(.+?)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _STREAMS_THREAD_NAME = re.compile(
     r"^(.+?)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-StreamThread-\d+(?:-consumer)?$"
 )
@@ -128,6 +130,13 @@ def streams_application_id(thread_name: str) -> str | None:
     return found.group(1) if found else None
 
 
+def streams_client_application_id(client_id: str) -> str | None:
+    """The application id in a KafkaStreams client id left at its default, `<app>-<process uuid>` (a `client.id`
+    the user set names no application)."""
+    found = _STREAMS_CLIENT_NAME.match(client_id)
+    return found.group(1) if found else None
+
+
 @dataclass(frozen=True, slots=True)
 class LogLine:
     """A log line split into what every event from it shares and the message the rules match against."""
@@ -203,6 +212,11 @@ def split_log_line(
             group_id = streams_application_id(client_id)
             if client_id in {"...", "…"}:
                 client_id = None
+    elif "stream-client [" in message:
+        prefix = _STREAM_CLIENT_PREFIX.search(message)
+        if prefix is not None:
+            client_id = prefix.group(1)
+            group_id = streams_client_application_id(client_id)
     return LogLine(
         message=message,
         event_time=record_timestamp_ms if event_time is None else event_time,

@@ -520,8 +520,6 @@ def test_audited_coordinator_wording(text: str, kind: K, fields: dict[str, objec
         f"or deleted. {JAVA}",
         # GroupMetadataManager.java 4.x: a refused downgrade says "consumer group", not a join or leave
         f"{J} Cannot downgrade consumer group g to classic group because the online downgrade is disabled. {JAVA}",
-        # GroupMetadataManager.java 4.x: the topology of a streams group is not a membership change
-        f"{J} [GroupId app][MemberId Xq3-m] Member joined with stale topology epoch 3 {JAVA}",
         # a member list elsewhere in a message that is not the coordinator's
         "Requested to drop members who haven't paid: Set(a, b)",
         "Static member of the club with instance id 7 is fenced by existing member rules",

@@ -144,7 +144,6 @@ def test_join_request_with_member_id_in_reason() -> None:
     [
         f"{PREFIX} Subscribed to topic(s): orders",
         f"{PREFIX} Resetting offset for partition orders-3 to position FetchPosition{{offset=0}}",
-        "INFO stream-thread [app-StreamThread-1] State transition from RUNNING to PARTITIONS_REVOKED",
         "We had a rebalance storm last night; the heartbeat looked fine and nobody joined the group.",
         "Attempting to join group failed? no, the JoinGroupRequest was fine",
         "The consumer poll timeout is configured with max.poll.interval.ms",
@@ -356,16 +355,41 @@ def test_audited_client_wording(text: str, kind: K, fields: dict[str, object], d
         f"{PREFIX} Resetting generation and member id due to: encountered UNKNOWN_MEMBER_ID from HEARTBEAT response",
         f"{PREFIX} Giving away all assigned partitions as lost since generation/memberID has been reset,indicating "
         "that consumer is in old state or no longer part of the group",
-        # AbstractMembershipManager 3.7+/4.x: state-machine narration, not read
-        f"{PREFIX} Member Mx2 with epoch 5 transitioned from STABLE to FENCED.",
         # CommitRequestManager 3.7+/4.x: not a membership failure
         f"{PREFIX} OffsetCommit timeout expired so it won't be retried anymore",
-        f"{PREFIX} ConsumerGroupHeartbeatRequest failed because the group coordinator b1:9092 (id: 1) is incorrect.",
         f"{THREAD} Received version probing code of a different kind",
     ],
 )
 def test_audited_client_near_misses_produce_no_event(text: str) -> None:
     assert not parse_client_log_line(f"[2025-06-30 13:13:14,468] INFO {text}", TS).recognised
+
+
+def test_a_membership_state_change_is_a_state_change_event() -> None:
+    # AbstractMembershipManager 3.7+/4.x (kafka-clients 4.3.1 l.246), INFO: the FENCED change follows the heartbeat
+    # failure that fenced the member, which is what the detectors read; the change itself is history
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] INFO {PREFIX} Member Mx2 with epoch 5 transitioned from STABLE to FENCED."
+    )
+    assert (event.event, event.member_id, event.member_epoch) == (K.STATE_CHANGE, "Mx2", 5)
+    assert (event.details["protocol"], event.details["from_state"], event.details["to_state"]) == (
+        "consumer",
+        "STABLE",
+        "FENCED",
+    )
+
+
+def test_a_wrong_coordinator_in_a_kip848_heartbeat_is_a_lost_coordinator() -> None:
+    # AbstractHeartbeatRequestManager 4.3.1 l.367 (NOT_COORDINATOR), INFO: like the classic client's "Group coordinator
+    # ... is unavailable or invalid", the member keeps its membership while it finds its coordinator again
+    event = only_event(
+        f"[2025-06-30 13:13:14,468] INFO {PREFIX} ConsumerGroupHeartbeatRequest failed because the group coordinator "
+        "b1:9092 (id: 1) is incorrect. Will attempt to find the coordinator again and retry in 0ms: Not coordinator."
+    )
+    assert (event.event, event.error, event.details["cause"]) == (
+        K.HEARTBEAT_FAILED,
+        "NOT_COORDINATOR",
+        "coordinator_unavailable",
+    )
 
 
 # --- Commit failures the audit had missed: each line is built from the named format string, with a log4j layout.

@@ -92,6 +92,9 @@ class EpochGroup(Group):
                     self._replace(replaced, member_id, now, event)
                     member = st.members[member_id]
                 else:
+                    # KIP-848/1071 clients keep their member id across a fencing: the one that rejoins is a member
+                    # again, and its next departure counts as one
+                    st.departed.pop(member_id, None)
                     member = MemberState(member_id=member_id, joined_ms=now)
                     st.members[member_id] = member
                     if st.rebalance is not None:

@@ -76,6 +76,11 @@ HOW_WORDS: dict[DepartureKind, str] = {
     DepartureKind.VANISHED: "it is no longer in the group",
 }
 MAX_ATTEMPTS = 64
+EPOCH_PROTOCOLS = frozenset({"consumer", "streams"})
+"""Coordinator lines of these protocols' groups (KIP-848, KIP-1071): a member keeps its member id across a fencing,
+and the group epoch and each member's epoch say when a rebalance converged."""
+EPOCH_BATCH_MS = 2_000
+"""A join logged this close before an epoch bump is the change the bump is for."""
 
 
 def note_change(reb: OpenRebalance, kind: MembershipChange) -> None:
@@ -503,10 +508,13 @@ class Group:
         elif kind == K.MEMBER_EXPIRED and broker:
             if event.member_id and event.detail("pending") != "true":
                 self._on_broker_expiry(event)
+                self._maybe_emptied(event)
         elif kind == K.LEAVE:
             self._on_leave(event)
+            self._maybe_emptied(event)
         elif kind == K.MEMBER_REMOVED:
             self._on_removed(event)
+            self._maybe_emptied(event)
         elif kind == K.JOIN:
             self._on_join(event)
         elif kind == K.REBALANCE_PREPARE:
@@ -542,6 +550,11 @@ class Group:
                         st.state = "Empty" if kind == K.GROUP_EMPTY else "Stable"
                     else:
                         self._complete(event, event.generation, after, st.leader)
+        elif kind == K.ASSIGNMENT and broker and event.member_epoch is not None and not st.authoritative:
+            self._on_member_epoch(event)
+        elif kind == K.ASSIGNMENT and broker and event.detail("target_assignment_epoch") and not st.authoritative:
+            # "Computed a new target assignment for epoch E": the only line that shows the bump of a departure
+            self._on_epoch_bump(event, int(event.detail("target_assignment_epoch") or 0))
         elif kind == K.ASSIGNMENT and broker and event.detail("leader") == "true" and not st.authoritative:
             st.leader = event.member_id or st.leader
         elif kind == K.ASSIGNMENT and event.detail("change") == "leader_assigning" and event.client_id:
@@ -735,14 +748,24 @@ class Group:
             return
         if event.detail("rebalance") == "false" or not event.member_id:
             return
+        broker = event.source == TelemetrySource.BROKER_LOG.value
+        epoch_join = broker and not st.authoritative and event.detail("protocol") in EPOCH_PROTOCOLS
+        if epoch_join and event.member_id in st.departed and event.member_id not in st.members:
+            st.departed.pop(event.member_id)  # fenced earlier, back under the same member id
         known = event.member_id in st.members or event.member_id in st.departed
-        if not st.authoritative and event.source == TelemetrySource.BROKER_LOG.value and not known:
+        if not st.authoritative and broker and not known:
             st.members[event.member_id] = MemberState(
                 member_id=event.member_id, joined_ms=now, instance_id=event.group_instance_id
             )
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
+            elif epoch_join:  # the epoch bump for this join follows on its own line
+                st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
+        member = st.members.get(event.member_id)
+        if member is not None and broker:  # a streams member's metadata line names its client and host
+            member.client_id = member.client_id or event.client_id
+            member.host = member.host or event.host
 
     def _on_prepare(self, event: GroupEvent) -> None:
         st = self.state
@@ -790,8 +813,71 @@ class Group:
                 # its "Member M ... has failed" line is missing (an excerpt grepped for "Preparing to rebalance")
                 self._on_broker_expiry(event)
             return
+        if event.source == TelemetrySource.BROKER_LOG.value and not st.authoritative:
+            self._on_epoch_bump(event, int(event.detail("group_epoch") or 0))
+            return
         if st.rebalance is not None:
             add_attempt(
                 st.rebalance,
                 Attempt(at_ms=now, generation=event.generation, kind=AttemptKind.CLIENT, reason=event.reason),
             )
+
+    def _on_epoch_bump(self, event: GroupEvent, epoch: int) -> None:
+        """KIP-848/1071 seen through the coordinator's log alone (no group records): "Bumped (streams) group epoch to
+        E" or the target assignment computed for E (a departure's bump is logged only that way) opens a rebalance,
+        with the joins logged just before it; its members' "new assignment state" lines close it
+        (`_on_member_epoch`)."""
+        st = self.state
+        now = event.event_time_ms
+        if st.generation is not None and epoch <= st.generation:
+            return  # a line older than what the group already showed
+        st.group_epoch = max(st.group_epoch or epoch, epoch)
+        if st.generation is None and st.rebalance is None:
+            st.generation = epoch - 1
+        reb = st.rebalance or self._start_rebalance(now, event)
+        for signal in st.signals:
+            member_id = signal.subject
+            recent = 0 <= now - signal.at_ms <= EPOCH_BATCH_MS
+            if recent and signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
+                reb.joined.append(member_id)
+                note_change(reb, MembershipChange.JOINED)
+        if not any(a.kind == AttemptKind.BUMP and a.generation == epoch for a in reb.attempts):
+            add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
+        reb.refs = merge_refs(reb.refs, [source_ref(event)])
+
+    def _maybe_emptied(self, event: GroupEvent) -> None:
+        """KIP-848/1071 from the coordinator's log alone: the last member's departure ends the rebalance with the group
+        empty (no member is left to log a new assignment state; the removal bumped the group epoch once more)."""
+        st = self.state
+        reb = st.rebalance
+        if (
+            reb is None
+            or st.members
+            or st.authoritative
+            or event.source != TelemetrySource.BROKER_LOG.value
+            or event.detail("protocol") not in EPOCH_PROTOCOLS
+        ):
+            return
+        base = max(st.group_epoch or 0, reb.from_generation or 0)
+        self._complete(event, base + 1, {}, None)
+
+    def _on_member_epoch(self, event: GroupEvent) -> None:
+        """KIP-848/1071 from the coordinator's log alone: "Member M new assignment state: epoch=E, ..., state=S"; the
+        open rebalance ends once every member it knows is STABLE at the group epoch."""
+        st = self.state
+        member_id = event.member_id or ""
+        if not member_id or member_id in st.departed:
+            return
+        member = st.members.get(member_id)
+        if member is None:
+            member = MemberState(member_id=member_id, joined_ms=event.event_time_ms)
+            st.members[member_id] = member
+        member.generation = event.member_epoch
+        member.member_state = event.detail("member_state")
+        reb = st.rebalance
+        if reb is None or st.group_epoch is None:
+            return
+        if reb.from_generation is not None and st.group_epoch <= reb.from_generation:
+            return  # the bump for this change is still to come
+        if all(m.generation == st.group_epoch and m.member_state == "STABLE" for m in st.members.values()):
+            self._complete(event, st.group_epoch, None, None)

@@ -1,0 +1,176 @@
+"""KIP-1071 streams groups through the 4.x coordinator's log, with and without the group's records: a member that
+leaves after its fencing is a departure with its cause, and a healthy application's topology set-up, scale-out and
+shutdown stay silent. Coordinator lines are `GroupMetadataManager` 4.3.1's wording (see test_streams_log.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
+from tests.transforms.detectors.silver_rows import BASE_MS, Silver, run
+
+APP = "wordcount"
+RECORDED = Path(__file__).parents[2] / "data" / "streams-app"
+
+
+class StreamsCoordinator:
+    """What the 4.3.1 coordinator writes for a streams group: its log lines, and with `records` its records."""
+
+    def __init__(self, s: Silver, records: bool) -> None:
+        self.s = s
+        self.records = records
+        self.epoch = 0
+
+    def line(self, member: str | None, text: str, at: int) -> None:
+        context = f"[GroupId {APP}][MemberId {member}]" if member else f"[GroupId {APP}]"
+        self.s.broker(f"{context} {text}", at)
+
+    def join(self, member: str, at: int) -> None:
+        self.line(member, "Member joins the streams group.", at)
+        if self.records:
+            self.s.record(
+                "StreamsGroupMemberMetadata",
+                {"groupId": APP, "memberId": member},
+                {"clientId": f"{APP}-{member}-StreamThread-1-consumer", "clientHost": "/10.0.0.9", "processId": member},
+                at,
+            )
+
+    def gone(self, member: str, at: int) -> None:
+        if self.records:
+            self.s.record("StreamsGroupCurrentMemberAssignment", {"groupId": APP, "memberId": member}, None, at)
+            self.s.record("StreamsGroupMemberMetadata", {"groupId": APP, "memberId": member}, None, at)
+
+    def bump(self, member: str | None, at: int, *, logged: bool = True) -> None:
+        """A new group epoch and its target assignment (a departure's bump is not logged, only its assignment)."""
+        self.epoch += 1
+        if logged:
+            self.line(
+                member,
+                f"Bumped streams group epoch to {self.epoch} with metadata hash 77 and validated topic epoch 0.",
+                at,
+            )
+        if self.records:
+            self.s.record("StreamsGroupMetadata", {"groupId": APP}, {"epoch": self.epoch, "metadataHash": 77}, at)
+            self.s.record("StreamsGroupTargetAssignmentMetadata", {"groupId": APP}, {"assignmentEpoch": self.epoch}, at)
+        self.line(None, f"Computed a new target assignment for epoch {self.epoch} with 'sticky' assignor in 1ms.", at)
+
+    def stable(self, member: str, tasks: str, at: int) -> None:
+        self.line(
+            member,
+            f"Member's new assignment state: epoch={self.epoch}, previousEpoch={self.epoch - 1}, state=STABLE, "
+            f"assignedTasks=(active=[{tasks}], standby=[], warmup=[]) and tasksPendingRevocation=(active=[], "
+            "standby=[], warmup=[]).",
+            at,
+        )
+        if self.records:
+            self.s.record(
+                "StreamsGroupCurrentMemberAssignment",
+                {"groupId": APP, "memberId": member},
+                {"memberEpoch": self.epoch, "previousMemberEpoch": self.epoch - 1, "state": 1},
+                at,
+            )
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records and log", "log alone"])
+def test_a_streams_member_that_left_after_its_fencing_is_counted_as_left(records: bool) -> None:
+    """The member's session expires, it rejoins under the same member id (KIP-1071 clients keep it), and later leaves:
+    that leave is a departure of the rebalance it began, not an unexplained one."""
+    s = Silver()
+    coordinator = StreamsCoordinator(s, records)
+    t = BASE_MS
+    for member in ("a", "b", "c"):
+        coordinator.join(member, t)
+    coordinator.bump("c", t)
+    for member, tasks in (("a", "0-0@1"), ("b", "0-1@1"), ("c", "0-2@1")):
+        coordinator.stable(member, tasks, t + 200)
+    fenced = t + 600_000
+    coordinator.line(None, "Streams member c fenced from the group because the member session expired..", fenced)
+    coordinator.gone("c", fenced)
+    coordinator.bump(None, fenced, logged=False)
+    coordinator.stable("a", "0-0@1, 0-2@2", fenced + 300)
+    coordinator.stable("b", "0-1@1", fenced + 300)
+    back = fenced + 20_000
+    coordinator.join("c", back)
+    coordinator.bump("c", back)
+    for member in ("a", "b", "c"):
+        coordinator.stable(member, "0-0@1" if member == "a" else "0-1@1", back + 400)
+    left = back + 600_000
+    coordinator.line("c", "Member c left the streams group.", left)
+    coordinator.gone("c", left)
+    coordinator.bump(None, left, logged=False)
+    coordinator.stable("a", "0-0@1, 0-2@4", left + 300)
+    coordinator.stable("b", "0-1@1", left + 300)
+
+    out = run(APP, s.rows, left + 3_600_000)
+    completed = out.completed()
+    last = completed[-1]
+    assert (last["left"], last["expired"], last["cause"]) == (["c"], [], "member_left")
+    assert (last["from_generation"], last["generation"], last["members_after"]) == (3, 4, 2)
+    assert [r["cause"] for r in completed[-3:]] == ["heartbeat_expiration", "member_joined", "member_left"]
+    assert "unknown" not in [r["cause"] for r in out.rebalances.values()]
+    assert out.kinds() == ["heartbeat_expiration"]
+
+
+def test_a_healthy_application_seen_through_the_coordinator_log_alone_stays_silent() -> None:
+    """Topology set-up (the topology configured and validated before any epoch), three instances joining one by
+    one, a task moving with a revocation in between, then a clean shutdown: rebalances that converge, no detection."""
+    s = Silver()
+    coordinator = StreamsCoordinator(s, records=False)
+    t = BASE_MS
+    coordinator.join("a", t)
+    coordinator.line("a", "Member initialized the topology with epoch 0", t + 100)
+    coordinator.line("a", "Configuring the topology 0", t + 150)
+    coordinator.line("a", "Valid topic configuration found in 3ms, topology epoch 0 is now initialized.", t + 160)
+    coordinator.bump("a", t + 200)
+    coordinator.stable("a", "0-0@1, 0-1@1", t + 3200)
+    at = t + 10_000
+    for joiner, moved in (("b", "0-1"), ("c", "0-0")):
+        coordinator.join(joiner, at)
+        coordinator.bump(joiner, at)
+        # the owner revokes the task first (UNREVOKED_TASKS), the joiner waits for it (UNRELEASED_TASKS)
+        coordinator.line(
+            joiner,
+            f"Member's new assignment state: epoch={coordinator.epoch}, previousEpoch=0, state=UNRELEASED_TASKS, "
+            "assignedTasks=(active=[], standby=[], warmup=[]) and tasksPendingRevocation=(active=[], standby=[], "
+            "warmup=[]).",
+            at + 50,
+        )
+        coordinator.stable("a", "0-0@1", at + 400)
+        coordinator.stable(joiner, f"{moved}@{coordinator.epoch}", at + 900)
+        if joiner == "c":
+            coordinator.stable("b", "0-1@2", at + 900)
+        at += 30_000
+    for member in ("c", "b", "a"):
+        coordinator.line(member, f"Member {member} left the streams group.", at)
+        coordinator.bump(None, at + 100, logged=False)
+        for stays in {"c": ("a", "b"), "b": ("a",), "a": ()}[member]:
+            coordinator.stable(stays, "0-0@1", at + 200)
+        at += 3_000
+
+    out = run(APP, s.rows, at + 3_600_000)
+    assert out.kinds() == []
+    assert all(r["stabilized_at"] is not None for r in out.rebalances.values())
+    causes = [r["cause"] for r in out.completed()]
+    assert causes == ["member_joined"] * 3 + ["member_left"] * 3  # the group forming with "a", then b and c
+    assert out.health is not None and out.health["state"] == "Empty"
+
+
+@pytest.mark.skipif(not (RECORDED / "broker.log").exists(), reason="no recording of the Kafka Streams test app")
+def test_the_recorded_healthy_streams_application_stays_silent() -> None:
+    """The embedded 4.3.1 broker's log of the Streams test application (`tests/pipelines/StreamsApp.java`): the
+    healthy group's rebalances all converge with a known cause and open no detection."""
+    s = Silver()
+    last = BASE_MS
+    lines = (RECORDED / "broker.log").read_text().splitlines()
+    healthy = next(line.split("[GroupId ")[1].split("]")[0] for line in lines if "[GroupId streams-healthy" in line)
+    for line in lines:
+        at = timestamp_ms_in_text(line, 0)
+        assert at is not None
+        last = max(last, at)
+        s._telemetry(line.encode(), at)
+    out = run(healthy, s.rows, last + 3_600_000)
+    assert out.kinds() == []
+    assert out.rebalances and all(r["stabilized_at"] is not None for r in out.rebalances.values())
+    assert "unknown" not in {r["cause"] for r in out.rebalances.values()}
