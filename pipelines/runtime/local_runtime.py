@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -137,6 +137,7 @@ def launch_jvm(config: RadarConfig, session_conf: dict[str, str]) -> JvmStderrFi
     _jvm_stderr = JvmStderrFilter(gateway.proc.stdout, os.dup(2)).start()  # to where the JVM's stderr would go
     if _archive is not None and _archive.pending is not None:
         atexit.register(settle_archive_at_exit, _archive)
+    atexit.register(_quiet_accumulator_server)  # the JVM ends with this process: its hang-up is no error
     return _jvm_stderr
 
 
@@ -684,11 +685,61 @@ def _quiet_accumulator_server() -> None:
         server.shutdown()
 
 
+# --- quiet_hang_ups: workers that are shutting down say nothing -------------------------------------------------
+
+HUNG_UP_ERRORS: tuple[type[BaseException], ...] = (BrokenPipeError, ConnectionResetError, EOFError)
+"""What a worker meets when the JVM closed its socket first (`HUNG_UP`, as exceptions)."""
+
+
+class QuietHangUps:
+    """`pyspark.daemon`'s `traceback` module, minus the tracebacks of a worker whose JVM side hung up: the daemon's
+    forked child prints `traceback.print_exc()` for any exception of its worker loop, and at the end of a command
+    every worker still connected ends in BrokenPipeError (two of them interleaved at the end of a healthy demo).
+    Any other exception is printed as before."""
+
+    def __getattr__(self, name: str) -> Any:
+        import traceback
+
+        return getattr(traceback, name)
+
+    @staticmethod
+    def print_exc(*args: Any, **kwargs: Any) -> None:
+        import traceback
+
+        if isinstance(sys.exc_info()[1], HUNG_UP_ERRORS):
+            return
+        traceback.print_exc(*args, **kwargs)
+
+
+def quiet_worker(worker: Callable[..., int]) -> Callable[..., int]:
+    """`pyspark.daemon.worker`, ending quietly (a failed worker's code, 1: the daemon's child then exits) when the
+    JVM hung up on it, instead of a traceback on the console."""
+
+    def run(*args: Any) -> int:
+        try:
+            return worker(*args)
+        except HUNG_UP_ERRORS:
+            return 1
+
+    return run
+
+
+def quiet_hang_ups() -> None:
+    """In the daemon, before it forks: hung-up workers end without a word (`QuietHangUps`, `quiet_worker`); a
+    failed flush to the JVM raises (and so ends quietly) instead of printing its traceback."""
+    import pyspark.daemon
+
+    os.environ["PYTHON_DAEMON_KILL_WORKER_ON_FLUSH_FAILURE"] = "1"  # pyspark.daemon.worker: raise, do not print
+    pyspark.daemon.traceback = QuietHangUps()  # type: ignore[assignment]
+    pyspark.daemon.worker = quiet_worker(pyspark.daemon.worker)
+
+
 if __name__ == "__main__":
     if archives_are_redundant():
         drop_archives_from_import_path()
     import_worker_modules()
     from pyspark.daemon import manager  # imports the worker's own modules (`pyspark.worker`) too
 
+    quiet_hang_ups()
     freeze_imported_objects()
     manager()

@@ -8,6 +8,8 @@ import os
 import select
 import threading
 
+import pytest
+
 from rebalance_radar.pipelines.runtime.local_runtime import JvmStderrFilter
 
 WORKER = "Streaming TransformWithStateInPandas Python worker"
@@ -137,3 +139,32 @@ def test_a_thread_interrupted_by_a_stop_is_dropped_and_any_other_uncaught_except
         shown = result.read().decode()
     assert shown == "".join([KEPT[0], *fatal])
     assert stderr_filter.dropped == 2 * len(STOPPED_THREAD)
+
+
+def test_the_worker_daemon_ends_hung_up_workers_quietly(capsys: pytest.CaptureFixture[str]) -> None:
+    """At the source: pyspark's daemon, as radar runs it, prints no traceback for a worker whose JVM hung up (its
+    forked child's `traceback.print_exc()`, its worker loop's BrokenPipeError), and still prints any other."""
+    import pyspark.daemon
+
+    from rebalance_radar.pipelines.runtime.local_runtime import QuietHangUps, quiet_worker
+
+    quiet = QuietHangUps()
+    for error in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset"), EOFError()):
+        try:
+            raise error
+        except BaseException:
+            quiet.print_exc()
+    assert capsys.readouterr().err == ""
+    try:
+        raise ValueError("a real failure")
+    except ValueError:
+        quiet.print_exc()
+    assert "ValueError: a real failure" in capsys.readouterr().err
+    assert quiet.format_exc is not None  # everything else is the traceback module's
+
+    def hung_up(_sock: object, _authenticated: bool) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert quiet_worker(hung_up)(None, True) == 1
+    assert quiet_worker(lambda _sock, _authenticated: 0)(None, True) == 0
+    assert callable(pyspark.daemon.worker) and hasattr(pyspark.daemon, "traceback")  # what quiet_hang_ups patches
