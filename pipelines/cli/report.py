@@ -8,8 +8,10 @@ without network. The charts are altair (Vega-Lite) specs rendered by vega-embed,
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -515,16 +517,30 @@ def render_report(data: ReportData | None, javascript: str, *, title: str, gener
 
 
 def vega_embed_javascript() -> str:
-    """Vega, Vega-Lite (the version altair writes) and vega-embed as one script, from vl-convert (offline)."""
+    """Vega, Vega-Lite (the version altair writes) and vega-embed as one script, from vl-convert (offline); built
+    once per vl-convert and Vega-Lite version and kept in the user's cache (building it is most of a report's time)."""
     try:
         import vl_convert
     except ImportError:
         raise ReportError(
             "the report needs vl-convert-python for its offline charts: pip install 'vl-convert-python>=1.6,<2'."
         ) from None
+    from importlib.metadata import version
+
     from altair.utils._importers import vl_version_for_vl_convert
 
-    return str(vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert()))
+    vl_version = vl_version_for_vl_convert()
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rebalance-radar"
+    cached = base / f"vega-embed-{version('vl-convert-python')}-{vl_version}.js"
+    if cached.is_file():
+        return cached.read_text(encoding="utf-8")
+    bundle = str(vl_convert.javascript_bundle(vl_version=vl_version))
+    with contextlib.suppress(OSError):  # a read-only home: built again next time
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+        partial.write_text(bundle, encoding="utf-8")
+        os.replace(partial, cached)  # only ever complete under its name
+    return bundle
 
 
 def write_report(
