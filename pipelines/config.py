@@ -264,6 +264,16 @@ class LagConfig(FrozenSection):
 SeverityName = Literal["info", "warning", "critical"]
 
 
+class IncidentsConfig(FrozenSection):
+    """Cross-group incidents (`transforms.incidents`): how far apart one incident's events may be, and how many
+    groups make one. Defaults and their reasons: `IncidentSettings`."""
+
+    window_ms: int = Field(default=60_000, gt=0)
+    min_groups: int = Field(default=2, ge=2)
+    unexplained_min_groups: int = Field(default=3, ge=2)
+    max_span_ms: int = Field(default=600_000, gt=0)
+
+
 class CheckRuleConfig(FrozenSection):
     """Overrides of one alert rule (`expectations.rules.RULES` holds the defaults); unset keys keep them."""
 
@@ -317,6 +327,7 @@ class RadarConfig(FrozenSection):
     ingest: IngestConfig = IngestConfig()
     detect: DetectConfig = DetectConfig()
     lag: LagConfig = LagConfig()
+    incidents: IncidentsConfig = IncidentsConfig()
     checks: ChecksConfig = ChecksConfig()
     maintain: MaintainConfig = MaintainConfig()
 

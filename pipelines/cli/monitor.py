@@ -128,6 +128,10 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
     detect_stage = DetectStage(spark, config, checkpoint_name=replay_checkpoint_name(paths), available_now=True)
     with phase("detect query"), detect_stage as detect:
         detect.queries.await_with_progress("radar replay")
+    with phase("incidents"):
+        from rebalance_radar.pipelines.stages.incidents import refresh_incidents
+
+        refresh_incidents(spark, config)  # across groups, from the gold rows the detection wrote
     with phase("summary"):
         summary = summarise_detections(spark, config)
     for line in summary.lines():

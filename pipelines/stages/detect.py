@@ -742,19 +742,21 @@ def tracked_groups(
 def start_gold_query(
     spark: SparkSession, config: RadarConfig, checkpoint_name: str, trigger: Trigger
 ) -> StreamingQuery:
-    """`detector_output` (a Delta stream) -> MERGE into `rebalances` and `group_health`. Rows `radar maintain`
-    deletes are skipped, not replayed (`skipChangeCommits`)."""
+    """`detector_output` (a Delta stream) -> MERGE into `rebalances` and `group_health`, then `incidents` refreshed
+    (`pipelines.stages.incidents`). Rows `radar maintain` deletes are skipped, not replayed (`skipChangeCommits`)."""
     catalog = TableCatalog(config)
     location = catalog.location(DETECTOR_OUTPUT)
     reader = spark.readStream.option("skipChangeCommits", "true")
     rows = (
         reader.table(catalog.name(DETECTOR_OUTPUT)) if location is None else reader.format("delta").load(str(location))
     )
+    from rebalance_radar.pipelines.stages.incidents import incident_refreshing
+
     return start_query(
         rows,
         f"{GOLD_QUERY}-{checkpoint_name}",
         config.checkpoint_dir / checkpoint_name / GOLD_QUERY,
-        gold_batch_writer(config),
+        incident_refreshing(gold_batch_writer(config), config),  # cross-group incidents from the rows it MERGEd
         trigger,
     )
 

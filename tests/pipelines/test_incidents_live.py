@@ -1,0 +1,204 @@
+"""Live evidence of a cross-group incident: a three-node KRaft cluster from the embedded broker's artifacts
+(`tests.pipelines.kraft_cluster`), three consumer groups whose coordinator is one node and a fourth coordinated
+elsewhere, each node's log shipped to a telemetry topic. The node that coordinates the three is stopped (SIGTERM:
+a controlled shutdown) and started again; the cluster's `__consumer_offsets` and telemetry are captured into a dump
+and `radar replay` writes `incidents`: one incident must name that node, with exactly those three groups.
+
+The recording runs beside the others (`tests.pipelines.concurrent_recordings`): the cluster is its own, and only the
+replay needs the run's SparkSession.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from rebalance_radar.emitters.log_shipper import start_shipper
+from rebalance_radar.pipelines.config import KafkaConfig, RadarConfig
+from rebalance_radar.pipelines.formats.capture import run_capture
+from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
+from rebalance_radar.transforms.schemas import INCIDENTS, IncidentCause
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
+from tests.pipelines.ingest_support import isolated_config, table
+from tests.pipelines.kraft_cluster import NODES, KraftCluster
+from tests.polling import wait_for
+
+pytestmark = [pytest.mark.incidents, pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+
+OFFSETS_PARTITIONS = 10  # kraft_cluster's offsets.topic.num.partitions
+MOVED_GROUPS = 3
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` over UTF-16 code units: how Kafka hashes a group id to its offsets partition."""
+    value = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        value = (31 * value + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def offsets_partition(group: str, partitions: int = OFFSETS_PARTITIONS) -> int:
+    """Kafka's `Utils.abs(groupId.hashCode()) % partitions` (`Utils.abs(Integer.MIN_VALUE)` is 0)."""
+    value = java_string_hash(group)
+    return 0 if value == -(1 << 31) else abs(value) % partitions
+
+
+@dataclass
+class Restart:
+    """What the recording did, and the dump it captured."""
+
+    dump: Path
+    broker: int
+    moved: list[str]
+    elsewhere: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _members(bootstrap: str, topic: str, groups: list[str], stop: threading.Event) -> list[threading.Thread]:
+    """One librdkafka consumer per group, polling until `stop` (then closed: a LeaveGroup)."""
+    assigned: dict[str, threading.Event] = {g: threading.Event() for g in groups}
+
+    def run(group: str) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": f"incident-{group}",
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+                "log_level": 0,
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                consumer.poll(0.2)
+                if consumer.assignment():
+                    assigned[group].set()
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=run, args=(g,), name=f"member-{g}", daemon=True) for g in groups]
+    for thread in threads:
+        thread.start()
+    wait_for(lambda: all(e.is_set() for e in assigned.values()), timeout_s=60, what="every group assigned")
+    return threads
+
+
+def _loaded_elsewhere(cluster: KraftCluster, broker: int, groups: list[str]) -> bool:
+    """Whether the other nodes' coordinators have loaded every one of `groups` (the move is done)."""
+    text = "".join(
+        n.log_file.read_text(errors="replace") for n in cluster.nodes if n.node_id != broker and n.log_file.is_file()
+    )
+    return all(f"Loaded classic group {g} with" in text for g in groups)
+
+
+@concurrent_recording
+def record_broker_restart(context: RecordingContext) -> Restart:
+    timings: dict[str, float] = {}
+    began = time.monotonic()
+    root = context.tmp_path_factory.mktemp("incidents-cluster")
+    cluster = KraftCluster(context.config.broker, root)
+    shippers = []
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    try:
+        cluster.start()
+        timings["cluster_start_s"] = time.monotonic() - began
+        bootstrap = cluster.bootstrap
+        ensure_offsets_topic(bootstrap, "__consumer_offsets")
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        telemetry, topic = f"telemetry-incidents-{time.time_ns()}", "incident-work"
+        for future in admin.create_topics([NewTopic(telemetry, 1, NODES), NewTopic(topic, 2, NODES)]).values():
+            future.result(timeout=30)
+        leaders = {
+            p: m.leader for p, m in admin.list_topics(timeout=10).topics["__consumer_offsets"].partitions.items()
+        }
+        broker = max(set(leaders.values()), key=lambda b: (sum(1 for v in leaders.values() if v == b), -b))
+        candidates = (f"incident-g{i}" for i in range(10_000))
+        moved: list[str] = []
+        elsewhere = ""
+        for group in candidates:
+            on = leaders[offsets_partition(group)]
+            if on == broker and len(moved) < MOVED_GROUPS:
+                moved.append(group)
+            elif on != broker and not elsewhere:
+                elsewhere = group
+            if len(moved) == MOVED_GROUPS and elsewhere:
+                break
+        shippers = [start_shipper(node.log_file, bootstrap, telemetry, from_start=True) for node in cluster.nodes]
+        threads = _members(bootstrap, topic, [*moved, elsewhere], stop)
+        timings["groups_ready_s"] = time.monotonic() - began
+        restart_began = time.monotonic()
+        cluster.stop_node(broker)
+        wait_for(lambda: _loaded_elsewhere(cluster, broker, moved), timeout_s=60, what="the groups moved")
+        cluster.start_node(broker)
+        timings["restart_s"] = time.monotonic() - restart_began
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        for shipper in shippers:
+            shipper.stop()
+        shippers = []
+        dump = root / "restart.jsonl"
+        run_capture(KafkaConfig(), bootstrap, ["__consumer_offsets", telemetry], dump, env={})
+        timings["recording_s"] = time.monotonic() - began
+        return Restart(dump, broker, sorted(moved), elsewhere, timings)
+    finally:
+        stop.set()
+        for shipper in shippers:
+            shipper.stop()
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def replayed(
+    concurrent_recordings: ConcurrentRecordings,
+    spark: Any,
+    radar_config: RadarConfig,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Restart, RadarConfig, list[dict[str, Any]]]:
+    from rebalance_radar.pipelines.cli.monitor import run_replay
+
+    restart: Restart = concurrent_recordings.result(record_broker_restart)
+    config = isolated_config(radar_config, tmp_path_factory.mktemp("incidents-data"))
+    began = time.monotonic()
+    run_replay(config, [str(restart.dump)])
+    restart.timings["replay_s"] = time.monotonic() - began
+    rows = [r.asDict() for r in table(spark, config, INCIDENTS).collect()]
+    return restart, config, rows
+
+
+def test_a_restarted_broker_is_one_incident_naming_it_with_its_groups(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]],
+) -> None:
+    restart, _, rows = replayed
+    naming = [r for r in rows if restart.elsewhere not in r["groups"] and set(restart.moved) <= set(r["groups"])]
+    assert len(naming) == 1, rows
+    (incident,) = naming
+    assert incident["cause_kind"] == IncidentCause.BROKER_RESTART, incident["cause"]
+    assert incident["broker"] == str(restart.broker)
+    assert sorted(incident["groups"]) == restart.moved
+    assert f"broker {restart.broker} stopped and started" in incident["cause"]
+    assert all(restart.elsewhere not in r["groups"] for r in rows)
+    print(f"incidents: {len(rows)} rows; timings {restart.timings}")
+
+
+def test_replaying_again_writes_the_same_incidents(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]], spark: Any
+) -> None:
+    from rebalance_radar.pipelines.stages.incidents import refresh_incidents
+
+    _, config, rows = replayed
+    refresh_incidents(spark, config)
+    again = [r.asDict() for r in table(spark, config, INCIDENTS).collect()]
+    key = lambda r: r["incident_id"]  # noqa: E731
+    assert sorted(again, key=key) == sorted(rows, key=key)
