@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpFormatError
-from rebalance_radar.pipelines.runtime.console import OUTPUT_FORMATS, output_console, write_records
+from rebalance_radar.pipelines.runtime.console import OUTPUT_FORMATS, output_console, print_line, write_records
 from rebalance_radar.pipelines.runtime.phases import mark, phase
 
 if TYPE_CHECKING:
@@ -442,19 +442,17 @@ def _tap(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from rebalance_radar.pipelines.checks.check import render_check_report, run_checks
     from rebalance_radar.pipelines.runtime.run_status import read_run_status
     from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = _config(args)
     report = run_checks(build_spark_session(config), config)
-    console = Console(stderr=False)
+    console = output_console()
     render_check_report(report, console)
     run = read_run_status(config.data_dir)
     for line in run.lines() if run is not None else ["no radar run has written to this data dir yet"]:
-        console.print(line, markup=False, highlight=False)
+        print_line(console, line)
     return 1 if report.failed_critical else 0
 
 
