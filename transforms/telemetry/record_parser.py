@@ -23,6 +23,7 @@ from rebalance_radar.transforms.schemas import TelemetrySource
 from rebalance_radar.transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
 from rebalance_radar.transforms.telemetry.client_log import looks_like_client_log, parse_client_message
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
+from rebalance_radar.transforms.telemetry.informational import informational_reason
 from rebalance_radar.transforms.telemetry.json_events import is_radar_event, parse_radar_event
 from rebalance_radar.transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
 from rebalance_radar.transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
@@ -51,11 +52,12 @@ def _text_outcome(line: LogLine, hint: str) -> ParseOutcome:
     # librdkafka's envelope first: its lines name "GroupCoordinator/1" (the coordinator broker), a broker-log marker
     if looks_like_librdkafka_log(hint):
         return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
+    known = informational_reason(line.message)
     if looks_like_broker_log(hint):
-        return ParseOutcome.unrecognised(TelemetrySource.BROKER_LOG, "no known group-coordinator message")
+        return ParseOutcome.unrecognised(TelemetrySource.BROKER_LOG, known or "no known group-coordinator message")
     if looks_like_client_log(hint):
-        return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, "no known consumer or Streams message")
-    return ParseOutcome.unrecognised(None, "text matches no known log message")
+        return ParseOutcome.unrecognised(TelemetrySource.CLIENT_LOG, known or "no known consumer or Streams message")
+    return ParseOutcome.unrecognised(None, known or "text matches no known log message")
 
 
 def parse_plain_log_line(text: str, context: RecordContext) -> ParseOutcome:

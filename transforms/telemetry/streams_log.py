@@ -21,6 +21,15 @@ Prefixes (log4j `LogContext`): `stream-client [<client id>] ` (`KafkaStreams`; t
   "Member M callback to revoke task assignment failed. ...") -> leave.
 - `StreamThread` (4.1+, INFO): "The consumer will leave the group since the streams group protocol is used" -> leave
   (no member id: the coordinator's "Member M left the streams group." names it).
+- `StreamsRebalanceListenerInvoker` (kafka-clients 4.1+, INFO, the consumer's prefix, so with the group even when
+  `client.id` is set): "Invoking tasks assigned callback for new assignment: Assignment{...}", "Invoking task revoked
+  callback for revoked active tasks [0_1]" -> assignment; "Invoking tasks lost callback for all tasks" -> member_removed
+  (lost: only a fenced or failed member loses all its tasks).
+- `StreamsGroupHeartbeatRequestManager` (4.1+, WARN): "Membership is in the following statuses: (C) detail, ..." ->
+  topology (stale topology, missing or mis-partitioned topics) or assignment (delayed by the initial rebalance delay).
+- `StreamTask`/`StandbyTask` (2.x-4.x, INFO, prefix `... task [0_1] `): "Initialized", "Restored and ready to run",
+  "Suspended from S" / "Suspended running|created", "Closed clean|dirty", "Closed and recycled state" -> state_change
+  (component task).
 The membership manager's "Member M with epoch E transitioned from S1 to S2." is shared with the KIP-848 consumer and
 read by `client_log`.
 """
