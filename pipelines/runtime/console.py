@@ -50,8 +50,8 @@ EXPECTED_ERROR_LOGGERS = (
     # real failure still ends its query with a sentence
     "org.apache.spark.broadcast.TorrentBroadcast",
 )
-PLAIN_STATUS_EVERY_S = 10.0  # without a terminal: a line at most this often, when something changed
-PLAIN_STATUS_UNCHANGED_S = 60.0  # and at least this often, as a sign of life
+PLAIN_STATUS_EVERY_S = 10.0
+"""Without a terminal: a status line this often, changed or not: a log that goes quiet looks like a hung command."""
 DETECTIONS_EVERY_S = 10.0  # counting a Delta table is a Spark job: not on every redraw
 ROCKSDB_SST_BYTES = "rocksdbSstFileSize"  # a RocksDB state store's custom metric: the state's size on disk
 
@@ -229,7 +229,6 @@ class StatusLine:
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self._last_plain = 0.0
-        self._last_text = ""
         self._last_detections = 0.0
         self._counting = threading.Event()
         self._detections: int | None = None
@@ -276,9 +275,8 @@ class StatusLine:
             self._live.update(f"{self.label}: {'; '.join(filter(None, (self.text(), failing)))}")
         elif time.monotonic() - self._last_plain >= PLAIN_STATUS_EVERY_S:
             text = "; ".join(filter(None, (self.text(), failing)))
-            if text != self._last_text or time.monotonic() - self._last_plain >= PLAIN_STATUS_UNCHANGED_S:
-                self._last_plain, self._last_text = time.monotonic(), text
-                print(f"{self.label}: {text}", file=self.stream, flush=True)
+            self._last_plain = time.monotonic()
+            print(f"{self.label}: {text}", file=self.stream, flush=True)
 
     def query_statuses(self) -> list[QueryStatus]:
         """Each query as the run's status file records it (`pipelines.runtime.run_status`)."""

@@ -172,3 +172,19 @@ def test_a_mistake_is_one_line_at_once_without_a_jvm(argv: list[str], said: str)
     lines = plain_lines(done.stderr)
     assert len(lines) == 1 and re.search(said, lines[0]), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_long_commands_status_is_a_plain_line_every_ten_seconds_on_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`radar run`'s status on a pipe: a whole line every `PLAIN_STATUS_EVERY_S`, changed or not (a sign of life),
+    never a redraw; the summary at the end is a line of its own."""
+    now = [1000.0]
+    monkeypatch.setattr(console_module.time, "monotonic", lambda: now[0])
+    out = io.StringIO()
+    status = console_module.StatusLine("radar run", [], stream=out)
+    for _ in range(31):  # 30 s of updates, one a second
+        status.update()
+        now[0] += 1.0
+    status.finish()
+    lines = plain_lines(out.getvalue())
+    assert len(lines) == 5 and all(line.startswith("radar run: ") for line in lines), lines  # at 0, 10, 20, 30 s
+    assert lines[-1].startswith("radar run: 31 s")
