@@ -355,6 +355,16 @@ REBALANCES = TableSchema(
         Column("cause", "STRING", "one of RebalanceCause"),
         Column("cause_detail", "STRING", "the reason text that decided the cause"),
         Column("evidence", "STRING", EVIDENCE_DOC),
+        Column(
+            "topology_epoch",
+            "INT",
+            "streams groups: the topology epoch the coordinator had initialized or validated (its log); else null",
+        ),
+        Column(
+            "assignment",
+            "MAP<STRING, STRING>",
+            "streams groups: member id -> its active tasks (`0_1,1_0`) once stabilised; else null",
+        ),
     ),
 )
 

@@ -352,6 +352,8 @@ class GroupState:
     authoritative: bool = False
     """Membership comes from the coordinator's records (else from telemetry alone)."""
     streams: bool = False
+    topology_epoch: int | None = None
+    """KIP-1071: the topology epoch the coordinator last initialized or validated (from its log; None: not seen)."""
     members: dict[str, MemberState] = field(default_factory=dict)
     generation_members: list[str] = field(default_factory=list)
     departed: dict[str, DepartedMember] = field(default_factory=dict)

@@ -65,10 +65,15 @@ class StreamsCoordinator:
             at,
         )
         if self.records:
+            by_subtopology: dict[str, list[int]] = {}
+            for task in filter(None, tasks.split(", ")):
+                subtopology, partition = task.split("@")[0].split("-")
+                by_subtopology.setdefault(subtopology, []).append(int(partition))
+            active = [{"subtopologyId": k, "partitions": v} for k, v in sorted(by_subtopology.items())]
             self.s.record(
                 "StreamsGroupCurrentMemberAssignment",
                 {"groupId": APP, "memberId": member},
-                {"memberEpoch": self.epoch, "previousMemberEpoch": self.epoch - 1, "state": 1},
+                {"memberEpoch": self.epoch, "previousMemberEpoch": self.epoch - 1, "state": 1, "activeTasks": active},
                 at,
             )
 
@@ -111,6 +116,8 @@ def test_a_streams_member_that_left_after_its_fencing_is_counted_as_left(records
     assert [r["cause"] for r in completed[-3:]] == ["heartbeat_expiration", "member_joined", "member_left"]
     assert "unknown" not in [r["cause"] for r in out.rebalances.values()]
     assert out.kinds() == ["heartbeat_expiration"]
+    # the tasks each member holds once the group stabilised, in Kafka Streams' spelling
+    assert last["assignment"] == {"a": "0_0,0_2", "b": "0_1"}
 
 
 def test_a_healthy_application_seen_through_the_coordinator_log_alone_stays_silent() -> None:
@@ -137,7 +144,7 @@ def test_a_healthy_application_seen_through_the_coordinator_log_alone_stays_sile
             "warmup=[]).",
             at + 50,
         )
-        coordinator.stable("a", "0-0@1", at + 400)
+        coordinator.stable("a", "0-0@1" if joiner == "b" else "", at + 400)
         coordinator.stable(joiner, f"{moved}@{coordinator.epoch}", at + 900)
         if joiner == "c":
             coordinator.stable("b", "0-1@2", at + 900)
@@ -155,6 +162,11 @@ def test_a_healthy_application_seen_through_the_coordinator_log_alone_stays_sile
     causes = [r["cause"] for r in out.completed()]
     assert causes == ["member_joined"] * 3 + ["member_left"] * 3  # the group forming with "a", then b and c
     assert out.health is not None and out.health["state"] == "Empty"
+    # the topology epoch the coordinator validated before the first epoch, and each member's tasks
+    formed = out.completed()[0]
+    assert (formed["topology_epoch"], formed["assignment"]) == (0, {"a": "0_0,0_1"})
+    scaled = out.completed()[2]
+    assert scaled["assignment"] == {"a": "", "b": "0_1", "c": "0_0"}
 
 
 @pytest.mark.skipif(not (RECORDED / "broker.log").exists(), reason="no recording of the Kafka Streams test app")

@@ -83,6 +83,18 @@ EPOCH_BATCH_MS = 2_000
 """A join logged this close before an epoch bump is the change the bump is for."""
 
 
+def _task_id(partition: str) -> str:
+    """`0-1` (a streams member's task as records spell it) -> `0_1` (as Kafka Streams prints it)."""
+    subtopology, _, number = partition.rpartition("-")
+    return f"{subtopology}_{number}" if subtopology else partition
+
+
+def _task_partition(task: str) -> str:
+    """`0_1` -> `0-1`, the inverse of `_task_id`."""
+    subtopology, _, number = task.rpartition("_")
+    return f"{subtopology}-{number}" if subtopology else task
+
+
 def note_change(reb: OpenRebalance, kind: MembershipChange) -> None:
     """The first membership change of a rebalance is what started it (later ones happened during it)."""
     if reb.first_change is None:
@@ -359,8 +371,14 @@ class Group:
             "cause": completed.cause if completed else decision.cause.value if decision else None,
             "cause_detail": detail if completed else decision.detail if decision else None,
             "evidence": evidence_json(reb.refs),
+            "topology_epoch": st.topology_epoch if st.streams else None,
+            "assignment": self._streams_assignment() if completed and st.streams else None,
         }
         return {name: row.get(name) for name in REBALANCES.column_names}
+
+    def _streams_assignment(self) -> dict[str, str]:
+        """Each member's active tasks in Streams' spelling (`0_1`); records hold them as `subtopology-partition`."""
+        return {m.member_id: ",".join(_task_id(p) for p in m.partitions) for m in self.state.members.values()}
 
     def _complete(
         self,
@@ -500,6 +518,8 @@ class Group:
         now = event.event_time_ms
         kind = event.event
         broker = event.source == TelemetrySource.BROKER_LOG.value
+        if broker and event.detail("protocol") == "streams":
+            st.streams = True
         self._learn_timeouts(event)
         if kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
             self._on_heartbeat(event)
@@ -518,7 +538,11 @@ class Group:
         elif kind == K.JOIN:
             self._on_join(event)
         elif kind == K.REBALANCE_PREPARE:
+            self._note_topology_epoch(event.detail("validated_topology_epoch"))
             self._on_prepare(event)
+        elif kind == K.TOPOLOGY:
+            if event.detail("topology_phase") in ("initialized", "validated"):
+                self._note_topology_epoch(event.detail("topology_epoch"))
         elif kind in (K.SYNC_FAILED, K.JOIN_FAILED):
             if st.rebalance is not None and event.error != "MEMBER_ID_REQUIRED":
                 attempt_kind = AttemptKind.SYNC_FAILED if kind == K.SYNC_FAILED else AttemptKind.JOIN_FAILED
@@ -845,6 +869,12 @@ class Group:
             add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
         reb.refs = merge_refs(reb.refs, [source_ref(event)])
 
+    def _note_topology_epoch(self, printed: str | None) -> None:
+        """KIP-1071: a topology epoch the coordinator initialized or validated (-1: none validated yet)."""
+        if printed is not None and printed.lstrip("-").isdigit() and int(printed) >= 0:
+            self.state.streams = True
+            self.state.topology_epoch = max(self.state.topology_epoch or 0, int(printed))
+
     def _maybe_emptied(self, event: GroupEvent) -> None:
         """KIP-848/1071 from the coordinator's log alone: the last member's departure ends the rebalance with the group
         empty (no member is left to log a new assignment state; the removal bumped the group epoch once more)."""
@@ -874,6 +904,9 @@ class Group:
             st.members[member_id] = member
         member.generation = event.member_epoch
         member.member_state = event.detail("member_state")
+        tasks = event.detail("active_tasks")
+        if tasks is not None:  # streams: the tasks the coordinator now gives it, spelled as its records do
+            member.partitions = sorted(_task_partition(t) for t in tasks.split(",") if t)
         reb = st.rebalance
         if reb is None or st.group_epoch is None:
             return
