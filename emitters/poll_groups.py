@@ -331,13 +331,30 @@ def run_poll_groups(
     groups: Sequence[str] = (),
     once: bool = False,
     client_config: Mapping[str, Any] | None = None,
+    lag_interval_s: float | None = None,
 ) -> PollCounts:
-    """`radar poll-groups`: until interrupted (or one round with `once`)."""
+    """`radar poll-groups`: until interrupted (or one round with `once`); with `lag_interval_s` (`lag.poll_interval`)
+    the groups' end offsets are published too (`emitters.end_offsets`), on their own period."""
+    from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+
     poller = GroupPoller(bootstrap_servers, topic, groups=groups, client_config=client_config)
+    settings = {**(client_config or {}), "bootstrap.servers": bootstrap_servers}
+    lag = None
+    if lag_interval_s is not None:
+        lag = EndOffsetsPoller(settings, topic, interval_s=lag_interval_s, groups=groups, emitter="radar-poll-groups")
     stop = threading.Event()
     try:
+        if lag is not None and once:
+            lag.poll_once()
+        elif lag is not None:
+            lag.start()
         return poller.run(interval_s, once=once, stop=stop)
     except KeyboardInterrupt:
         stop.set()
         sent = poller.producer.close()
         return PollCounts(0, 0, 0, sent.delivered, sent.dropped)
+    finally:
+        if lag is not None:
+            lag.stop()
+            if lag.problem():
+                print(f"radar poll-groups: {lag.problem()}", file=sys.stderr)

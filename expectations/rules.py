@@ -14,6 +14,7 @@ from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     DETECTIONS,
     GROUP_HEALTH,
+    GROUP_LAG,
     HEARTBEAT_EVENTS,
     QUARANTINE,
     Column,
@@ -30,6 +31,7 @@ class RuleName(StrEnum):
     DECODE_COVERAGE = "decode_coverage"
     HEARTBEAT_TELEMETRY_FRESHNESS = "heartbeat_telemetry_freshness"
     MONITOR_LAG = "monitor_lag"
+    LAG = "lag"
 
 
 CHECK_VIEW = TableSchema(
@@ -51,6 +53,11 @@ CHECK_VIEW = TableSchema(
             "monitor_lag_s",
             "DOUBLE",
             "per cluster: seconds from the newest clock tick ingested (with none: from when ticks were due) to now",
+        ),
+        Column(
+            "lagging_partitions",
+            "BIGINT",
+            "per group: partitions whose newest group_lag status is WARN, STALL, STOP or REWIND (Burrow's non-OK)",
         ),
     ),
 )
@@ -139,6 +146,17 @@ RULES: tuple[CheckRule, ...] = (
         sentence="No clock tick ingested for {value:.0f} s: the monitor is that far behind its topics, or its "
         "clock ticks are not delivered (check `radar run`'s output, kafka.security and the Write ACL on the telemetry "
         "topic; threshold {threshold:.0f} s).",
+    ),
+    CheckRule(
+        RuleName.LAG,
+        "lagging_partitions",
+        "max",
+        0,
+        Severity.WARNING,
+        per_group=True,
+        tables=(GROUP_LAG,),
+        sentence="{where} has {value:.0f} partition(s) lagging (WARN, STALL, STOP or REWIND at the newest end-offset "
+        "poll; a rebalance's pause is not counted): see the group_lag table and `radar detections --open`.",
     ),
 )
 """The default rules; `conf/*.yml` `checks.rules` overrides thresholds, severities and enabled."""

@@ -270,6 +270,23 @@ CLOCK_TICKS = _table(
 time (and with it the detectors' watermark) advances while every group is silent, and a dump that captured the
 telemetry topic replays the same passage of time."""
 
+PARTITION_END_OFFSETS = _table(
+    "partition_end_offsets",
+    "silver",
+    (
+        Column("polled_at", "TIMESTAMP", "the poller's wall clock when the admin API answered"),
+        Column("group_id", "STRING", "the monitored group whose committed partitions were polled"),
+        Column("topic", "STRING"),
+        Column("partition", "INT"),
+        Column("end_offset", "BIGINT", "log-end offset (ListOffsets, latest); null when `error` says why not"),
+        Column("error", "STRING", "Kafka error name when the partition's end offset could not be read"),
+        Column("emitter", "STRING", "who polled, e.g. radar-run@host"),
+    ),
+)
+"""Log-end offsets as data: `radar run` and `radar poll-groups` publish a `radar.end_offsets/1` record per group
+every `lag.poll_interval` on the telemetry topic, so lag is computed live and a dump of the telemetry topic replays
+it (`transforms.telemetry.end_offsets`)."""
+
 # Columns the detectors read: the union of the silver tables that speak about groups, projected onto one row
 # shape (`src_table` says which table a row came from; a column a table does not have is null). Declared once so
 # the Spark projection (pipelines/stages/detect.py) and the pure conversion to group events (transforms/detectors)
@@ -282,7 +299,9 @@ DETECTOR_INPUT = TableSchema(
         Column("group_id", "STRING", "null only on clock ticks"),
         Column("event_time", "TIMESTAMP", "heartbeat_events.event_time, clock_ticks.tick_time, else src_timestamp"),
         Column(
-            "src_table", "STRING", "offset_commits | group_metadata | group_records | heartbeat_events | clock_ticks"
+            "src_table",
+            "STRING",
+            "offset_commits | group_metadata | group_records | heartbeat_events | clock_ticks | partition_end_offsets",
         ),
         *SOURCE_COLUMNS[1:],
         # offset_commits
@@ -315,6 +334,8 @@ DETECTOR_INPUT = TableSchema(
         Column("host", "STRING"),
         Column("source", "STRING"),
         Column("details", "MAP<STRING, STRING>"),
+        # partition_end_offsets (topic, partition too)
+        Column("end_offset", "BIGINT"),
     ),
 )
 
@@ -412,6 +433,28 @@ GROUP_HEALTH = TableSchema(
     ),
 )
 
+GROUP_LAG = TableSchema(
+    "group_lag",
+    "gold",
+    (
+        Column("cluster", "STRING"),
+        Column("group_id", "STRING"),
+        Column("topic", "STRING"),
+        Column("partition", "INT"),
+        Column("measured_at", "TIMESTAMP", "polled_at of the end offset this row compares with"),
+        Column("committed_offset", "BIGINT", "the group's newest committed offset at measured_at"),
+        Column("end_offset", "BIGINT", "the partition's log-end offset at measured_at"),
+        Column("lag", "BIGINT", "end_offset - committed_offset; null when no honest number exists (lag_status)"),
+        Column("lag_status", "STRING", "one of LagStatus: Burrow's statuses, rebalancing, or what the input lacks"),
+        Column("status_reason", "STRING", "why this status, in a sentence"),
+        Column("rebalance_id", "STRING", "the rebalance a `rebalancing` status points at"),
+        Column("group_total_lag", "BIGINT", "the sum of the group's partition lags at measured_at"),
+        Column("group_max_lag", "BIGINT", "the largest partition lag of the group at measured_at"),
+    ),
+)
+"""Lag per group, topic and partition over time, one row per end-offset poll, with a rebalance-aware status
+(`transforms.lag.evaluation`); the group's total and maximum are repeated on each row of one poll."""
+
 SOURCE_GAPS = TableSchema(
     "source_gaps",
     "silver",
@@ -478,7 +521,7 @@ coordinator move, a deployment wave, else "unexplained" with the groups listed).
 (`detections`, folded per group, kind and member identity): one row here spans groups (`transforms.incidents`)."""
 
 # The detection query's outputs (`alerts` is written by the checks, pipelines/checks/check.py, not by detection).
-GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
+GOLD_TABLES: dict[str, TableSchema] = {t.name: t for t in (REBALANCES, DETECTIONS, GROUP_HEALTH, GROUP_LAG)}
 
 # What the detection query emits, routed like an ingest batch: one row per new version of a gold row, `target`
 # naming its table, every gold column once (a name shared by two tables shares its type), and `emit_seq`, the
@@ -504,7 +547,7 @@ def routed_gold_columns(tables: Iterable[TableSchema]) -> tuple[Column, ...]:
 
 # Upserted from `detector_output` by the gold query of a live run, off the detection query's critical path;
 # `detections` is MERGEd by the detection query itself (a detection is what an on-call engineer waits for).
-STAGED_GOLD_TABLES: tuple[TableSchema, ...] = (REBALANCES, GROUP_HEALTH)
+STAGED_GOLD_TABLES: tuple[TableSchema, ...] = (REBALANCES, GROUP_HEALTH, GROUP_LAG)
 
 DETECTOR_OUTPUT = TableSchema(
     "detector_output",
@@ -533,6 +576,7 @@ TABLES: dict[str, TableSchema] = {
         TELEMETRY_UNRECOGNISED,
         QUARANTINE,
         CLOCK_TICKS,
+        PARTITION_END_OFFSETS,
         SOURCE_GAPS,
         *GOLD_TABLES.values(),
         DETECTOR_OUTPUT,
@@ -604,6 +648,7 @@ PARSED_TELEMETRY_BATCH = RoutedBatch(
     (
         RoutedPayload.of_table("event", HEARTBEAT_EVENTS),
         RoutedPayload.of_table("tick", CLOCK_TICKS),
+        RoutedPayload.of_table("end_offset", PARTITION_END_OFFSETS),
         RoutedPayload(
             "unrecognised",
             TELEMETRY_UNRECOGNISED,
@@ -676,6 +721,28 @@ class DetectionKind(StrEnum):
     MEMBERSHIP_FLAPPING = "membership_flapping"
     LEADER_INSTABILITY = "leader_instability"
     OFFSET_REGRESSION = "offset_regression"
+    LAG_STALLED = "lag_stalled"
+    LAG_GROWING = "lag_growing"
+
+
+class LagStatus(StrEnum):
+    """`group_lag.lag_status`: Burrow's partition statuses (its evaluator's rules, `transforms.lag.evaluation`),
+    `rebalancing` where the group's rebalance explains a pause, and what bad input makes of a partition."""
+
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    REWIND = "REWIND"
+    ERR = "ERR"
+    """A group's status when a partition is STALL, STOP or REWIND (Burrow's group status; never a partition's)."""
+    REBALANCING = "rebalancing"
+    PARTITION_GONE = "partition_gone"
+    """The broker no longer has the partition (deleted, or the topic was deleted) while the group holds offsets."""
+    BEYOND_END = "beyond_end"
+    """The committed offset is past an end offset polled after it: the log was truncated or the topic recreated."""
+    UNKNOWN = "unknown"
+    """No end offset to compare with (not polled yet, or the principal may not describe the topic)."""
 
 
 class QuarantineStage(StrEnum):

@@ -47,11 +47,13 @@ from rebalance_radar.transforms.alerts import (
     slack_payload,
     webhook_payload,
 )
+from rebalance_radar.transforms.lag.evaluation import LAGGING_STATUSES
 from rebalance_radar.transforms.schemas import (
     ALERTS,
     CLOCK_TICKS,
     DETECTIONS,
     GROUP_HEALTH,
+    GROUP_LAG,
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
@@ -211,6 +213,16 @@ OPEN_CRITICAL_PER_GROUP = MetricQuery(
 )
 """Open or provisional critical detections per group, every group of `detections` (0 for none)."""
 
+LAGGING_PARTITIONS_PER_GROUP = MetricQuery(
+    "SELECT group_id, CAST(SUM(CASE WHEN lag_status IN ("
+    + _quoted([str(s) for s in LAGGING_STATUSES])
+    + ") THEN 1 ELSE 0 END) AS BIGINT) AS n FROM (SELECT group_id, lag_status, ROW_NUMBER() OVER (PARTITION BY "
+    "group_id, topic, partition ORDER BY measured_at DESC) AS newest FROM {group_lag}) AS polls WHERE newest = 1 "
+    "GROUP BY group_id",
+    (GROUP_LAG.name,),
+)
+"""Per group, the partitions whose newest poll judged them lagging (0 for none): the `lag` rule."""
+
 NEWEST_TICK = MetricQuery("SELECT MAX(tick_time) AS newest FROM {clock_ticks}", (CLOCK_TICKS.name,))
 NEWEST_EVENT = MetricQuery("SELECT MAX(event_time) AS newest FROM {heartbeat_events}", (HEARTBEAT_EVENTS.name,))
 """The newest telemetry event of the cluster: the reference time of telemetry ages when there is no tick."""
@@ -359,6 +371,10 @@ def build_check_view(
         for row in sources.rows(OPEN_CRITICAL_PER_GROUP):
             group_row(row["group_id"])["open_critical_detections"] = int(row["n"])
 
+    if GROUP_LAG.name in sources.present:
+        for row in sources.rows(LAGGING_PARTITIONS_PER_GROUP):
+            group_row(row["group_id"])["lagging_partitions"] = int(row["n"])
+
     cluster_row = group_row(None)
     if QUARANTINE.name in present:
         cluster_row.update(ingest_quality_row(cluster, _ingest_counts(sources, logged)))
@@ -390,6 +406,7 @@ def build_check_view(
 _SOURCES: tuple[TableSchema, ...] = (
     DETECTIONS,
     GROUP_HEALTH,
+    GROUP_LAG,
     HEARTBEAT_EVENTS,
     CLOCK_TICKS,
     QUARANTINE,

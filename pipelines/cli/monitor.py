@@ -8,18 +8,19 @@ decides which stages a command runs, in which order, and what it prints at the e
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
-from rebalance_radar.pipelines.config import ConfigError, RadarConfig
+from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, ConfigError, RadarConfig
 from rebalance_radar.pipelines.runtime.console import PlainTicker
 from rebalance_radar.pipelines.runtime.phases import phase
 from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
@@ -35,6 +36,9 @@ from rebalance_radar.pipelines.stages.streams import run_until_stopped, start_st
 from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog, count_if_exists, log_says_empty
 from rebalance_radar.transforms.schemas import DETECTIONS
+
+if TYPE_CHECKING:
+    from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
 
 SUMMARY_EXAMPLES = 5
 
@@ -140,6 +144,22 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
         return table_counts(spark, config), summary
 
 
+def lag_poller(config: RadarConfig, settings: Mapping[str, Any]) -> EndOffsetsPoller | None:
+    """The end-offset poller of a live run (`lag.enabled`), publishing to the first telemetry topic; radar's own
+    source groups are left out unless `detect.include_own_groups`."""
+    from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+
+    if not config.lag.enabled or not config.kafka.telemetry_topics:
+        return None
+    own = config.detect.include_own_groups
+    return EndOffsetsPoller(
+        settings,
+        config.kafka.telemetry_topics[0],
+        interval_s=config.lag.poll_interval_s,
+        watched=lambda group: own or not group.startswith(OWN_GROUP_PREFIX),
+    )
+
+
 def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[str, int]:
     """`radar run`: ingest + detection + the clock-tick emitter against the configured cluster, or the embedded
     broker when no bootstrap is configured; until Ctrl-C / SIGTERM / `stop_after_s` (the current micro-batches
@@ -193,6 +213,9 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
             interval_ms=config.detect.tick_interval_ms,
         )
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
+        end_offsets = lag_poller(config, cluster_client_settings(spark, config, bootstrap))
+        if end_offsets is not None:
+            stack.enter_context(end_offsets)
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
         stages = [ingest, detect]
         queries = start_stages(stack, stages)
@@ -213,7 +236,11 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
             stop_after_s=stop_after_s,
             detections=detections,
             verbose=verbose,
-            problems=lambda: [problem for problem in (clock.problem(),) if problem],
+            problems=lambda: [
+                problem
+                for problem in (clock.problem(), end_offsets.problem() if end_offsets is not None else None)
+                if problem
+            ],
             status_file=RunStatusFile(config.data_dir),  # what `radar check` says of this run
         )
         stop_stages(stages)  # the summary and counts below then include the detection stage's drained gold rows

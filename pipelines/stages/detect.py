@@ -95,11 +95,13 @@ from rebalance_radar.transforms.schemas import (
     EMIT_SEQ_COLUMN,
     GOLD_TABLES,
     GROUP_HEALTH,
+    GROUP_LAG,
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
     PARSED_TELEMETRY_BATCH,
+    PARTITION_END_OFFSETS,
     REBALANCES,
     ROUTED_SOURCE_COLUMNS,
     STAGED_GOLD_TABLES,
@@ -120,9 +122,11 @@ DETECTOR_SOURCES: dict[str, str] = {
     GROUP_RECORDS.name: "src_timestamp",
     HEARTBEAT_EVENTS.name: "event_time",
     CLOCK_TICKS.name: "tick_time",
+    PARTITION_END_OFFSETS.name: "polled_at",
 }
 SOURCE_TABLES: dict[str, TableSchema] = {
-    t.name: t for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, CLOCK_TICKS)
+    t.name: t
+    for t in (OFFSET_COMMITS, GROUP_METADATA, GROUP_RECORDS, HEARTBEAT_EVENTS, CLOCK_TICKS, PARTITION_END_OFFSETS)
 }
 STATE_DDL = "snapshot BINARY, emitted BIGINT"
 # A group's idle-expiry timer is set to a multiple of this (event-time ms): it moves once a minute, not on every
@@ -132,6 +136,7 @@ KEY_COLUMNS: dict[str, tuple[str, ...]] = {
     REBALANCES.name: ("rebalance_id",),
     DETECTIONS.name: ("detection_id",),
     GROUP_HEALTH.name: ("cluster", "group_id"),
+    GROUP_LAG.name: ("cluster", "group_id", "topic", "partition", "measured_at"),
 }
 DETECTOR_KEY: tuple[str, ...] = ("cluster", "group_id")  # one tracker per key
 DETECTOR_TIME = "detector_time_ms"  # a row's event time (else src_timestamp) in epoch ms (`packed_detector_input`)
@@ -399,6 +404,7 @@ class GroupTrackerProcessor(StatefulProcessor):
             routed += [(DETECTIONS.name, row) for row in output.detections]
             if output.health is not None:
                 routed.append((GROUP_HEALTH.name, output.health))
+            routed += [(GROUP_LAG.name, row) for row in output.lag]
         if preview:  # after the confirmations: a preview never re-shows an id the ordered events hold
             routed += [(DETECTIONS.name, row) for row in tracker.preview()]
         for target, values in routed:
@@ -453,6 +459,8 @@ def _version(table: TableSchema, side: str) -> list[SparkColumn]:
         return [rank, col("last_seen"), resolved, col("resolved_at")]
     if table is REBALANCES:
         return [col("stabilized_at").isNotNull().cast("int"), F.coalesce(col("duration_ms"), F.lit(-1))]
+    if table is GROUP_LAG:  # one row per poll: its versions are equal
+        return [col("measured_at")]
     return [col("last_event_at")]
 
 
@@ -470,6 +478,8 @@ def _not_older(table: TableSchema) -> str:
             ]
         if table is REBALANCES:
             return [f"CAST({side}.stabilized_at IS NOT NULL AS INT)", f"coalesce({side}.duration_ms, -1)"]
+        if table is GROUP_LAG:
+            return [f"{side}.measured_at"]
         return [f"{side}.last_event_at"]
 
     return f"named_struct({_pairs(sql('s'))}) >= named_struct({_pairs(sql('t'))})"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.state import CommittedOffset, DepartedMember, MemberState, SourceRef
+from rebalance_radar.transforms.lag.evaluation import LagVerdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,15 @@ class OffsetCommitted:
         return max(0, self.previous.offset - self.event.committed_offset)
 
 
+@dataclass(frozen=True, slots=True)
+class EndOffsetPolled:
+    """A partition's log-end offset was polled (`partition_end_offsets`); `verdict` is its lag status then."""
+
+    event: GroupEvent
+    partition_key: str
+    verdict: LagVerdict
+
+
 Fact = (
     Heartbeat
     | MemberDeparted
@@ -132,4 +142,5 @@ Fact = (
     | MemberCaughtUp
     | ClientCommitted
     | OffsetCommitted
+    | EndOffsetPolled
 )

@@ -20,6 +20,7 @@ from rebalance_radar.transforms.schemas import (
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
+    PARTITION_END_OFFSETS,
     HeartbeatEventKind,
 )
 
@@ -30,6 +31,7 @@ TABLE_RANK: dict[str, int] = {
     GROUP_METADATA.name: 1,
     HEARTBEAT_EVENTS.name: 2,
     OFFSET_COMMITS.name: 3,
+    PARTITION_END_OFFSETS.name: 4,  # a poll is judged against the commits of the same instant
 }
 _HEARTBEAT_KINDS = frozenset(k.value for k in HeartbeatEventKind)
 
@@ -69,6 +71,8 @@ class GroupEvent:
     topic: str | None = None
     partition: int | None = None
     committed_offset: int | None = None
+    # partition_end_offsets (topic, partition, error too)
+    end_offset: int | None = None
     # group_metadata
     generation: int | None = None
     protocol_type: str | None = None
@@ -362,6 +366,17 @@ def _event_from_row(row: Mapping[str, Any]) -> GroupEvent | None:
             topic=_text(row.get("topic")),
             partition=partition,
             committed_offset=_int(row.get("committed_offset")),
+        )
+    if table == PARTITION_END_OFFSETS.name:
+        partition = _int(row.get("partition"))
+        if _text(row.get("topic")) is None or partition is None:
+            return None
+        return GroupEvent(
+            **common,
+            topic=_text(row.get("topic")),
+            partition=partition,
+            end_offset=_int(row.get("end_offset")),
+            error=_text(row.get("error")),
         )
     if table == GROUP_METADATA.name:
         raw_members = row.get("members")

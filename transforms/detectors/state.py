@@ -246,6 +246,39 @@ class CommittedOffset:
 
 
 @dataclass
+class LagCommit:
+    """A commit in a partition's lag window: offset, time, lag against the newest end offset known then."""
+
+    __pydantic_config__ = STRICT
+
+    offset: int
+    at_ms: int
+    lag: int | None = None
+
+
+@dataclass
+class LagEnd:
+    """A polled log-end offset of a partition, or the Kafka error that replaced it."""
+
+    __pydantic_config__ = STRICT
+
+    offset: int | None
+    at_ms: int
+    error: str | None = None
+
+
+@dataclass
+class PartitionLag:
+    """A partition's sliding window of commits and end offsets (Burrow's), and its last status."""
+
+    __pydantic_config__ = STRICT
+
+    commits: list[LagCommit] = field(default_factory=list)
+    ends: list[LagEnd] = field(default_factory=list)
+    status: str | None = None
+
+
+@dataclass
 class RegressedPartition:
     """A partition whose committed offset went back: from which high-water mark, down to where, since when."""
 
@@ -379,6 +412,8 @@ class GroupState:
     removed_partitions: dict[str, str] = field(default_factory=dict)
     """partition -> member id of the removed owner, while the group is Empty after removals."""
     signals: list[Signal] = field(default_factory=list)
+    lag: dict[str, PartitionLag] = field(default_factory=dict)
+    """topic-partition -> its lag window (`detectors.lag_windows`)."""
     detections: dict[str, HeldDetection] = field(default_factory=dict)
     """Open detections by id."""
     provisional: dict[str, ShownProvisional] = field(default_factory=dict)

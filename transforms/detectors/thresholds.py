@@ -78,3 +78,14 @@ class DetectorThresholds:
     """A group silent this long, with nothing open, may drop its state."""
     history_ms: int = 60 * MINUTE_MS
     """How long completed rebalances are kept (rebalances_1h and the windowed rules)."""
+    lag_window_commits: int = 10
+    """lag_stalled, lag_growing: commits per partition in the sliding window (Burrow's storage `intervals` default)."""
+    lag_min_distance_ms: int = 1000
+    """lag: a commit this soon after the previous one replaces it in the window (Burrow's sample `min-distance`)."""
+    lag_min_commits: int = 3
+    """lag: fewer commits in the window decide nothing but OK (Burrow calls one commit with lag a STALL)."""
+    lag_allowed: int = 0
+    """lag: a lag at or below this is no lag (Burrow's `allowed-lag` default)."""
+    lag_rebalance_grace_ms: int = 30_000
+    """lag: a pause that holds a rebalance still going on, or ended this recently, is `rebalancing`, not a stall:
+    members resume fetching and commit again only after the rebalance (and their first auto-commit period)."""

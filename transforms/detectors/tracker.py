@@ -27,19 +27,22 @@ from typing import Any
 
 from rebalance_radar.transforms.detectors.detections import DetectionBook, detection_row
 from rebalance_radar.transforms.detectors.evidence import as_datetime
-from rebalance_radar.transforms.detectors.facts import Fact
+from rebalance_radar.transforms.detectors.facts import EndOffsetPolled, Fact
 from rebalance_radar.transforms.detectors.group_events import GroupEvent, event_order, group_event_from_packed
 from rebalance_radar.transforms.detectors.groups import GROUP_CLASSES, ClassicGroup, EpochGroup, Group
+from rebalance_radar.transforms.detectors.lag_windows import forget_partition, prune_lag, record_commit, record_end
 from rebalance_radar.transforms.detectors.rules import RULES, RuleContext, rules_told
 from rebalance_radar.transforms.detectors.snapshot import Snapshot, decoded, encoded
 from rebalance_radar.transforms.detectors.state import GroupState, ShownProvisional
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import (
     GROUP_HEALTH,
+    GROUP_LAG,
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
     OFFSET_COMMITS,
+    PARTITION_END_OFFSETS,
     DetectionStatus,
 )
 
@@ -61,6 +64,8 @@ class TrackerOutput:
     rebalances: tuple[dict[str, Any], ...]
     detections: tuple[dict[str, Any], ...]
     health: dict[str, Any] | None
+    lag: tuple[dict[str, Any], ...] = ()
+    """`group_lag` rows of the polls processed, each with its poll's group total and maximum."""
 
 
 class GroupTracker:
@@ -78,6 +83,7 @@ class GroupTracker:
         # Rows not yet converted to events: (event time ms, packed text), see `accept_packed`.
         self._arrivals: list[tuple[int, str]] = []
         self._rebalance_rows: dict[str, dict[str, Any]] = {}
+        self._lag_rows: list[dict[str, Any]] = []
         self._groups: dict[str | None, Group] = {}
         self._touched = False
         self._sorted = True
@@ -155,7 +161,21 @@ class GroupTracker:
             detections += self._settle_provisional(watermark_ms, {row["detection_id"] for row in detections})
         health = self._health_row() if self._touched else None
         self._touched = False
-        return TrackerOutput(rebalances=rebalances, detections=detections, health=health)
+        return TrackerOutput(rebalances=rebalances, detections=detections, health=health, lag=self._lag_output())
+
+    def _lag_output(self) -> tuple[dict[str, Any], ...]:
+        """The `group_lag` rows of the polls processed, with each poll's group total and maximum (the partitions
+        with an honest lag; null when none has one)."""
+        rows, self._lag_rows = self._lag_rows, []
+        lags: dict[Any, list[int]] = {}
+        for row in rows:
+            if row["lag"] is not None:
+                lags.setdefault(row["measured_at"], []).append(row["lag"])
+        for row in rows:
+            of_poll = lags.get(row["measured_at"])
+            row["group_total_lag"] = sum(of_poll) if of_poll else None
+            row["group_max_lag"] = max(of_poll) if of_poll else None
+        return tuple({name: row.get(name) for name in GROUP_LAG.column_names} for row in rows)
 
     def _run_to(self, watermark_ms: int) -> None:
         """Process the buffered events up to the watermark and every deadline due on the way, in time order."""
@@ -270,9 +290,46 @@ class GroupTracker:
             self._group(st.protocol).on_telemetry(event)
         elif event.src_table == OFFSET_COMMITS.name:
             self._group(st.protocol).on_offset_commit(event)
+            self._lag_commit(event)
+        elif event.src_table == PARTITION_END_OFFSETS.name:
+            self._lag_poll(event)
         if st.pruned_ms is None or now - st.pruned_ms >= PRUNE_EVERY_MS:
             st.pruned_ms = now
             self._group(st.protocol).prune(now)
+            prune_lag(st, now)
+
+    def _lag_commit(self, event: GroupEvent) -> None:
+        """A commit joins the partition's lag window once its end offsets are polled (a replay without polls, or a
+        run with `lag` off, keeps no windows); a tombstone drops the window."""
+        key = f"{event.topic}-{event.partition}"
+        if event.is_tombstone or event.committed_offset is None:
+            forget_partition(self.state, key)
+        elif key in self.state.lag and event.committed_offset >= 0:
+            record_commit(self.state, key, event.committed_offset, event.event_time_ms, self.thresholds)
+
+    def _lag_poll(self, event: GroupEvent) -> None:
+        """One partition's polled end offset: its window judged, its `group_lag` row queued, the rules told."""
+        key = f"{event.topic}-{event.partition}"
+        window, verdict = record_end(
+            self.state, key, event.end_offset, event.error, event.event_time_ms, self.thresholds
+        )
+        committed = window.commits[-1].offset if window.commits else None
+        self._lag_rows.append(
+            {
+                "cluster": self.state.cluster,
+                "group_id": self.state.group_id,
+                "topic": event.topic,
+                "partition": event.partition,
+                "measured_at": as_datetime(event.event_time_ms),
+                "committed_offset": committed,
+                "end_offset": event.end_offset,
+                "lag": verdict.lag,
+                "lag_status": verdict.status.value,
+                "status_reason": verdict.reason,
+                "rebalance_id": verdict.rebalance_id,
+            }
+        )
+        self._tell(EndOffsetPolled(event, key, verdict))
 
     def _group(self, protocol: str | None, expected: type[Group] = Group) -> Any:
         """The group's model for `protocol` (each class over the same state, made once)."""

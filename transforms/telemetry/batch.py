@@ -17,12 +17,14 @@ from rebalance_radar.transforms.schemas import (
     CLOCK_TICKS,
     HEARTBEAT_EVENTS,
     PARSED_TELEMETRY_BATCH,
+    PARTITION_END_OFFSETS,
     QUARANTINE,
     TELEMETRY_UNRECOGNISED,
     QuarantineStage,
     quarantine_row,
 )
 from rebalance_radar.transforms.telemetry.clock import parse_clock_tick
+from rebalance_radar.transforms.telemetry.end_offsets import parse_end_offsets
 from rebalance_radar.transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
 from rebalance_radar.transforms.telemetry.record_parser import DEFAULT_DETECTORS, parse_telemetry_record
 
@@ -30,6 +32,7 @@ TARGET_EVENTS = HEARTBEAT_EVENTS.name
 TARGET_UNRECOGNISED = TELEMETRY_UNRECOGNISED.name
 TARGET_QUARANTINE = QUARANTINE.name
 TARGET_CLOCK_TICKS = CLOCK_TICKS.name
+TARGET_END_OFFSETS = PARTITION_END_OFFSETS.name
 UNDETECTED_TEXT = "text"  # `telemetry_unrecognised.source` for text that looked like no known kind
 PAYLOAD_COLUMNS: tuple[str, ...] = tuple(p.column for p in PARSED_TELEMETRY_BATCH.payloads)
 
@@ -81,6 +84,7 @@ def _parse_telemetry_batch(
     unrecognised: list[dict[str, Any] | None] = []
     quarantine: list[dict[str, Any] | None] = []
     ticks: dict[int, dict[str, Any]] = {}  # output row -> clock tick
+    end_offsets: dict[int, dict[str, Any]] = {}  # output row -> partition end offset
     for i, (key, value, stamp) in enumerate(zip(keys, values, stamps, strict=True)):
         tick = parse_clock_tick(value)
         if tick is not None:  # radar.clock/1 -> clock_ticks (the detectors' clock, not a heartbeat event)
@@ -90,6 +94,24 @@ def _parse_telemetry_batch(
             events.append(None)
             unrecognised.append(None)
             quarantine.append(None)
+            continue
+        poll = parse_end_offsets(value)
+        if poll is not None:  # radar.end_offsets/1 -> partition_end_offsets, one row per partition
+            for part in poll.partitions:
+                end_offsets[len(index)] = {
+                    "polled_at": poll.polled_at * 1000,
+                    "group_id": poll.group_id,
+                    "topic": part.topic,
+                    "partition": part.partition,
+                    "end_offset": part.end_offset,
+                    "error": part.error,
+                    "emitter": poll.emitter,
+                }
+                index.append(i)
+                targets.append(TARGET_END_OFFSETS)
+                events.append(None)
+                unrecognised.append(None)
+                quarantine.append(None)
             continue
         outcome = parse_telemetry_record(value, (stamp or 0) // 1000, tz, detectors)
         if outcome.events:
@@ -120,7 +142,14 @@ def _parse_telemetry_batch(
     ]
     arrays.append(pa.array(targets, pa.string()))
     tick_rows = [ticks.get(row) for row in range(len(index))]
-    payloads = {"event": events, "unrecognised": unrecognised, "quarantine": quarantine, "tick": tick_rows}
+    end_offset_rows = [end_offsets.get(row) for row in range(len(index))]
+    payloads = {
+        "event": events,
+        "unrecognised": unrecognised,
+        "quarantine": quarantine,
+        "tick": tick_rows,
+        "end_offset": end_offset_rows,
+    }
     arrays += [pa.array(payloads[name], type=schema.field(name).type) for name in PAYLOAD_COLUMNS]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

@@ -3,6 +3,7 @@
 - `heartbeats`: HeartbeatAtRisk, HeartbeatExpiration.
 - `generations`: FailingGeneration, RebalanceStorm, ProbingRebalanceLoop, MembershipFlapping, LeaderInstability.
 - `commits`: ZombieCommit, OffsetRegression.
+- `lag`: LagStalled, LagGrowing.
 
 Each rule declares its kind, severity, the thresholds it reads, the facts it reacts to (`facts.py`), its
 deadlines and how its detections resolve (`Rule.resolves`); the tracker only tells them facts and deadlines.
@@ -10,10 +11,10 @@ deadlines and how its detections resolve (`Rule.resolves`); the tracker only tel
 
 from __future__ import annotations
 
-from rebalance_radar.transforms.detectors.rules import commits, generations, heartbeats
+from rebalance_radar.transforms.detectors.rules import commits, generations, heartbeats, lag
 from rebalance_radar.transforms.detectors.rules.rule import RULES, Rule, RuleContext
 
-__all__ = ["RULES", "Rule", "RuleContext", "commits", "generations", "heartbeats", "rule_of", "rules_told"]
+__all__ = ["RULES", "Rule", "RuleContext", "commits", "generations", "heartbeats", "lag", "rule_of", "rules_told"]
 
 
 def rule_of(kind: str) -> Rule:
