@@ -186,3 +186,36 @@ def test_the_recorded_healthy_streams_application_stays_silent() -> None:
     assert out.kinds() == []
     assert out.rebalances and all(r["stabilized_at"] is not None for r in out.rebalances.values())
     assert "unknown" not in {r["cause"] for r in out.rebalances.values()}
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records and log", "log alone"])
+def test_the_epoch_a_validated_topology_bumps_is_a_planned_rebalance(records: bool) -> None:
+    """4.3.1 set-up: the first member joins while the internal topics are missing (epoch 1), the coordinator creates
+    them, validates topology epoch 0 and bumps the group epoch with no member coming or going: planned (enforced),
+    not unknown, and silent."""
+    s = Silver()
+    coordinator = StreamsCoordinator(s, records)
+    t = BASE_MS
+    coordinator.join("a", t)
+    coordinator.line("a", "Member initialized the topology with epoch 0", t + 10)
+    coordinator.line("a", "Configuring the topology 0", t + 20)
+    coordinator.line(
+        "a",
+        "Valid topic configuration found in 87ms, but internal topics are missing for topology epoch 0: "
+        f"[{APP}-counts-changelog]",
+        t + 110,
+    )
+    coordinator.bump("a", t + 120)
+    coordinator.stable("a", "", t + 300)
+    validated = t + 1_800
+    coordinator.line("a", "Configuring the topology 0", validated)
+    coordinator.line("a", "Valid topic configuration found in 0ms, topology epoch 0 is now initialized.", validated)
+    coordinator.bump("a", validated + 1)
+    coordinator.stable("a", "0-0@2, 0-1@2", validated + 900)
+
+    out = run(APP, s.rows, validated + 3_600_000)
+    assert out.kinds() == []
+    last = out.completed()[-1]
+    assert (last["from_generation"], last["generation"], last["cause"]) == (1, 2, "enforced")
+    assert last["cause_detail"].startswith("topology ") and "(topology epoch 0)" in last["cause_detail"]
+    assert (last["topology_epoch"], last["assignment"]) == (0, {"a": "0_0,0_1"})

@@ -79,6 +79,8 @@ MAX_ATTEMPTS = 64
 EPOCH_PROTOCOLS = frozenset({"consumer", "streams"})
 """Coordinator lines of these protocols' groups (KIP-848, KIP-1071): a member keeps its member id across a fencing,
 and the group epoch and each member's epoch say when a rebalance converged."""
+TOPOLOGY_SET_UP_PHASES = frozenset({"initialized", "validated", "internal_topics_missing", "metadata_hash"})
+"""KIP-1071 topology lines after which the coordinator bumps the group epoch with no member joining or leaving."""
 EPOCH_BATCH_MS = 2_000
 """A join logged this close before an epoch bump is the change the bump is for."""
 
@@ -541,8 +543,15 @@ class Group:
             self._note_topology_epoch(event.detail("validated_topology_epoch"))
             self._on_prepare(event)
         elif kind == K.TOPOLOGY:
-            if event.detail("topology_phase") in ("initialized", "validated"):
+            phase = event.detail("topology_phase")
+            if phase in ("initialized", "validated"):
                 self._note_topology_epoch(event.detail("topology_epoch"))
+            if phase in TOPOLOGY_SET_UP_PHASES:
+                # the coordinator bumps the group epoch once a topology is validated or its topics' metadata
+                # changed: a rebalance it plans, like a Streams followup, unless members came or went
+                epoch = event.detail("topology_epoch")
+                what = f"topology {phase.replace('_', ' ')}" + (f" (topology epoch {epoch})" if epoch else "")
+                st.signals.append(Signal(at_ms=now, kind=SignalKind.ENFORCED, subject=what))
         elif kind in (K.SYNC_FAILED, K.JOIN_FAILED):
             if st.rebalance is not None and event.error != "MEMBER_ID_REQUIRED":
                 attempt_kind = AttemptKind.SYNC_FAILED if kind == K.SYNC_FAILED else AttemptKind.JOIN_FAILED
@@ -859,12 +868,16 @@ class Group:
         if st.generation is None and st.rebalance is None:
             st.generation = epoch - 1
         reb = st.rebalance or self._start_rebalance(now, event)
+        absorbed: set[str] = set()
         for signal in st.signals:
             member_id = signal.subject
             recent = 0 <= now - signal.at_ms <= EPOCH_BATCH_MS
             if recent and signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
                 note_change(reb, MembershipChange.JOINED)
+                absorbed.add(member_id)
+        if absorbed:  # a join belongs to one bump only
+            st.signals = [g for g in st.signals if not (g.kind == SignalKind.JOINED and g.subject in absorbed)]
         if not any(a.kind == AttemptKind.BUMP and a.generation == epoch for a in reb.attempts):
             add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
         reb.refs = merge_refs(reb.refs, [source_ref(event)])
