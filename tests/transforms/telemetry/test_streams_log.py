@@ -6,6 +6,7 @@ kafka-group-coordinator 4.1.1, 4.2.0, 4.3.1) with the log4j layout `[%d] %p %m (
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -249,6 +250,59 @@ def check(event: HeartbeatEvent, kind: K, fields: dict[str, object], details: di
 )
 def test_streams_client_wording(text: str, kind: K, fields: dict[str, object], details: dict[str, str]) -> None:
     check(only_event(text), kind, fields, details)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "details"),
+    [
+        # kafka-streams 3.9.1 (classic protocol): KafkaStreams.java l.346 and StreamThread.java l.250 setState,
+        # TaskManager.java l.339 handleAssignment, StreamTask.java l.1348 suspend: the same wording as 4.x
+        (
+            f"{AT} stream-client [{CLIENT}] State transition from REBALANCING to RUNNING "
+            "(org.apache.kafka.streams.KafkaStreams)",
+            K.STATE_CHANGE,
+            {"component": "kafka_streams", "to_state": "RUNNING"},
+        ),
+        (
+            f"{AT} stream-thread [{THREAD}] State transition from PARTITIONS_ASSIGNED to RUNNING {STREAM_THREAD}",
+            K.STATE_CHANGE,
+            {"component": "stream_thread", "from_state": "PARTITIONS_ASSIGNED"},
+        ),
+        (
+            f"{AT} stream-thread [{THREAD}] Handle new assignment with: "
+            "(org.apache.kafka.streams.processor.internals.TaskManager)",
+            K.ASSIGNMENT,
+            {"change": "tasks_assigned"},
+        ),
+        (
+            f"{AT} stream-thread [{THREAD}] task [1_3] Suspended from RUNNING "
+            "(org.apache.kafka.streams.processor.internals.StreamTask)",
+            K.STATE_CHANGE,
+            {"component": "task", "task_id": "1_3", "to_state": "SUSPENDED"},
+        ),
+    ],
+)
+def test_classic_protocol_streams_lines_of_3_9(text: str, kind: K, details: dict[str, str]) -> None:
+    check(only_event(text), kind, {"group_id": APP}, details)
+
+
+RECORDED = Path(__file__).parents[2] / "data" / "streams-app"
+
+
+@pytest.mark.skipif(not (RECORDED / "healthy-H1.log").exists(), reason="no recording of the Kafka Streams test app")
+def test_the_recorded_streams_application_s_state_task_and_membership_lines_all_give_events() -> None:
+    """The Streams test application's own 4.3.1 log (`tests/pipelines/StreamsApp.java`, streams protocol, layout
+    `%d %-5p [%t] %c - %m%n`, a custom client.id): every state change, assignment and membership line is read, and
+    the membership manager's lines carry the group."""
+    wanted = ("State transition from", "transitioned from", "Assigning active tasks", "Processing new assignment")
+    for name in ("healthy-H1.log", "crash-loop-C0.log"):
+        lines = [line for line in (RECORDED / name).read_text().splitlines() if any(w in line for w in wanted)]
+        assert lines, name
+        for line in lines:
+            (event,) = parse_telemetry_record(line.encode(), TS).events
+            assert event.event in (K.STATE_CHANGE, K.ASSIGNMENT), line
+            if "[Consumer clientId=" in line:
+                assert event.group_id and event.group_id.startswith("streams-"), line
 
 
 def test_a_multi_line_record_gives_the_member_and_its_tasks() -> None:
