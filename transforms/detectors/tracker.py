@@ -35,6 +35,7 @@ from rebalance_radar.transforms.detectors.rules import RULES, RuleContext, rules
 from rebalance_radar.transforms.detectors.snapshot import Snapshot, decoded, encoded
 from rebalance_radar.transforms.detectors.state import GroupState, ShownProvisional
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.lag.evaluation import LagVerdict
 from rebalance_radar.transforms.schemas import (
     GROUP_HEALTH,
     GROUP_LAG,
@@ -44,11 +45,16 @@ from rebalance_radar.transforms.schemas import (
     OFFSET_COMMITS,
     PARTITION_END_OFFSETS,
     DetectionStatus,
+    LagStatus,
 )
 
 HOUR_MS = 3_600_000
 PRUNE_EVERY_MS = 10_000
 """State is pruned at most this often (by event time: the same events prune at the same points on replay)."""
+OFFSETS_DELETED = (
+    "the group's committed offset for it was deleted (its topic deleted, the offsets expired, or deleted with "
+    "kafka-consumer-groups --delete-offsets): there is no lag to measure"
+)
 RULES_TOLD = rules_told()
 """fact class -> the rules that react to it."""
 
@@ -300,9 +306,14 @@ class GroupTracker:
 
     def _lag_commit(self, event: GroupEvent) -> None:
         """A commit joins the partition's lag window once its end offsets are polled (a replay without polls, or a
-        run with `lag` off, keeps no windows); a tombstone drops the window."""
+        run with `lag` off, keeps no windows). A tombstone (the coordinator deletes a deleted topic's offsets; they
+        expired; an admin deleted them) ends the window with a last `partition_gone` row and resolves its incidents."""
         key = f"{event.topic}-{event.partition}"
         if event.is_tombstone or event.committed_offset is None:
+            if key in self.state.lag:
+                verdict = LagVerdict(LagStatus.PARTITION_GONE, None, OFFSETS_DELETED)
+                self._queue_lag_row(event, None, None, verdict)
+                self._tell(EndOffsetPolled(event, key, verdict))
             forget_partition(self.state, key)
         elif key in self.state.lag and event.committed_offset >= 0:
             record_commit(self.state, key, event.committed_offset, event.event_time_ms, self.thresholds)
@@ -314,6 +325,12 @@ class GroupTracker:
             self.state, key, event.end_offset, event.error, event.event_time_ms, self.thresholds
         )
         committed = window.commits[-1].offset if window.commits else None
+        self._queue_lag_row(event, committed, event.end_offset, verdict)
+        self._tell(EndOffsetPolled(event, key, verdict))
+
+    def _queue_lag_row(
+        self, event: GroupEvent, committed: int | None, end_offset: int | None, verdict: LagVerdict
+    ) -> None:
         self._lag_rows.append(
             {
                 "cluster": self.state.cluster,
@@ -322,14 +339,13 @@ class GroupTracker:
                 "partition": event.partition,
                 "measured_at": as_datetime(event.event_time_ms),
                 "committed_offset": committed,
-                "end_offset": event.end_offset,
+                "end_offset": end_offset,
                 "lag": verdict.lag,
                 "lag_status": verdict.status.value,
                 "status_reason": verdict.reason,
                 "rebalance_id": verdict.rebalance_id,
             }
         )
-        self._tell(EndOffsetPolled(event, key, verdict))
 
     def _group(self, protocol: str | None, expected: type[Group] = Group) -> Any:
         """The group's model for `protocol` (each class over the same state, made once)."""

@@ -17,6 +17,7 @@ from rebalance_radar.transforms.telemetry.end_offsets import (
     end_offsets_record,
     parse_end_offsets,
 )
+from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, TELEMETRY_TOPIC, Member, Silver, events_of
 
 pytestmark = pytest.mark.lag
@@ -146,3 +147,15 @@ def test_a_consumer_slower_than_its_producer_is_growing() -> None:
     poll(s, G, BASE_MS + 41 * S, orders_0=300)
     detections, _ = run_lag(s.rows, BASE_MS + 41 * S)
     assert [d["kind"] for d in detections.values()] == ["lag_growing"]
+
+
+def test_offsets_deleted_under_a_stalled_partition_end_it_as_gone_and_resolve_the_stall() -> None:
+    s = Silver()
+    committing_then_silent(s, BASE_MS + 130 * S)
+    key, _ = encode_coordinator_record("OffsetCommit", {"group": G, "topic": "orders", "partition": 0}, None, None)
+    s._decoded(key, None, BASE_MS + 135 * S)  # the coordinator's tombstone: the topic was deleted
+    detections, lag = run_lag(s.rows, BASE_MS + 140 * S)
+    last = max(lag, key=lambda r: r["measured_at"])
+    assert (last["lag_status"], last["lag"], last["end_offset"]) == (LagStatus.PARTITION_GONE, None, None)
+    stalled = [d for d in detections.values() if d["kind"] == "lag_stalled"]
+    assert [d["status"] for d in stalled] == ["resolved"] and "partition_gone" in stalled[0]["summary"]
