@@ -8,7 +8,7 @@ Prefixes (log4j `LogContext`): `stream-client [<client id>] ` (`KafkaStreams`; t
 - `KafkaStreams`/`StreamThread` (2.x-4.x, INFO): "State transition from S1 to S2" -> state_change.
 - `TaskManager` (2.x-4.x, INFO): "Handle new assignment with:\\n\\tNew active tasks: [0_0]\\n\\tNew standby tasks: []
   \\n\\tExisting active tasks: []\\n\\tExisting standby tasks: []" -> assignment (change=tasks_assigned); a line shipper
-  sends the first line alone, a multi-line record (JSON, a shipper's multiline join) gives the task lists.
+  sends the first line alone (a plain-text record is read line by line); a JSON-wrapped message keeps the task lists.
 - `DefaultStreamsRebalanceListener` (4.1+, INFO): "Processing new assignment Assignment{activeTasks=[0_0],
   standbyTasks=[], warmupTasks=[]} from Streams Rebalance Protocol" (4.2+ adds ", isGroupReady=true") and
   "Revoking active tasks [0_0]." -> assignment (received / revoked).
