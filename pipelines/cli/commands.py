@@ -155,22 +155,28 @@ def _detections(args: argparse.Namespace) -> int:
         from rebalance_radar.pipelines.cli.detections_view import (
             detections_location,
             load_detections,
+            load_incidents,
             load_local_detections,
-            render_detections,
+            load_local_incidents,
+            render_with_incidents,
         )
 
     config = _config(args)
     location = detections_location(config)
     rows = None
+    incidents = None
     if location is not None and args.engine == "local":  # no JVM: deltalake and DuckDB
         with phase("load detections"):
             rows = load_local_detections(location, group=args.group, open_only=args.open)
-    if rows is None:  # a catalog's table, --engine spark, or files delta-rs cannot read exactly
+            incidents = load_local_incidents(config, group=args.group, open_only=args.open)
+    if rows is None or incidents is None:  # a catalog's table, --engine spark, or files delta-rs cannot read exactly
         from rebalance_radar.pipelines.runtime.session import build_spark_session
 
         spark = build_spark_session(_delta_only(config), quick_start=True)
         with phase("load detections"):
-            rows = load_detections(spark, config, group=args.group, open_only=args.open)
+            if rows is None:
+                rows = load_detections(spark, config, group=args.group, open_only=args.open)
+            incidents = load_incidents(spark, config, group=args.group, open_only=args.open)
     scope = " ".join(
         part
         for part in ("open" if args.open else "", "detections", f"of group {args.group}" if args.group else "")
@@ -181,7 +187,7 @@ def _detections(args: argparse.Namespace) -> int:
 
         write_records(rows, DETECTIONS.column_names, args.format, sys.stdout)
         return 0
-    render_detections(rows, output_console(), title=scope)
+    render_with_incidents(rows, incidents, output_console(), title=scope)  # cross-group incidents first
     return 0
 
 

@@ -17,7 +17,14 @@ from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.runtime.console import fitted_table, print_line, print_table
 from rebalance_radar.pipelines.storage.delta_log import rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
-from rebalance_radar.transforms.schemas import DETECTIONS, UNRESOLVED_DETECTION_STATUSES, DetectionStatus, Severity
+from rebalance_radar.transforms.schemas import (
+    DETECTIONS,
+    INCIDENTS,
+    UNRESOLVED_DETECTION_STATUSES,
+    DetectionStatus,
+    IncidentStatus,
+    Severity,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -135,3 +142,111 @@ def render_detections(rows: Sequence[Mapping[str, Any]], console: Console, title
         )
         print_table(console, table)
     print_line(console, detections_summary(rows))
+
+
+# --- cross-group incidents first ----------------------------------------------------------------------------------
+
+
+def load_local_incidents(
+    config: RadarConfig, *, group: str | None = None, open_only: bool = False
+) -> list[dict[str, Any]] | None:
+    """The local `incidents` table's rows, newest first, optionally those naming `group` and/or still open, without
+    a JVM; [] when the data dir has no incidents table (written by runs before incidents existed), None when its
+    files alone are not its rows (Spark reads it then)."""
+    import duckdb
+
+    location = TableCatalog(config).location(INCIDENTS)
+    if location is None or not (location / "_delta_log").is_dir():
+        return []
+    rows = rows_from_files(location, INCIDENTS.column_names)
+    if rows is None:
+        return None
+    where, params = [], []
+    if group is not None:
+        where.append("list_contains(groups, ?)")
+        params.append(group)
+    if open_only:
+        where.append("status = ?")
+        params.append(str(IncidentStatus.OPEN))
+    query = (
+        f"SELECT * FROM {INCIDENTS.name}"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + " ORDER BY window_start DESC, incident_id"
+    )
+    with duckdb.connect() as connection:
+        connection.register(INCIDENTS.name, rows)
+        return connection.execute(query, params).to_arrow_table().to_pylist()
+
+
+def load_incidents(
+    spark: SparkSession, config: RadarConfig, *, group: str | None = None, open_only: bool = False
+) -> list[dict[str, Any]]:
+    """`load_local_incidents` with Spark (a catalog's tables, or `--engine spark`); [] when there is no table."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+
+    catalog = TableCatalog(config)
+    location = catalog.location(INCIDENTS)
+    if location is not None and not (location / "_delta_log").is_dir():
+        return []
+    if location is None and not spark.catalog.tableExists(catalog.name(INCIDENTS)):
+        return []
+    rows = (
+        spark.read.format("delta").load(str(location)) if location is not None else spark.table(catalog.name(INCIDENTS))
+    )
+    if group is not None:
+        rows = rows.where(F.array_contains("groups", group))
+    if open_only:
+        rows = rows.where(F.col("status") == str(IncidentStatus.OPEN))
+    ordered = rows.orderBy(F.col("window_start").desc(), F.col("incident_id"))
+    return [row.asDict() for row in ordered.collect()]
+
+
+def incidents_first(
+    detections: Sequence[Mapping[str, Any]], incidents: Sequence[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]]:
+    """Each incident (in the order given) with the detections it links (in the detections' order), then the
+    detections no incident links (under None; left out when there are none). A detection two incidents link is
+    shown under the first."""
+    shown: set[Any] = set()
+    sections: list[tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]] = []
+    for incident in incidents:
+        linked = set(incident.get("detection_ids") or ())
+        rows = [d for d in detections if d.get("detection_id") in linked and d.get("detection_id") not in shown]
+        shown.update(d.get("detection_id") for d in rows)
+        sections.append((incident, rows))
+    rest = [d for d in detections if d.get("detection_id") not in shown]
+    if rest or not incidents:
+        sections.append((None, rest))
+    return sections
+
+
+def incident_line(incident: Mapping[str, Any]) -> str:
+    """One line: when, what, how many groups; the cause names the broker, hosts or client-id prefixes."""
+    start, end = cell_text(incident.get("window_start")), cell_text(incident.get("window_end"))
+    groups = incident.get("groups") or []
+    return (
+        f"incident {incident.get('incident_id')} [{incident.get('status')}] {start} .. {end[11:] or end}: "
+        f"{incident.get('cause_kind')}, {len(groups)} groups. {incident.get('cause')}"
+    )
+
+
+def render_with_incidents(
+    rows: Sequence[Mapping[str, Any]],
+    incidents: Sequence[Mapping[str, Any]],
+    console: Console,
+    title: str = "detections",
+) -> None:
+    """`render_detections`, with each cross-group incident first and its groups' detections under it; the
+    detections no incident explains last."""
+    if not incidents:
+        render_detections(rows, console, title)
+        return
+    for incident, linked in incidents_first(rows, incidents):
+        if incident is None:
+            render_detections(linked, console, f"{title} outside any incident")
+            continue
+        print_line(console, incident_line(incident))
+        if linked:
+            render_detections(linked, console, f"{title} of incident {incident.get('incident_id')}")
+        else:
+            print_line(console, "  (no detections in its groups: the groups moved or rebalanced without one)")

@@ -27,6 +27,7 @@ from rebalance_radar.transforms.schemas import (
     ALERTS,
     DETECTIONS,
     GROUP_HEALTH,
+    INCIDENTS,
     REBALANCES,
     UNRESOLVED_DETECTION_STATUSES,
     TableSchema,
@@ -55,6 +56,8 @@ class ReportData:
     sources: Mapping[SourceKey, tuple[dict[str, Any], ...]] | None = None
     """The source records the detections' evidence names, by (table, topic, partition, offset); None: not read
     (a catalog's tables)."""
+    incidents: tuple[dict[str, Any], ...] = ()
+    """Cross-group incidents (`transforms.incidents`), shown first: each names the groups whose sections follow."""
 
     @property
     def groups(self) -> list[str]:
@@ -129,7 +132,9 @@ def load_report_data(spark_of: Callable[[], SparkSession], config: RadarConfig) 
         return None
     alerts = users_rows(_table_rows(spark_of, config, ALERTS), config)
     sources = source_records(config, detections or ())
-    return ReportData(rebalances or (), detections or (), health or (), alerts, sources)
+    incidents = _table_rows(spark_of, config, INCIDENTS) or ()
+    ordered = tuple(sorted(incidents, key=lambda i: (i["window_start"], i["incident_id"]), reverse=True))
+    return ReportData(rebalances or (), detections or (), health or (), alerts, sources, ordered)
 
 
 # --- evidence: the source records a detection names ------------------------------------------------------------
@@ -465,6 +470,29 @@ HEALTH_COLUMNS = ("group_protocol", "state", "generation", "members", "last_reba
                   "open_detections", "last_event_at")  # fmt: skip
 
 
+INCIDENT_COLUMNS = ("window_start", "window_end", "status", "cause_kind", "cause", "groups", "detection_ids")
+
+
+def incidents_html(incidents: Sequence[Mapping[str, Any]], anchors: Mapping[str, str]) -> str:
+    """The cross-group incidents, newest first, each linking to its groups' sections (`anchors`: group -> id)."""
+    if not incidents:
+        return '<p class="empty">no incident across groups</p>'
+    items = []
+    for incident in incidents:
+        links = ", ".join(
+            f'<a href="#{anchors[g]}">{html.escape(g)}</a>' if g in anchors else html.escape(g)
+            for g in incident.get("groups") or ()
+        )
+        items.append(
+            f"<li><b>{html.escape(str(incident.get('cause_kind')))}</b> "
+            f"{_cell(incident.get('window_start'))} .. {_cell(incident.get('window_end'))} "
+            f"[{html.escape(str(incident.get('status')))}]: {html.escape(str(incident.get('cause')))}"
+            f"<br>groups: {links}; {len(incident.get('detection_ids') or ())} detections, "
+            f"{len(incident.get('rebalance_ids') or ())} rebalances</li>"
+        )
+    return f'<ul class="incidents">{"".join(items)}</ul>'
+
+
 def render_report(data: ReportData | None, javascript: str, *, title: str, generated_at: datetime) -> str:
     """The whole page; `javascript` is the vega-embed bundle inlined in the head."""
     specs: dict[str, dict[str, Any]] = {}
@@ -484,10 +512,12 @@ def render_report(data: ReportData | None, javascript: str, *, title: str, gener
              "detections": len(data.of(data.detections, g)), "rebalances": len(data.of(data.rebalances, g))}
             for g in groups
         ]  # fmt: skip
+        anchors = {group: f"group-{index}" for index, group in enumerate(groups)}
+        parts += ["<h2>incidents across groups</h2>", incidents_html(data.incidents, anchors)]
         parts += ["<h2>groups</h2>", html_table(summary, ["group_id", "open detections", "detections", "rebalances"])]
         parts += ["<h2>alerts</h2>", alerts_html(data.alerts)]
         for index, group in enumerate(groups):
-            parts.append(f'<section class="group"><h2>{html.escape(group)}</h2>')
+            parts.append(f'<section class="group" id="group-{index}"><h2>{html.escape(group)}</h2>')
             health = data.of(data.health, group)
             parts.append(html_table(health, HEALTH_COLUMNS) if health else '<p class="empty">no health row</p>')
             for name, spec in (

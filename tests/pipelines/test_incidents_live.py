@@ -202,3 +202,36 @@ def test_replaying_again_writes_the_same_incidents(
     again = [r.asDict() for r in table(spark, config, INCIDENTS).collect()]
     key = lambda r: r["incident_id"]  # noqa: E731
     assert sorted(again, key=key) == sorted(rows, key=key)
+
+
+def test_radar_detections_shows_the_incident_first_without_a_jvm(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]], spark: Any
+) -> None:
+    from rebalance_radar.pipelines.cli.detections_view import load_incidents, load_local_incidents
+    from tests.pipelines.radar_run_process import radar_without_a_jvm
+
+    restart, config, rows = replayed
+    local = load_local_incidents(config, group=restart.moved[0])
+    assert local is not None
+    assert [r["incident_id"] for r in local] == [r["incident_id"] for r in load_incidents(spark, config)]
+    assert load_local_incidents(config, group=restart.elsewhere) == []
+    done = radar_without_a_jvm("detections", "--data-dir", str(config.data_dir))
+    assert done.returncode == 0, done.stderr[-2000:]
+    first = done.stdout.strip().splitlines()[0]
+    assert first.startswith(f"incident {rows[0]['incident_id']}") and "broker_restart, 3 groups" in first, done.stdout
+    assert f"broker {restart.broker} stopped and started" in first
+
+
+def test_radar_report_shows_the_incident_before_the_groups(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    from rebalance_radar.pipelines.cli.report import run_report
+
+    restart, config, _ = replayed
+    out = tmp_path / "report.html"
+    data = run_report(config, out)
+    assert data is not None and len(data.incidents) == 1
+    page = out.read_text()
+    incidents_at = page.index("<h2>incidents across groups</h2>")
+    assert incidents_at < page.index("<h2>groups</h2>")
+    assert f"broker {restart.broker} stopped and started" in page[incidents_at : page.index("<h2>groups</h2>")]
