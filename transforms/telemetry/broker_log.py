@@ -564,9 +564,10 @@ _STREAMS_MEMBER_FIELD = re.compile(
 
 
 def _streams_member_metadata_updated(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
-    """4.3 GroupMetadataManager (INFO): "Member updated its member metadata to StreamsGroupMember[memberId=M,
-    memberEpoch=E, ..., clientId=C, clientHost=/H, rebalanceTimeoutMs=T, topologyEpoch=K, processId=P, ...]." -- a
-    streams member (re)joining or changing what it told the coordinator; its client id and host name the member."""
+    """4.2-4.3 GroupMetadataManager (INFO; 4.2.0 spells it "metdata"): "Member updated its member metadata to
+    StreamsGroupMember[memberId=M, memberEpoch=E, ..., clientId=C, clientHost=/H, rebalanceTimeoutMs=T,
+    topologyEpoch=K, processId=P, ...]." -- a streams member (re)joining or changing what it told the coordinator;
+    its client id and host name the member."""
     fields = dict(_STREAMS_MEMBER_FIELD.findall(line.message))
     details = _coordinator_details(line)
     details.update(
@@ -1054,9 +1055,9 @@ RULES = RuleTable.of(
             re.compile(r"\[MemberId [^\]]+\] Computed new metadata hash: (?P<hash>-?\d+)"),
             _topology("metadata_hash"),
         ),
-        MessageRule(
-            "updated its member metadata",
-            re.compile(r"Member updated its member metadata to StreamsGroupMember\[memberId=(?P<member>[^,\]]+)"),
+        MessageRule(  # 4.3 "... member metadata to ...", 4.2.0 "... member metdata to ..." (the source's spelling)
+            "updated its member met",
+            re.compile(r"Member updated its member meta?data to StreamsGroupMember\[memberId=(?P<member>[^,\]]+)"),
             _streams_member_metadata_updated,
         ),
         MessageRule(

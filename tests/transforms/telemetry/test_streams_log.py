@@ -424,6 +424,17 @@ def test_a_custom_client_id_names_no_application() -> None:
                 "protocol": "streams",
             },
         ),
+        # GroupMetadataManager.java 4.2.0: the same statement spelt "member metdata" (TasksTuple without epochs)
+        (
+            f"{AT} {COORDINATOR} {STREAMS} Member updated its member metdata to StreamsGroupMember[memberId={MEMBER}, "
+            "memberEpoch=3, previousMemberEpoch=2, state=STABLE, instanceId=Optional.empty, rackId=Optional.empty, "
+            f"clientId={THREAD}-consumer, clientHost=/10.1.2.3, rebalanceTimeoutMs=300000, topologyEpoch=0, "
+            f"processId={PROCESS}, userEndpoint=Optional.empty, clientTags={{}}, assignedTasks=(active=[0-1], "
+            "standby=[], warmup=[]), tasksPendingRevocation=(active=[], standby=[], warmup=[])]. " + GMM,
+            K.JOIN,
+            {"member_id": MEMBER, "member_epoch": 3, "host": "10.1.2.3"},
+            {"phase": "metadata_updated", "active_tasks": "0_1"},
+        ),
         # GroupMetadataManager.java 4.3.1 l.3715, TasksTupleWithEpochs#toString "subtopology-partition@epoch"
         (
             f"{AT} {COORDINATOR} {STREAMS} Member's new assignment state: epoch=9, previousEpoch=8, state=STABLE, "
