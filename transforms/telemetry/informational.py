@@ -35,7 +35,9 @@ _INFORMATIONAL: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         KNOWN_NARRATION,
     ),
-    (re.compile(r"Creating (?:restore )?consumer client for thread "), KNOWN_NARRATION),
+    # (4.1 ends at "consumer client"; 4.2+ adds " for thread T")
+    (re.compile(r"Creating (?:restore )?consumer client(?: for thread |\s*$)"), KNOWN_NARRATION),
+    (re.compile(r"Restoration took \d+ ms for all active tasks "), KNOWN_NARRATION),
     # KafkaStreams / StreamThread lifecycle narration around the state changes they log (2.x-4.x)
     (re.compile(r"(?:Started|Shutting down) \d+ stream threads|Streams client stopped completely"), KNOWN_NARRATION),
     (

@@ -19,7 +19,7 @@ Prefixes (log4j `LogContext`): `stream-client [<client id>] ` (`KafkaStreams`; t
   "\\tMember: M" and the task lists -> assignment (change=target, local_epoch); "Member M completed callback to revoke
   task assignment. It will proceed to clear its assignment and send a leave group heartbeat" (and its ERROR twin
   "Member M callback to revoke task assignment failed. ...") -> leave.
-- `StreamThread` (4.1+, INFO): "The consumer will leave the group since the streams group protocol is used" -> leave
+- `StreamThread` (4.3, INFO): "The consumer will leave the group since the streams group protocol is used" -> leave
   (no member id: the coordinator's "Member M left the streams group." names it).
 - `StreamsRebalanceListenerInvoker` (kafka-clients 4.1+, INFO, the consumer's prefix, so with the group even when
   `client.id` is set): "Invoking tasks assigned callback for new assignment: Assignment{...}", "Invoking task revoked
