@@ -2,7 +2,9 @@
 `radar.end_offsets/1` telemetry (one record per group), by `radar run` and `radar poll-groups`.
 
 Which partitions: each group's committed partitions (`list_consumer_group_offsets`), which is what lag is
-measured on, for every group the cluster lists (or the ones given). Their end offsets come from one
+measured on, and the partitions its members are assigned (`describe_consumer_groups`: OffsetFetch leaves out the
+topics the principal may not describe, an assignment names them), for every group the cluster lists (or the ones
+given). Their end offsets come from one
 `list_offsets(OffsetSpec.latest())` request for all of them. A partition whose end offset cannot be read is
 published with its error name (a deleted partition's UNKNOWN_TOPIC_OR_PART is data: `partition_gone`); a topic the
 principal may not describe is named in `problem()` (the run's status line) once, and the other topics go on.
@@ -100,6 +102,26 @@ class EndOffsetsPoller:
         result = futures[group_id].result(timeout=self.timeout_s)
         return [tp for tp in result.topic_partitions or [] if tp.error is None and tp.offset != NO_OFFSET]
 
+    def assigned(self, group_ids: list[str]) -> dict[str, set[tuple[str, int]]]:
+        """The partitions each group's members are assigned (DescribeGroups needs Describe on the group only, so a
+        topic the principal may not describe still shows here, and its refusal is named); a group that fails to
+        describe adds none."""
+        if not group_ids:
+            return {}
+        found: dict[str, set[tuple[str, int]]] = {}
+        futures = self.admin.describe_consumer_groups(group_ids, request_timeout=self.timeout_s)
+        for group_id, future in futures.items():
+            try:
+                description = future.result(timeout=self.timeout_s)
+            except KafkaException:
+                continue
+            parts = found.setdefault(group_id, set())
+            for member in description.members or []:
+                assignment = getattr(member, "assignment", None)
+                for tp in getattr(assignment, "topic_partitions", None) or []:
+                    parts.add((tp.topic, tp.partition))
+        return found
+
     def end_offsets(self, partitions: set[tuple[str, int]]) -> dict[tuple[str, int], PartitionEndOffset]:
         """Each partition's end offset, or its error name."""
         from confluent_kafka.admin import OffsetSpec
@@ -119,13 +141,19 @@ class EndOffsetsPoller:
 
     def poll_once(self) -> EndOffsetsRound:
         """One round: every watched group's committed partitions, their end offsets, one record per group."""
-        by_group: dict[str, list[TopicPartition]] = {}
-        for group_id in self.group_ids():
+        by_group: dict[str, set[tuple[str, int]]] = {}
+        group_ids = self.group_ids()
+        for group_id in group_ids:
             try:
-                by_group[group_id] = self.committed(group_id)
+                by_group[group_id] = {(tp.topic, tp.partition) for tp in self.committed(group_id)}
             except KafkaException as failure:  # one group's error (deleted meanwhile, no ACL) never stops the rest
                 self.last_error = f"{group_id}: {error_name(failure)}"
-        wanted = {(tp.topic, tp.partition) for tps in by_group.values() for tp in tps}
+        try:
+            for group_id, parts in self.assigned(group_ids).items():
+                by_group.setdefault(group_id, set()).update(parts)
+        except KafkaException as failure:
+            self.last_error = f"describe groups: {error_name(failure)}"
+        wanted = {part for parts in by_group.values() for part in parts}
         try:
             ends = self.end_offsets(wanted)
         except KafkaException as failure:  # the whole request refused: every partition says why
@@ -133,8 +161,8 @@ class EndOffsetsPoller:
             ends = {(t, p): PartitionEndOffset(t, p, None, name) for t, p in wanted}
         now_ms = int(time.time() * 1000)
         failed = 0
-        for group_id, tps in by_group.items():
-            parts = tuple(ends[(tp.topic, tp.partition)] for tp in sorted(tps, key=lambda t: (t.topic, t.partition)))
+        for group_id, group_parts in by_group.items():
+            parts = tuple(ends[part] for part in sorted(group_parts))
             if not parts:
                 continue
             for part in parts:

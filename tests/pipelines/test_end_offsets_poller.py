@@ -1,0 +1,63 @@
+"""The end-offset poller on the run's broker: a group's committed partitions get their real log-end offsets in one
+`radar.end_offsets/1` record per group, read back from the telemetry topic; a deleted topic never stops a round."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+from rebalance_radar.emitters.kafka_settings import client_settings
+from rebalance_radar.transforms.telemetry.end_offsets import EndOffsetsPoll, parse_end_offsets
+from tests.pipelines.group_member import create_topics, read_records
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.lag]
+
+
+def polls(bootstrap: str, topic: str) -> list[EndOffsetsPoll]:
+    found = [parse_end_offsets(value) for value, _ in read_records(bootstrap, topic)]
+    return [poll for poll in found if poll is not None]
+
+
+def test_committed_partitions_get_their_end_offsets_and_a_deleted_topic_does_not_stop_a_round(
+    kafka_broker: Any,
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    data, gone, telemetry, group = f"eo-data-{suffix}", f"eo-gone-{suffix}", f"eo-tel-{suffix}", f"eo-group-{suffix}"
+    create_topics(bootstrap, {data: 2, gone: 1, telemetry: 1})
+    producer = Producer(dict(client_settings(bootstrap)))
+    for n in range(10):
+        producer.produce(data, b"x", partition=n % 2)
+        producer.produce(gone, b"y", partition=0)
+    producer.flush(10)
+    committer = Consumer({**client_settings(bootstrap), "group.id": group, "enable.auto.commit": False})
+    committer.commit(
+        offsets=[TopicPartition(data, 0, 2), TopicPartition(data, 1, 5), TopicPartition(gone, 0, 7)],
+        asynchronous=False,
+    )
+    committer.close()
+
+    poller = EndOffsetsPoller(client_settings(bootstrap), telemetry, groups=[group], emitter="radar-run@test")
+    first = poller.poll_once()
+    assert (first.groups, first.partitions, first.failed) == (1, 3, 0)
+    admin = AdminClient(dict(client_settings(bootstrap)))  # kept: its futures fail once it is collected
+    admin.delete_topics([gone])[gone].result(30)
+    time.sleep(1)  # the deletion reaches the broker's metadata cache
+    second = poller.poll_once()
+    poller.stop()
+
+    read = polls(bootstrap, telemetry)
+    assert [p.group_id for p in read] == [group, group]
+    ends = {(p.topic, p.partition): (p.end_offset, p.error) for p in read[0].partitions}
+    assert ends == {(data, 0): (5, None), (data, 1): (5, None), (gone, 0): (10, None)}
+    after = {(p.topic, p.partition): (p.end_offset, p.error) for p in read[1].partitions}
+    assert after[(data, 0)] == (5, None) and after[(data, 1)] == (5, None)
+    # The coordinator drops a deleted topic's offsets (then the partition is no longer the group's), or the poll
+    # comes first and names the error: either way a status, never an end offset
+    assert after.get((gone, 0), (None, "UNKNOWN_TOPIC_OR_PART"))[0] is None
+    assert second.groups == 1 and poller.problem() is None
