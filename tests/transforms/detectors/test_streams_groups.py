@@ -1,6 +1,7 @@
-"""KIP-1071 streams groups through the 4.x coordinator's log, with and without the group's records: a member that
-leaves after its fencing is a departure with its cause, and a healthy application's topology set-up, scale-out and
-shutdown stay silent. Coordinator lines are `GroupMetadataManager` 4.3.1's wording (see test_streams_log.py)."""
+"""KIP-1071 streams groups (and KIP-848 consumer groups, which share the epoch model) through the 4.x coordinator's
+log, with and without the group's records: a member that leaves after its fencing is a departure with its cause, and
+a healthy application's topology set-up, scale-out and shutdown stay silent. Coordinator lines are
+`GroupMetadataManager` 4.3.1's wording (see test_streams_log.py)."""
 
 from __future__ import annotations
 
@@ -219,3 +220,55 @@ def test_the_epoch_a_validated_topology_bumps_is_a_planned_rebalance(records: bo
     assert (last["from_generation"], last["generation"], last["cause"]) == (1, 2, "enforced")
     assert last["cause_detail"].startswith("topology ") and "(topology epoch 0)" in last["cause_detail"]
     assert (last["topology_epoch"], last["assignment"]) == (0, {"a": "0_0,0_1"})
+
+
+def test_a_kip848_consumer_group_seen_through_the_coordinator_log_alone_converges_too() -> None:
+    """The epoch model is KIP-848's as well: joins, an expiry and a leave, each closed by the members' new
+    assignment state at the epoch the target assignment was computed for (GroupMetadataManager 4.x wording)."""
+    s = Silver()
+    t = BASE_MS
+    group = "orders"
+    epoch = 0
+
+    def stable(member: str, at: int) -> None:
+        s.broker(
+            f"[GroupId {group}] Member {member} new assignment state: epoch={epoch}, previousEpoch={epoch - 1}, "
+            "state=STABLE, assignedPartitions=[orders-0] and partitionsPendingRevocation=[].",
+            at,
+        )
+
+    def target(at: int) -> None:
+        s.broker(f"[GroupId {group}] Computed a new target assignment for epoch {epoch} with 'uniform' assignor.", at)
+
+    members = ["c1", "c2", "c3"]
+    for i, member in enumerate(members):
+        at = t + i * 60_000
+        s.broker(f"[GroupId {group}] Member {member} joins the consumer group using the consumer protocol.", at)
+        epoch += 1
+        s.broker(f"[GroupId {group}] Bumped group epoch to {epoch} with metadata hash 5.", at)
+        target(at)
+        for present in members[: i + 1]:
+            stable(present, at + 500)
+    at = t + 600_000
+    s.broker(f"[GroupId {group}] Member c2 fenced from the group because the member session expired.", at)
+    epoch += 1
+    target(at)
+    stable("c1", at + 300)
+    stable("c3", at + 300)
+    at += 60_000
+    s.broker(f"[GroupId {group}] Member c3 left the consumer group.", at)
+    epoch += 1
+    target(at)
+    stable("c1", at + 300)
+
+    out = run(group, s.rows, at + 3_600_000)
+    rows = [(r["from_generation"], r["generation"], r["cause"], r["members_after"]) for r in out.completed()]
+    assert rows == [
+        (0, 1, "member_joined", 1),
+        (1, 2, "member_joined", 2),
+        (2, 3, "member_joined", 3),
+        (3, 4, "heartbeat_expiration", 2),
+        (4, 5, "member_left", 1),
+    ]
+    assert all(r["assignment"] is None and r["topology_epoch"] is None for r in out.completed())
+    assert out.kinds() == ["heartbeat_expiration"]
