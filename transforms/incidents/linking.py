@@ -152,7 +152,10 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
             stopped = any(e.kind == K.COORDINATOR_STOPPING and e.broker == named for e in near)
             started = any(e.kind == K.COORDINATOR_STARTED and e.broker == named for e in near)
             what = "stopped and started" if stopped and started else "stopped" if stopped else "started"
-            cause = f"broker {named} {what}: the coordinator of {len(groups)} groups moved{to} ({shown})"
+            if moved_to:
+                cause = f"broker {named} {what}: the coordinator of {len(groups)} groups moved{to} ({shown})"
+            else:  # a single broker, or groups that came back: reloaded where they were
+                cause = f"broker {named} {what}: it loaded the coordinator of {len(groups)} groups again ({shown})"
         elif named is not None:
             kind = IncidentCause.COORDINATOR_MOVED
             cause = f"the coordinator of {len(groups)} groups moved away from broker {named}{to} ({shown})"

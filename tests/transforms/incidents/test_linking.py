@@ -246,3 +246,16 @@ def test_client_id_prefix(client_id: str, prefix: str | None) -> None:
 def test_a_classic_member_id_carries_its_client_id_and_a_kip848_one_none() -> None:
     assert client_id_of_member("svc-2-8cab7362-6705-4e59-b14c-2bd408290961") == "svc-2"
     assert client_id_of_member("Zk9mQ2xJTXV0WEZ3a1R3dw") is None
+
+
+def test_a_single_broker_restarted_reloads_its_groups() -> None:
+    events = [
+        event(0, K.GROUP_LOADED, "1", "orders", offsets_partition=3),
+        event(10, K.GROUP_LOADED, "1", "billing", offsets_partition=7),
+        event(900_000, K.COORDINATOR_STARTED, "1"),
+        event(901_000, K.GROUP_LOADED, "1", "orders", offsets_partition=3),
+        event(901_010, K.GROUP_LOADED, "1", "billing", offsets_partition=7),
+    ]
+    restart = incident_rows_of([], [], events)[-1]
+    assert restart["cause_kind"] == IncidentCause.BROKER_RESTART and restart["broker"] == "1"
+    assert restart["cause"] == "broker 1 started: it loaded the coordinator of 2 groups again (billing, orders)"
