@@ -300,6 +300,7 @@ _VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
     OFFSET_COMMITS.name: ("cluster",),
     GROUP_METADATA.name: ("cluster",),
     GROUP_RECORDS.name: ("cluster",),
+    GROUP_LAG.name: ("cluster", "group_id", "topic", "partition", "measured_at", "lag_status"),
 }
 """The columns the view reads of each source table."""
 
