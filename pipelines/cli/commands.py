@@ -16,6 +16,8 @@ from rebalance_radar.pipelines.runtime.console import OUTPUT_FORMATS, output_con
 from rebalance_radar.pipelines.runtime.phases import mark, phase
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from rebalance_radar.transforms.schemas import TableSchema
 
 
@@ -264,12 +266,32 @@ def _sql_on_duckdb(args: argparse.Namespace, config: RadarConfig, query: str, na
                 f"DuckDB: {first} (the tables here: {', '.join(present) or 'none yet'}; --engine spark runs it on "
                 "Spark)."
             ) from None
+    result = as_spark_collects(result)
     rows = result.to_pylist()
     if args.format != "table":
         write_records(rows, result.column_names, args.format, sys.stdout)
         return 0
     print_result_table(result.column_names, rows, args.limit)
     return 0
+
+
+def as_spark_collects(result: pa.Table) -> pa.Table:
+    """DuckDB's answer with Spark's types where they differ, so both engines print and write the same: sums and
+    counts of integers come as HUGEINT (decimal(38, 0) in Arrow), back to 64-bit integers (BIGINT) where they fit;
+    timestamps come with their UTC zone, naive UTC as Spark collects them (its session zone is UTC)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for index, field in enumerate(result.schema):
+        if pa.types.is_decimal(field.type) and field.type.scale == 0 and field.type.precision == 38:
+            try:
+                result = result.set_column(index, field.name, pc.cast(result.column(index), pa.int64()))
+            except pa.ArrowInvalid:
+                continue  # beyond 64 bits: kept as the decimal it is
+        elif pa.types.is_timestamp(field.type) and field.type.tz is not None:
+            naive = pa.timestamp(field.type.unit)
+            result = result.set_column(index, field.name, result.column(index).cast(naive))
+    return result
 
 
 def print_result_table(columns: Sequence[str], rows: Sequence[dict[str, object]], limit: int) -> None:
