@@ -134,6 +134,15 @@ def server_properties(broker: BrokerConfig, port: int, controller_port: int, dat
         "group.consumer.heartbeat.interval.ms": str(broker.group_consumer_heartbeat_interval_ms),
         "group.consumer.min.heartbeat.interval.ms": str(broker.group_consumer_min_heartbeat_interval_ms),
     }
+    if "streams" in properties["group.coordinator.rebalance.protocols"]:
+        # KIP-1071 streams groups take the consumer groups' short timeouts (Kafka's defaults: a 45 s session, and a
+        # 45 s minimum that refuses anything shorter), so a crashed Streams instance is expired within seconds
+        properties |= {
+            "group.streams.session.timeout.ms": str(broker.group_consumer_session_timeout_ms),
+            "group.streams.min.session.timeout.ms": str(broker.group_consumer_min_session_timeout_ms),
+            "group.streams.heartbeat.interval.ms": str(broker.group_consumer_heartbeat_interval_ms),
+            "group.streams.min.heartbeat.interval.ms": str(broker.group_consumer_min_heartbeat_interval_ms),
+        }
     properties.update(broker.extra_properties)
     return properties
 

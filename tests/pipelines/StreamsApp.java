@@ -1,0 +1,62 @@
+// A Kafka Streams application on Apache Kafka's own kafka-streams, for the live tests: a stateful count (source
+// topic -> count per key in an in-memory store, its changelog created by the broker -> sink topic) in a group on
+// the streams rebalance protocol (KIP-1071, `group.protocol=streams`), its real client log written by log4j2 to the
+// file the test ships. Compiled once per test run (`streams_app.compiled_app`) against kafka-streams' classpath.
+// It prints one JSON line per state transition of the application (what `MemberProcess.wait_for` reads).
+// SIGTERM closes it with LEAVE_GROUP (a clean shutdown: the member leaves the streams group); SIGKILL is a crash.
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.Stores;
+
+public class StreamsApp {
+    private static void print(String json) {
+        System.out.println(json);
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        // bootstrap application-id client-id source-topic sink-topic state-dir run-s
+        Properties settings = new Properties();
+        settings.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        settings.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
+        settings.put(StreamsConfig.CLIENT_ID_CONFIG, args[2]);
+        settings.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        settings.put(StreamsConfig.STATE_DIR_CONFIG, args[5]);
+        settings.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        settings.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);
+        settings.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        settings.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        settings.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream(args[3], Consumed.with(Serdes.String(), Serdes.String()))
+            .groupByKey()
+            .count(Materialized.as(Stores.inMemoryKeyValueStore("counts")))
+            .toStream()
+            .to(args[4], Produced.with(Serdes.String(), Serdes.Long()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), settings);
+        streams.setStateListener((now, before) ->
+            print("{\"state\": \"" + now + "\", \"" + now.name().toLowerCase() + "\": true, \"from\": \"" + before + "\"}"));
+        CountDownLatch closed = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            // SIGTERM: a clean shutdown, the member leaves the group (a dynamic member's default is to stay)
+            streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                .withTimeout(Duration.ofSeconds(15)));
+            closed.countDown();
+        }));
+        streams.start();
+        Thread.sleep(Long.parseLong(args[6]) * 1000);
+        print("{\"run_ended\": true}");
+        System.exit(0);  // the shutdown hook closes it
+    }
+}
