@@ -1,8 +1,9 @@
 """Broker-log shipper: tails a Kafka broker's log file and produces its group-coordinator lines to a telemetry topic.
 
 Brokers do not publish heartbeats; their coordinator logs do say who joined, left, expired and why, so this ships
-them (one line = one record, keyed by host so a broker's lines stay ordered in one partition). It runs next to
-the embedded broker (`start_shipper`, a daemon thread; `radar run` starts one for the embedded broker) or
+them (one log event = one record, keyed by host so a broker's lines stay ordered in one partition; continuation
+lines, a stack trace's or a configuration listing's, are joined to their line as Filebeat's multiline does). It runs
+next to the embedded broker (`start_shipper`, a daemon thread; `radar run` starts one for the embedded broker) or
 standalone on a real broker host:
 
     radar ship-logs --log /var/log/kafka/server.log --bootstrap HOST:9092 \\
@@ -25,6 +26,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,7 @@ from rebalance_radar.emitters.telemetry_producer import (
     add_producer_arguments,
     producer_settings_from,
 )
+from rebalance_radar.transforms.telemetry.multiline import DEFAULT_FLUSH_TIMEOUT_S, MultilineJoiner
 
 # What a coordinator line contains: the logger (the layout prints it), the Scala/Java prefixes, KIP-848 context.
 DEFAULT_KEYWORDS: tuple[str, ...] = (
@@ -47,6 +50,8 @@ DEFAULT_KEYWORDS: tuple[str, ...] = (
     "to SHUTTING_DOWN",
     "Kafka Server started",
     "[KafkaServer id=",
+    # the broker's configuration at start (its group session timeouts), one record with its settings
+    "KafkaConfig values:",
 )
 READ_CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 << 10  # longer lines are cut: no coordinator message needs more
@@ -156,7 +161,8 @@ def keyword_filter(keywords: Sequence[str]) -> Callable[[bytes], bool]:
 
 @dataclass(frozen=True, slots=True)
 class ShipperCounts:
-    """What a shipper did so far; `dropped` = lines not delivered (queue full, delivery failed, or still queued
+    """What a shipper did so far; `lines_kept` = log events kept (a multi-line event counts once); `dropped` = those
+    not delivered (queue full, delivery failed, or still queued
     when stopped), `failed` = those of them the cluster refused or that timed out."""
 
     lines_read: int
@@ -183,11 +189,13 @@ class LogShipper:
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
         producer_config: Mapping[str, Any] | None = None,
         host: str | None = None,
+        flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S,
     ) -> None:
         self.topic = topic
         self.bootstrap_servers = bootstrap_servers
         self.tail = LogTail(Path(log_file), from_start=from_start)
         self._keep = keyword_filter(keywords)
+        self._joiner = MultilineJoiner(flush_timeout_s=flush_timeout_s)
         self._poll_interval_s = poll_interval_s
         self._key = (host or socket.gethostname()).encode()
         self.producer = TelemetryProducer(
@@ -201,17 +209,23 @@ class LogShipper:
         self._lock = threading.Lock()
         self._read = self._kept = 0
 
-    def ship_once(self) -> int:
-        """Read what is new, produce the kept lines; returns how many were queued."""
+    def ship_once(self, *, final: bool = False) -> int:
+        """Read what is new, produce the kept log events (continuation lines joined to their line: a stack trace,
+        the broker's `KafkaConfig values:` listing); returns how many were queued. An event waits for its
+        continuation lines up to the joiner's flush timeout (or until `final`)."""
         lines = self.tail.read_lines()
+        now = time.monotonic()
+        events: list[bytes] = []
+        for line in lines:
+            events += self._joiner.feed(line.rstrip(b"\r"), now)
+        events += self._joiner.drain() if final else self._joiner.due(now)
         queued = 0
         kept = 0
-        for line in lines:
-            line = line.rstrip(b"\r")
-            if not self._keep(line):
+        for event in events:
+            if not self._keep(event):
                 continue
             kept += 1
-            queued += self.producer.send(line, self._key)
+            queued += self.producer.send(event, self._key)
         self.producer.serve()
         with self._lock:
             self._read += len(lines)
@@ -227,7 +241,7 @@ class LogShipper:
                 shipped = 0
             if not shipped:
                 self._stop.wait(self._poll_interval_s)
-        self.ship_once()  # what the broker wrote while we were asked to stop
+        self.ship_once(final=True)  # what the broker wrote while we were asked to stop
 
     def start(self) -> LogShipper:
         if self._thread is None:
@@ -241,6 +255,8 @@ class LogShipper:
         if self._thread is not None:
             self._thread.join(timeout=flush_timeout_s)
             self._thread = None
+        if self._joiner.pending_lines:
+            self.ship_once(final=True)  # an event still waiting for continuation lines goes as it is
         self.producer.close(flush_timeout_s)
         self.tail.close()
         return self.counts
@@ -317,7 +333,7 @@ def run_shipper(args: argparse.Namespace, client_settings: Mapping[str, Any] | N
     )
     print(f"log shipper: {args.log} -> {topic} on {bootstrap}", file=sys.stderr, flush=True)
     if args.once:
-        shipper.ship_once()
+        shipper.ship_once(final=True)
         return shipper.stop()
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

@@ -697,6 +697,10 @@ class HeartbeatEventKind(StrEnum):
     """A client's own state machine moved (KafkaStreams, StreamThread, a KIP-848/1071 membership manager)."""
     TOPOLOGY = "topology"
     """A streams group's topology was configured, initialized or validated by the coordinator (KIP-1071)."""
+    CLIENT_CONFIG = "client_config"
+    """A client's configuration listing at start (`ConsumerConfig values:` ...): its group, timeouts, poll bounds."""
+    BROKER_CONFIG = "broker_config"
+    """A broker's `KafkaConfig values:` listing at start: the group session timeouts it enforces (group_id null)."""
 
 
 class TelemetrySource(StrEnum):

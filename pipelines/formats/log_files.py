@@ -11,13 +11,13 @@ time = the time its first line starts with (a time-only layout takes the date ne
 read in UTC: the telemetry parsers read the line's own time again, in `telemetry.timezone`). A Java stack trace
 (indented `at ...` lines, `Caused by: ...`, an exception's class line, `... N more`; also behind `docker compose
 logs`' `service | ` prefix) is one record with the line it
-follows, as a multi-line log shipper sends it: the exception names the error. (A gzip-compressed input arrives here
+follows, as a multi-line log shipper sends it: the exception names the error; so is a configuration listing
+(`transforms.telemetry.multiline`). (A gzip-compressed input arrives here
 decompressed: `pipelines.stages.sources` reads every replay input by its magic bytes.)
 """
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Iterator
 
@@ -26,6 +26,7 @@ import pyarrow as pa
 from rebalance_radar.pipelines.formats.dump import DumpFormatError, decode_dump_line
 from rebalance_radar.pipelines.formats.dump_columns import PARSED_DUMP
 from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
+from rebalance_radar.transforms.telemetry.multiline import MultilineJoiner
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 
 REPLAYED_LOG_TOPIC = "radar.replayed-log"
@@ -35,26 +36,10 @@ SNIFFED_LINES = 50
 SNIFFED_BYTES = 1 << 20
 """... at most from its first MiB."""
 
-_CONTINUATION = re.compile(
-    r"^(?:[ \t]+\S|Caused by: |Suppressed: |\.\.\. \d+ more|[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error)(?::|$))"
-)
-
 
 def log_partition(resolved_path: str) -> int:
     """The partition a log file's records carry: stable for one file, whatever else a replay reads with it."""
     return zlib.crc32(resolved_path.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
-
-
-_SERVICE_PREFIX = re.compile(r"^[\w.-]+\s*\| ")  # `docker compose logs`: "kafka-1  | <the container's line>"
-
-
-def is_continuation(line: bytes) -> bool:
-    """A line of a Java stack trace, which belongs to the record of the line it follows (also behind a `docker
-    compose logs` service prefix); never a line with a time of its own (a `%5p` layout starts " INFO 2025-...")."""
-    text = line.decode("utf-8", "replace")
-    if _CONTINUATION.match(_SERVICE_PREFIX.sub("", text, count=1)) is None:
-        return False
-    return timestamp_ms_in_text(text, 0) is None
 
 
 def _is_dump_record(line: bytes) -> bool:
@@ -78,24 +63,23 @@ def is_log_file(content: bytes, modified_ms: int) -> bool:
 
 
 def log_records(content: bytes, modified_ms: int) -> Iterator[tuple[int, int, bytes]]:
-    """(first line number, time in epoch ms, record bytes) per record of a log file, continuation lines joined."""
+    """(first line number, time in epoch ms, record bytes) per record of a log file, continuation lines joined
+    (`transforms.telemetry.multiline`: a stack trace, a configuration listing), within the joiner's bounds."""
+    joiner = MultilineJoiner(flush_timeout_s=float("inf"))
     first = 0
-    time_ms = modified_ms
-    record: list[bytes] = []
+    time_ms = started_ms = modified_ms
     for number, raw in enumerate(content.splitlines(), 1):
         line = raw.rstrip(b"\r")
         if not line.strip():
             continue
-        if record and is_continuation(line):
-            record.append(line)
-            continue
-        if record:
-            yield first, time_ms, b"\n".join(record)
-        found = timestamp_ms_in_text(line.decode("utf-8", "replace"), time_ms)
-        time_ms = found if found is not None else time_ms
-        first, record = number, [line]
-    if record:
-        yield first, time_ms, b"\n".join(record)
+        for event in joiner.feed(line, 0.0):
+            yield first, time_ms, event
+        if joiner.pending_lines == 1:  # this line starts a record
+            found = timestamp_ms_in_text(line.decode("utf-8", "replace"), started_ms)
+            started_ms = found if found is not None else started_ms
+            first, time_ms = number, started_ms
+    for event in joiner.drain():
+        yield first, time_ms, event
 
 
 def log_file_rows(

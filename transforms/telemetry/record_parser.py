@@ -22,8 +22,9 @@ from typing import Any
 from rebalance_radar.transforms.schemas import TelemetrySource
 from rebalance_radar.transforms.telemetry.broker_log import looks_like_broker_log, parse_broker_message
 from rebalance_radar.transforms.telemetry.client_log import looks_like_client_log, parse_client_message
+from rebalance_radar.transforms.telemetry.config_listing import listing_header, parse_config_listing
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
-from rebalance_radar.transforms.telemetry.informational import informational_reason
+from rebalance_radar.transforms.telemetry.informational import CONFIG_LISTING, KNOWN_NARRATION, informational_reason
 from rebalance_radar.transforms.telemetry.json_events import is_radar_event, parse_radar_event
 from rebalance_radar.transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
 from rebalance_radar.transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
@@ -151,19 +152,39 @@ def text_record_detector(value: bytes, context: RecordContext) -> ParseOutcome |
         whole = parse_json_line(text, context)
         if whole.reason != "invalid JSON":
             return whole
+    listing = _config_listing_outcome(text, context)
+    if listing is not None:
+        return listing
     events: list[HeartbeatEvent] = []
     sources: list[TelemetrySource] = []
+    first_reason: str | None = None
     for raw_line in text.splitlines():
         line = raw_line.strip()
         if not line:
             continue
         outcome = _line_outcome(line, context)
         events.extend(outcome.events)
+        first_reason = first_reason or outcome.reason
         if outcome.source is not None:
             sources.append(outcome.source)
     if events:
         return ParseOutcome(tuple(events), events[0].source)
-    return ParseOutcome.unrecognised(sources[0] if sources else None, "no line of the record was recognised")
+    # a multi-line event (a stack trace joined to its line) is known or not by its first line
+    known = first_reason if first_reason in (CONFIG_LISTING, KNOWN_NARRATION) else None
+    return ParseOutcome.unrecognised(sources[0] if sources else None, known or "no line of the record was recognised")
+
+
+def _config_listing_outcome(text: str, context: RecordContext) -> ParseOutcome | None:
+    """A configuration listing joined into one record (`transforms.telemetry.multiline`): one event, or one known
+    listing of another config class; None when the record's first line starts no listing."""
+    head, _, rest = text[:MAX_RECORD_BYTES].partition("\n")
+    if listing_header(head) is None:
+        return None
+    first = split_log_line(head[:MAX_TEXT_LINE_CHARS], context.record_timestamp_ms, context.tz)
+    event = parse_config_listing(first, rest.splitlines())
+    if event is None:
+        return ParseOutcome.unrecognised(None, CONFIG_LISTING)
+    return ParseOutcome((event,), event.source)
 
 
 # Binary first: a `radar.frame/1` record is recognised by its 4-byte magic, so text records pay one comparison.
