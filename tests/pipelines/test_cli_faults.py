@@ -22,8 +22,10 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
+from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.runtime.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
 from rebalance_radar.pipelines.storage.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
+from tests.pipelines.group_member import create_topics
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
 CONF = REPO_ROOT / "conf" / "local.yml"
@@ -86,7 +88,7 @@ class RadarRun:
     """`radar run` as a user starts it in a terminal (its own process group, so Ctrl-C reaches every process in
     it, as a terminal's does), with its stderr collected line by line."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, **env: str) -> None:
         self.lines: list[str] = []
         self.started = time.monotonic()
         self.timed: list[str] = []  # the lines with their arrival time, for failure messages
@@ -101,7 +103,7 @@ class RadarRun:
                 str(data_dir),
                 "run",
             ],
-            env=radar_env(RADAR__INGEST__TRIGGER_INTERVAL="1 second"),
+            env=radar_env(RADAR__INGEST__TRIGGER_INTERVAL="1 second", **env),
             cwd=data_dir.parent,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -140,7 +142,24 @@ class RadarRun:
 
 @pytest.fixture
 def radar_run(tmp_path: Path) -> Iterator[RadarRun]:
+    """`radar run` as it starts by default: with its own embedded broker."""
     run = RadarRun(tmp_path / "data")
+    yield run
+    run.kill()
+
+
+@pytest.fixture
+def radar_run_on_a_cluster(kafka_broker: EmbeddedKafka, tmp_path: Path) -> Iterator[RadarRun]:
+    """`radar run` against a running cluster (the suite's broker, from its newest records, with a telemetry topic of
+    its own): what the embedded broker's start would add, these faults do not need."""
+    telemetry = f"telemetry-faults-{tmp_path.name}"[:200]
+    create_topics(kafka_broker.bootstrap_servers, {telemetry: 1})
+    run = RadarRun(
+        tmp_path / "data",
+        RADAR__KAFKA__BOOTSTRAP_SERVERS=kafka_broker.bootstrap_servers,
+        RADAR__KAFKA__TELEMETRY_TOPICS=f"[{telemetry}]",
+        RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
+    )
     yield run
     run.kill()
 
@@ -179,7 +198,8 @@ def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> No
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-def test_second_ctrl_c_quits_at_once(radar_run: RadarRun) -> None:
+def test_second_ctrl_c_quits_at_once(radar_run_on_a_cluster: RadarRun) -> None:
+    radar_run = radar_run_on_a_cluster
     radar_run.wait_for("ingesting from", timeout_s=400)
     radar_run.ctrl_c()
     radar_run.wait_for("stopping", timeout_s=60)  # the first Ctrl-C taken: the second one quits
@@ -221,9 +241,12 @@ def python_workers_of(root: int) -> list[int]:
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(radar_run: RadarRun, tmp_path: Path) -> None:
+def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(
+    radar_run_on_a_cluster: RadarRun, tmp_path: Path
+) -> None:
     """A failed query is a failed run: radar run exits 1 within seconds (its supervisor or a continuous job starts
     it again, and its checkpoints resume), says so in one sentence, and keeps the whole error in the data dir."""
+    radar_run = radar_run_on_a_cluster
     radar_run.wait_for("ingesting from", timeout_s=400)
     radar_run.wait_for("radar-detect", timeout_s=240)  # a status line: the queries run
     deadline = time.monotonic() + 180
