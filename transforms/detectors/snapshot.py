@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.state import GroupState
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3
 STATE = TypeAdapter(GroupState)
 
 
@@ -104,5 +104,29 @@ def _with_remedy(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "remedy": remedy[:1].upper() + remedy[1:]}
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 makes every member detection an incident of its member's identity (version 2: zombie_commit
+    only), so that the member's next occurrence updates the detection a version 2 tracker opened."""
+    from rebalance_radar.transforms.detectors.rules import rule_of
+    from rebalance_radar.transforms.detectors.state import member_identity
+
+    state = dict(data["state"])
+    known = {**state.get("departed", {}), **state.get("members", {})}
+
+    def incident(row: dict[str, Any]) -> dict[str, Any]:
+        member_id = row.get("member_id")
+        if row.get("incident_of") or not member_id or not rule_of(row["kind"]).member_subject:
+            return row
+        member = known.get(member_id, {})
+        identity = member_identity(member_id, member.get("instance_id"), member.get("client_id"), member.get("host"))
+        return {**row, "incident_of": identity}
+
+    state["detections"] = {k: incident(row) for k, row in state.get("detections", {}).items()}
+    state["provisional"] = {
+        k: {**shown, "row": incident(shown["row"])} for k, shown in state.get("provisional", {}).items()
+    }
+    return {**data, "v": 3, "state": state}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """version -> the migration to the next version."""

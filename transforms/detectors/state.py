@@ -351,6 +351,11 @@ class HeldDetection:
     occurrences: int = 1
     occurrence_ids: list[str] = field(default_factory=list)
     """The ids its occurrences would have had (each counted once, however often it is seen again)."""
+    ending: str | None = None
+    """A recurring incident whose latest occurrence ended (its rule's closing sentence): it stays open until
+    `incident_reopen_ms` passes without another occurrence, then resolves with this sentence."""
+    evidence_seen: int | None = None
+    """Source records seen behind it (`refs` keeps the first and the latest of them); None: as many as `refs`."""
 
 
 @dataclass
@@ -416,12 +421,35 @@ class GroupState:
     """topic-partition -> its lag window (`detectors.lag_windows`)."""
     detections: dict[str, HeldDetection] = field(default_factory=dict)
     """Open detections by id."""
+    ended_incidents: dict[str, HeldDetection] = field(default_factory=dict)
+    """Resolved member incidents by id, kept `incident_reopen_ms` after their last occurrence: the same member
+    identity seen again re-opens its incident (same id, one row) instead of opening another."""
     provisional: dict[str, ShownProvisional] = field(default_factory=dict)
     """Detections shown ahead of the watermark (`GroupTracker.preview`), by id."""
     last_event_ms: int | None = None
     pruned_ms: int | None = None
     deadlines_done_ms: int | None = None
     """Every deadline up to this event time has been evaluated (each deadline is evaluated once, in time order)."""
+
+    def identity_of(self, member_id: str) -> str:
+        """Who a (former) member is across restarts (`member_identity`), from what the group knows of it. A client
+        id and host that two members hold at once (consumers of one process with one configured client.id: both
+        live, or both in one generation) names neither: each is then its member id. A restart is never in the
+        generation of the member it replaces."""
+        known = self.members.get(member_id) or self.departed.get(member_id)
+        if known is None:
+            return member_identity(member_id, None, None, None)
+        identity = known.identity()
+        if known.instance_id:
+            return identity
+        live = isinstance(known, MemberState)
+        for other in [*self.members.values(), *self.departed.values()]:
+            if other.member_id == member_id or other.instance_id or other.identity() != identity:
+                continue
+            together = live and isinstance(other, MemberState)
+            if together or (known.generation is not None and other.generation == known.generation):
+                return f"member:{member_id}"
+        return identity
 
     def signals_of(self, kind: SignalKind, since_ms: int, until_ms: int) -> list[str]:
         """The subjects of the signals of `kind` in [since_ms, until_ms], oldest first."""

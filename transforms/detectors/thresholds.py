@@ -74,6 +74,11 @@ class DetectorThresholds:
     incident_quiet_ms: int = 10 * MINUTE_MS
     """zombie_commit, heartbeat_expiration, offset_regression resolve after this long without new evidence (when
     their own end, a stable generation or a catch-up commit, is not seen first)."""
+    incident_reopen_ms: int = 10 * MINUTE_MS
+    """Member incidents (heartbeats, zombie commits, a member behind its target): the same member identity (instance
+    id, else client id and host, else member id) seen again this soon after its incident's last occurrence is another
+    occurrence of that incident, re-opened if it had resolved; a recurring incident resolves only after this long
+    without one. The crash-loop window (flapping_window_ms): a client that dies and rejoins within it is one loop."""
     group_idle_ttl_ms: int = 24 * 60 * MINUTE_MS
     """A group silent this long, with nothing open, may drop its state."""
     history_ms: int = 60 * MINUTE_MS

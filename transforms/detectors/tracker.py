@@ -83,7 +83,7 @@ class GroupTracker:
     ) -> None:
         self.thresholds = thresholds
         self.state = state or GroupState(cluster=cluster, group_id=group_id)
-        self.book = DetectionBook(self.state)
+        self.book = DetectionBook(self.state, thresholds.incident_reopen_ms)
         self._context = RuleContext(self.state, self.book, thresholds)
         self._buffer: list[GroupEvent] = []
         # Rows not yet converted to events: (event time ms, packed text), see `accept_packed`.
@@ -218,6 +218,8 @@ class GroupTracker:
         for detection_id, changed in sorted(ahead.book.changed.items()):
             if detection_id in self.state.detections or detection_id in self.state.provisional:
                 continue
+            if detection_id in self.state.ended_incidents:
+                continue  # a resolved incident re-opening: its row is not withdrawn if late events say otherwise
             row = replace(changed, status=DetectionStatus.PROVISIONAL.value, resolved_at=None)
             self.state.provisional[detection_id] = ShownProvisional(horizon_ms=horizon, row=row)
             shown.append(detection_row(self.state, row))
@@ -270,11 +272,15 @@ class GroupTracker:
                     continue
                 if soonest is None or deadline < soonest:
                     soonest = deadline
+        for deadline in self.book.deadlines():
+            if (done is None or deadline > done) and (soonest is None or deadline < soonest):
+                soonest = deadline
         return soonest
 
     def _evaluate_deadlines(self, now_ms: int) -> None:
         self._touched = True
         self.state.deadlines_done_ms = now_ms
+        self.book.at_deadline(now_ms)  # first: a recurring incident ends with its own closing sentence
         for rule in RULES:
             rule.at_deadline(self._context, now_ms)
 
@@ -303,6 +309,7 @@ class GroupTracker:
             st.pruned_ms = now
             self._group(st.protocol).prune(now)
             prune_lag(st, now)
+            self.book.prune(now)
 
     def _lag_commit(self, event: GroupEvent) -> None:
         """A commit joins the partition's lag window once its end offsets are polled (a replay without polls, or a

@@ -61,7 +61,9 @@ def test_a_snapshot_with_a_field_the_state_does_not_declare_is_refused() -> None
 
 def test_a_snapshot_of_an_unknown_version_is_refused_in_a_sentence() -> None:
     blob = _snapshot_with(lambda data: data.update(v=SNAPSHOT_VERSION + 1))
-    with pytest.raises(SnapshotError, match=r"version 3, which this release cannot read .* run that release"):
+    with pytest.raises(
+        SnapshotError, match=rf"version {SNAPSHOT_VERSION + 1}, which this release cannot read .* run that release"
+    ):
         GroupTracker.restore(blob, DetectorThresholds())
 
 

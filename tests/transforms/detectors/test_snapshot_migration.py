@@ -71,6 +71,9 @@ def test_a_version_1_snapshot_restores_and_goes_on_as_an_uninterrupted_tracker(i
     uninterrupted.advance_to(cut["watermark_ms"])
     if cut["scenario"] != "healthy_fleet":
         uninterrupted.preview()  # the cut was taken after a preview: its provisional rows are in the state
+    # versions 1 and 2 kept no resolved incidents to re-open (a migration cannot invent them, as it cannot invent
+    # evidence): from the cut on, the uninterrupted tracker goes on without them too
+    uninterrupted.state.ended_incidents.clear()
     for watermark in (cut["watermark_ms"] + 60_000, END_MS):
         expected = output_of(uninterrupted.advance_to(watermark))
         assert output_of(restored.advance_to(watermark)) == expected

@@ -50,6 +50,7 @@ class ZombieCommit(Rule):
 
     kind = DetectionKind.ZOMBIE_COMMIT
     severity = Severity.CRITICAL
+    member_subject = True
     thresholds = (
         "zombie_commit_errors",
         "default_session_timeout_ms",
@@ -57,6 +58,7 @@ class ZombieCommit(Rule):
         "zombie_empty_group_ms",
         "offset_regression_min_delta",
         "incident_quiet_ms",
+        "incident_reopen_ms",
     )
     reacts_to = (ClientCommitted, OffsetCommitted)
     resolves = "after incident_quiet_ms without another commit from the zombie"
@@ -198,7 +200,7 @@ class ZombieCommit(Rule):
             refs=[source_ref(event)],
             generation=who.generation,
             member_id=who.member_id,
-            incident_of=who.identity(),
+            incident_of=st.identity_of(who.member_id),
             advice=(
                 f"Its max.poll.interval.ms (the rebalance timeout it joined with) is "
                 f"{seconds(who.rebalance_timeout_ms)}."

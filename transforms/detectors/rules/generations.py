@@ -73,12 +73,14 @@ class FailingGeneration(Rule):
 
     kind = DetectionKind.FAILING_GENERATION
     severity = Severity.CRITICAL
+    member_subject = True
     thresholds = (
         "failing_generation_attempts",
         "failing_generation_window_ms",
         "failing_generation_skips",
         "rebalance_stuck_grace_ms",
         "default_rebalance_timeout_ms",
+        "incident_reopen_ms",
     )
     reacts_to = (
         RebalanceAttempted,

@@ -39,7 +39,8 @@ class HeartbeatAtRisk(Rule):
 
     kind = DetectionKind.HEARTBEAT_AT_RISK
     severity = Severity.INFO
-    thresholds = ("heartbeat_at_risk_fraction", "default_session_timeout_ms")
+    member_subject = True
+    thresholds = ("heartbeat_at_risk_fraction", "default_session_timeout_ms", "incident_reopen_ms")
     reacts_to = (Heartbeat, MemberDeparted)
     resolves = "on the member's next heartbeat, or when it leaves the group (an expiration then takes over)"
     remedy = (
@@ -101,7 +102,8 @@ class HeartbeatExpiration(Rule):
 
     kind = DetectionKind.HEARTBEAT_EXPIRATION
     severity = Severity.WARNING
-    thresholds = ("default_session_timeout_ms", "inferred_expiry_window_ms", "incident_quiet_ms")
+    member_subject = True
+    thresholds = ("default_session_timeout_ms", "inferred_expiry_window_ms", "incident_quiet_ms", "incident_reopen_ms")
     reacts_to = (MemberExpired, RebalanceCompleted, GroupStable)
     resolves = "when the group has stabilised without the member (or after incident_quiet_ms)"
     remedy = (

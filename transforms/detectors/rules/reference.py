@@ -22,6 +22,13 @@ What rebalance-radar detects, one rule per kind (`transforms/detectors/rules/`).
 opened once under a deterministic id, updated with new evidence, resolved once (`detections.status`). Thresholds
 are set under `detect.thresholds` in the conf (durations in milliseconds); the defaults are below.
 
+Kinds about a member are one incident per (group, kind, member identity), the identity being the member's
+`group.instance.id`, else its client id and host, else its member id: a client that crashes, or overruns its poll
+timeout, and rejoins under a new member id again and again gives one row with its occurrences ("(5 occurrences
+since 10:00:01 UTC)"), first and last seen, and every occurrence's source records as evidence (the first and the
+latest kept when there are many, with their count). An occurrence within `incident_reopen_ms` of the last re-opens
+a resolved incident under its own id; once it recurred, it resolves after `incident_reopen_ms` without another.
+
 <!-- generated from the rules' registry: python -m rebalance_radar.transforms.detectors.rules.reference -->
 """
 
@@ -63,6 +70,13 @@ def _rule_section(rule: Rule) -> str:
         "",
         f"Reacts to {reacts}{quiet}.",
     ]
+    if rule.member_subject:
+        lines += [
+            "",
+            "One incident per member identity: a later occurrence of the same identity (under any member id) within "
+            "`incident_reopen_ms` of the last is counted in it; a recurring incident resolves after "
+            "`incident_reopen_ms` without another occurrence.",
+        ]
     return "\n".join(lines)
 
 

@@ -36,6 +36,9 @@ class Rule:
     remedy: ClassVar[str]
     """What an on-call engineer should do about it (the field guide's and Kafka's advice); `advice` may add the
     member's own settings where radar knows them."""
+    member_subject: ClassVar[bool] = False
+    """Its detections that name a member are member incidents: one per member identity (instance id, else client id
+    and host, else member id), each later one of that identity an occurrence of it (`DetectionBook.open`)."""
     quiet_resolved: ClassVar[bool] = False
     """A point incident: it also ends after `incident_quiet_ms` without new evidence (its own end, a stable
     generation or a catch-up commit, may never be seen)."""
@@ -64,6 +67,8 @@ class Rule:
         first: what this occurrence's facts add); returns the id."""
         sentence = self.remedy[:1].upper() + self.remedy[1:]
         remedy = f"{advice} {sentence}" if advice else sentence
+        if self.member_subject and row.get("member_id") and row.get("incident_of") is None:
+            row["incident_of"] = ctx.state.identity_of(row["member_id"])
         return ctx.book.open(self.kind, key, severity=self.severity, remedy=remedy, **row)
 
     def held(self, ctx: RuleContext) -> list[HeldDetection]:
