@@ -151,3 +151,22 @@ def test_a_resolved_incident_reopens_under_its_own_id_within_the_window() -> Non
     assert reopened["detection_id"] == resolved["detection_id"]
     assert reopened["status"] == "open" and reopened["resolved_at"] is None
     assert "(2 occurrences since" in reopened["summary"]
+
+
+def test_a_member_that_keeps_nearly_missing_its_session_is_one_at_risk_incident() -> None:
+    """Heartbeat gaps (GC pauses) that come back again and again: each opens and resolves on the next heartbeat,
+    and the second is the same incident, open until the re-open window passes without a third."""
+    s = Silver()
+    t = BASE_MS
+    member = Member("pay-c-0001", [("p", 2)], client_id="pay-c", host="10.5.0.3")
+    s.generation(G, 7, [*STEADY, member], t)
+    beats = [1000, 2000, 10_500, 11_500, 20_000, 21_000]  # two 8.5 s gaps of a 10 s session
+    for at in beats:
+        s.agent("heartbeat", G, t + at, member_id=member.member_id, generation=7, client_id="pay-c", host="10.5.0.3")
+    thresholds = DetectorThresholds(heartbeat_at_risk_fraction=0.5)
+    (risk,) = run(G, s.rows, t + 25_000, thresholds).of_kind("heartbeat_at_risk")
+    assert risk["status"] == "open" and "(2 occurrences since" in risk["summary"]
+    assert risk["first_seen"].timestamp() * 1000 == t + 2000
+    # silent again from 21 s: a third occurrence of the same incident
+    (again,) = run(G, s.rows, t + 30_000, thresholds).of_kind("heartbeat_at_risk")
+    assert again["detection_id"] == risk["detection_id"] and "(3 occurrences since" in again["summary"]
