@@ -371,6 +371,44 @@ class ShownProvisional:
 
 
 @dataclass
+class ClientSettings:
+    """A client's own settings, from the configuration listing it logged at start (`client_config`)."""
+
+    __pydantic_config__ = STRICT
+
+    client_id: str
+    at_ms: int
+    config: str
+    """The listing's config class: `ConsumerConfig`, `StreamsConfig` (a Streams application's own settings)."""
+    instance_id: str | None = None
+    host: str | None = None
+    protocol: str | None = None
+    """Its group.protocol: classic, consumer (KIP-848) or streams (KIP-1071)."""
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+    max_poll_interval_ms: int | None = None
+    max_poll_records: int | None = None
+    assignor: str | None = None
+    """partition.assignment.strategy, simple class names (`RangeAssignor, CooperativeStickyAssignor`)."""
+
+
+@dataclass
+class BrokerSettings:
+    """The group settings the coordinator enforces, from a broker's `KafkaConfig values:` listing (`broker_config`)."""
+
+    __pydantic_config__ = STRICT
+
+    at_ms: int
+    consumer_session_timeout_ms: int | None = None
+    """group.consumer.session.timeout.ms: the session timeout of every KIP-848 member."""
+    streams_session_timeout_ms: int | None = None
+    """group.streams.session.timeout.ms: the session timeout of every KIP-1071 member."""
+    classic_min_session_timeout_ms: int | None = None
+    classic_max_session_timeout_ms: int | None = None
+    initial_rebalance_delay_ms: int | None = None
+
+
+@dataclass
 class GroupState:
     """Everything about one group the rules need, pruned by event time."""
 
@@ -419,6 +457,10 @@ class GroupState:
     signals: list[Signal] = field(default_factory=list)
     lag: dict[str, PartitionLag] = field(default_factory=dict)
     """topic-partition -> its lag window (`detectors.lag_windows`)."""
+    client_settings: dict[str, ClientSettings] = field(default_factory=dict)
+    """client id -> its configuration listing (`detectors.settings`), pruned with the members it names."""
+    broker_settings: BrokerSettings | None = None
+    """The coordinator's group settings, from its broker's configuration listing (None: not seen)."""
     detections: dict[str, HeldDetection] = field(default_factory=dict)
     """Open detections by id."""
     ended_incidents: dict[str, HeldDetection] = field(default_factory=dict)

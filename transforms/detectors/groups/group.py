@@ -33,6 +33,7 @@ from rebalance_radar.transforms.detectors.facts import (
 )
 from rebalance_radar.transforms.detectors.group_events import GroupEvent, MemberInfo
 from rebalance_radar.transforms.detectors.membership import attribute
+from rebalance_radar.transforms.detectors.settings import learn_broker_config, learn_client_config, prune_settings
 from rebalance_radar.transforms.detectors.state import (
     Attempt,
     AttemptKind,
@@ -229,6 +230,7 @@ class Group:
         if st.empty_by_removal_ms is not None and now_ms - st.empty_by_removal_ms > th.zombie_empty_group_ms:
             st.empty_by_removal_ms = None
             st.removed_partitions = {}
+        prune_settings(st, now_ms, th.departed_member_ttl_ms)
 
     def _rebalance_id(self, from_generation: int | None, started_ms: int) -> str:
         st = self.state
@@ -523,7 +525,11 @@ class Group:
         if broker and event.detail("protocol") == "streams":
             st.streams = True
         self._learn_timeouts(event)
-        if kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
+        if kind == K.CLIENT_CONFIG:
+            learn_client_config(st, event)
+        elif kind == K.BROKER_CONFIG:
+            learn_broker_config(st, event)
+        elif kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
             self._on_heartbeat(event)
         elif kind in (K.COMMIT, K.COMMIT_FAILED):
             self._tell(ClientCommitted(event))

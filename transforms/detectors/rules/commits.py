@@ -15,13 +15,14 @@ move is an offset_regression.
 
 from __future__ import annotations
 
-from rebalance_radar.transforms.detectors.evidence import seconds, source_ref
+from rebalance_radar.transforms.detectors.evidence import source_ref
 from rebalance_radar.transforms.detectors.facts import ClientCommitted, OffsetCommitted
 from rebalance_radar.transforms.detectors.group_events import GroupEvent
 from rebalance_radar.transforms.detectors.membership import attribute, generation_of
 from rebalance_radar.transforms.detectors.rules.heartbeats import session_timeout_words
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
-from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind, MemberState, RegressedPartition
+from rebalance_radar.transforms.detectors.settings import poll_advice, session_timeout_of
+from rebalance_radar.transforms.detectors.state import DepartedMember, DepartureKind, RegressedPartition
 from rebalance_radar.transforms.schemas import DetectionKind, HeartbeatEventKind, Severity
 
 
@@ -164,12 +165,13 @@ class ZombieCommit(Rule):
             # STALE_MEMBER_EPOCH from a live KIP-848 member is a commit racing its own epoch bump: the client retries
             if failed_fenced and stale and event.error != "STALE_MEMBER_EPOCH":
                 reasons.append(f"it sent generation/epoch {sent_generation}, the group is at {who.generation}")
-            timeout = who.session_timeout_ms or th.default_session_timeout_ms
+            known = session_timeout_of(st, who)
+            timeout = known.ms if known else th.default_session_timeout_ms
             silent = who.last_heartbeat_ms is not None and event.event_time_ms - who.last_heartbeat_ms > timeout
             if failed_fenced and silent and not reasons and who.last_heartbeat_ms is not None:
                 reasons.append(
                     f"it had been silent {round((event.event_time_ms - who.last_heartbeat_ms) / 1000)} s, past "
-                    f"{session_timeout_words(who.session_timeout_ms, th)}, and the coordinator no longer knows it"
+                    f"{session_timeout_words(known, th)}, and the coordinator no longer knows it"
                 )
             partitions = _commit_partitions(event)
             not_owned = [p for p in partitions if who.partitions and p not in who.partitions]
@@ -201,12 +203,7 @@ class ZombieCommit(Rule):
             generation=who.generation,
             member_id=who.member_id,
             incident_of=st.identity_of(who.member_id),
-            advice=(
-                f"Its max.poll.interval.ms (the rebalance timeout it joined with) is "
-                f"{seconds(who.rebalance_timeout_ms)}."
-                if isinstance(who, MemberState) and who.rebalance_timeout_ms and st.protocol == "classic"
-                else None
-            ),
+            advice=poll_advice(st, who),
         )
 
 

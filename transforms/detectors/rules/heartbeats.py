@@ -13,21 +13,41 @@ from rebalance_radar.transforms.detectors.facts import (
     RebalanceCompleted,
 )
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
+from rebalance_radar.transforms.detectors.settings import SessionTimeout, session_timeout_of
 from rebalance_radar.transforms.detectors.state import DepartedMember, GroupState, MemberState
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import DetectionKind, Severity
 
 
-def session_timeout_words(known_ms: int | None, thresholds: DetectorThresholds) -> str:
-    """A member's session timeout for a sentence: its own when a record or its client said it, else the default,
-    said to be assumed (KIP-848 and streams groups take it from the broker's group config, which radar may not
-    know: `group.consumer.session.timeout.ms`, `group.streams.session.timeout.ms`)."""
-    if known_ms:
-        return f"its {seconds(known_ms)} session timeout"
+def session_timeout_words(known: SessionTimeout | int | None, thresholds: DetectorThresholds) -> str:
+    """A member's session timeout for a sentence: its own when a record, its client's configuration listing or the
+    broker's (KIP-848 and streams groups: `group.consumer.session.timeout.ms`, `group.streams.session.timeout.ms`)
+    said it, with where it comes from (`detectors.settings.session_timeout_of`); else the default, said to be
+    assumed."""
+    if isinstance(known, int) and known:
+        known = SessionTimeout(known)
+    if isinstance(known, SessionTimeout):
+        source = f" ({known.source})" if known.source else ""
+        return f"its {seconds(known.ms)} session timeout{source}"
     return (
         f"the {seconds(thresholds.default_session_timeout_ms)} session timeout radar assumes (the group's is not in "
         "its records; set detect.thresholds.default_session_timeout_ms to it)"
     )
+
+
+def silence_advice(silence_ms: int | None, known: SessionTimeout | None) -> str | None:
+    """The silence seen against the member's known session timeout, and which setting to change: a KIP-848 or
+    streams member's is the broker's (or its group's) config, not its client's."""
+    if silence_ms is None or known is None:
+        return None
+    if known.source and known.source.startswith("the broker's group."):
+        setting = known.source.removeprefix("the broker's ")
+        group_setting = setting.removeprefix("group.")
+        return (
+            f"It was silent {seconds(silence_ms)} against the broker's {setting} of {seconds(known.ms)}: under this "
+            f"protocol that setting (or the group's own {group_setting}) decides, not the client's session.timeout.ms."
+        )
+    return f"It was silent {seconds(silence_ms)} against a session.timeout.ms of {seconds(known.ms)}."
 
 
 @registered
@@ -56,16 +76,19 @@ class HeartbeatAtRisk(Rule):
                 ctx.book.resolve(row.detection_id, at_ms=fact.at_ms, summary=f"{row.summary}; {why}")
 
     def deadlines(self, ctx: RuleContext) -> Iterable[int | None]:
-        return [self.member_deadline(member, ctx.thresholds) for member in ctx.state.members.values()]
+        return [self.member_deadline(member, ctx.thresholds, ctx.state) for member in ctx.state.members.values()]
 
     @staticmethod
-    def member_deadline(member: MemberState, thresholds: DetectorThresholds) -> int | None:
+    def member_deadline(
+        member: MemberState, thresholds: DetectorThresholds, state: GroupState | None = None
+    ) -> int | None:
         """When this member's silence becomes a risk, unless that deadline was already evaluated."""
         if member.last_heartbeat_ms is None or member.at_risk_checked_for == member.last_heartbeat_ms:
             return None
         if member.heartbeat_gap_ms is None:
             return None  # one report says nothing yet about how often this member's telemetry comes
-        timeout = member.session_timeout_ms or thresholds.default_session_timeout_ms
+        known = session_timeout_of(state, member) if state is not None else None
+        timeout = known.ms if known else member.session_timeout_ms or thresholds.default_session_timeout_ms
         allowed = max(int(timeout * thresholds.heartbeat_at_risk_fraction), int(1.5 * (member.heartbeat_gap_ms or 0)))
         if allowed >= timeout:
             return None  # heartbeats are reported too rarely (e.g. long statistics intervals) to warn before expiry
@@ -73,7 +96,7 @@ class HeartbeatAtRisk(Rule):
 
     def at_deadline(self, ctx: RuleContext, now_ms: int) -> None:
         for member in sorted(ctx.state.members.values(), key=lambda m: m.member_id):
-            deadline = self.member_deadline(member, ctx.thresholds)
+            deadline = self.member_deadline(member, ctx.thresholds, ctx.state)
             if deadline is None or deadline > now_ms or member.last_heartbeat_ms is None:
                 continue
             member.at_risk_checked_for = member.last_heartbeat_ms
@@ -85,7 +108,7 @@ class HeartbeatAtRisk(Rule):
                 summary=(
                     f"member {member.member_id} of group {ctx.state.group_id} has not heartbeated for "
                     f"{seconds(deadline - member.last_heartbeat_ms)} of "
-                    f"{session_timeout_words(member.session_timeout_ms, ctx.thresholds)}"
+                    f"{session_timeout_words(session_timeout_of(ctx.state, member), ctx.thresholds)}"
                 ),
                 refs=[member.heartbeat_ref] if member.heartbeat_ref else [],
                 generation=ctx.state.generation,
@@ -117,11 +140,7 @@ class HeartbeatExpiration(Rule):
         if isinstance(fact, MemberExpired):
             gone = fact.gone
             silence = gone.at_ms - gone.last_heartbeat_ms if gone.last_heartbeat_ms is not None else None
-            advice = (
-                f"It was silent {seconds(silence)} against a session.timeout.ms of {seconds(gone.session_timeout_ms)}."
-                if silence is not None and gone.session_timeout_ms
-                else None
-            )
+            advice = silence_advice(silence, session_timeout_of(ctx.state, gone))
             self.open(
                 ctx,
                 (gone.member_id, gone.generation),
@@ -149,7 +168,7 @@ class HeartbeatExpiration(Rule):
     def summary(
         state: GroupState, gone: DepartedMember, next_generation: int | None, how: str, thresholds: DetectorThresholds
     ) -> str:
-        timeout = session_timeout_words(gone.session_timeout_ms, thresholds)
+        timeout = session_timeout_words(session_timeout_of(state, gone), thresholds)
         if gone.last_heartbeat_ms is not None:
             silence = f"was silent {seconds(gone.at_ms - gone.last_heartbeat_ms)} against {timeout}"
         else:

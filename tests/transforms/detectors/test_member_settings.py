@@ -1,0 +1,164 @@
+"""A member's own settings in the detections: its client's configuration listing and the broker's group session
+timeouts (`detectors.settings`), else the timeout radar assumes, said to be assumed."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rebalance_radar.transforms.detectors.group_events import group_event_from_row
+from rebalance_radar.transforms.detectors.settings import MAX_CLIENTS, learn_client_config, prune_settings
+from rebalance_radar.transforms.detectors.state import GroupState, MemberState
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+from rebalance_radar.transforms.telemetry.multiline import MultilineJoiner
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, log_time, run
+
+G = "orders"
+STREAMS_APP = Path(__file__).resolve().parents[2] / "data" / "streams-app"
+
+
+def broker_listing(t_ms: int, consumer_session_ms: int = 10_000) -> bytes:
+    """A broker's listing as `AbstractConfig.logAll` prints it (kafka-clients 3.9.1/4.3.1,
+    org/apache/kafka/common/config/AbstractConfig.java: "KafkaConfig values: " NL, "\\t<key> = <value>" NL per
+    setting), in the broker's `[%d] %p %m (%c)%n` layout (the logger after the message's last NL)."""
+    return (
+        f"[{log_time(t_ms)}] INFO KafkaConfig values: \n"
+        f"\tgroup.consumer.session.timeout.ms = {consumer_session_ms}\n"
+        "\tgroup.initial.rebalance.delay.ms = 3000\n"
+        "\tgroup.max.session.timeout.ms = 1800000\n"
+        "\tgroup.min.session.timeout.ms = 6000\n"
+        "\tgroup.streams.session.timeout.ms = 10000\n"
+        "\tnode.id = 1\n"
+        " (org.apache.kafka.common.config.AbstractConfig)"
+    ).encode()
+
+
+def consumer_listing(t_ms: int, client_id: str, group: str, max_poll_interval_ms: int, max_poll_records: int) -> bytes:
+    """A Java consumer's listing in the same format (ConsumerConfig, a subset of its sorted settings)."""
+    return (
+        f"[{log_time(t_ms)}] INFO ConsumerConfig values: \n"
+        f"\tclient.id = {client_id}\n"
+        f"\tgroup.id = {group}\n"
+        "\tgroup.instance.id = null\n"
+        "\tgroup.protocol = classic\n"
+        "\theartbeat.interval.ms = 3000\n"
+        f"\tmax.poll.interval.ms = {max_poll_interval_ms}\n"
+        f"\tmax.poll.records = {max_poll_records}\n"
+        "\tpartition.assignment.strategy = [class org.apache.kafka.clients.consumer.RangeAssignor]\n"
+        "\tsession.timeout.ms = 45000\n"
+        " (org.apache.kafka.common.config.AbstractConfig)"
+    ).encode()
+
+
+def _kip848_member_fenced(s: Silver, t: int) -> int:
+    """Two KIP-848 members at epoch 3; m-b's session expires at t + 50 s (the coordinator's own line)."""
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
+    for member in ("m-a", "m-b"):
+        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": G, "memberId": member},
+            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    gone = t + 50_000
+    s.broker(f"[GroupId {G}] Member m-b fenced from the group because its session expired.", gone)
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    return gone
+
+
+def _for_group(rows: list[dict], group: str) -> list[dict]:
+    """A broker's listing names no group (group_id null); its groups' trackers are told it."""
+    return [{**row, "group_id": row["group_id"] or group} for row in rows]
+
+
+def test_a_kip848_member_expiring_with_the_brokers_session_timeout_known_says_it() -> None:
+    s = Silver()
+    s._telemetry(broker_listing(BASE_MS - 60_000), BASE_MS - 60_000)
+    gone = _kip848_member_fenced(s, BASE_MS)
+    out = run(G, _for_group(s.rows, G), gone + 60_000)
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
+    assert "assumes" not in expiry["summary"]
+
+
+def test_without_the_brokers_listing_a_kip848_members_timeout_is_assumed_not_its_clients() -> None:
+    s = Silver()
+    # its client's listing says session.timeout.ms = 45000: a KIP-848 coordinator does not use it
+    s._telemetry(consumer_listing(BASE_MS - 5000, "m-b", G, 300_000, 500), BASE_MS - 5000)
+    gone = _kip848_member_fenced(s, BASE_MS)
+    (expiry,) = run(G, s.rows, gone + 60_000).of_kind("heartbeat_expiration")
+    assert "the 45 s session timeout radar assumes" in expiry["summary"]
+    assert "its 45 s" not in expiry["summary"]
+
+
+def test_a_zombie_commits_remedy_cites_its_clients_own_max_poll_interval_and_records() -> None:
+    a = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
+    b = Member("rdkafka-bbb", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+    s = Silver()
+    t = BASE_MS
+    s._telemetry(consumer_listing(t - 5000, "worker-b", G, 300_000, 2000), t - 5000)
+    s.generation(G, 7, [a, b], t)
+    gone = t + 20_000
+    s.broker(f"Member {b.member_id} in group {G} has failed, removing it from the group.", gone)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7 (reason: removing "
+        f"member {b.member_id} on heartbeat expiration).",
+        gone,
+    )
+    s.generation(G, 8, [dataclasses.replace(a, partitions=[("orders", p) for p in range(4)])], gone + 1000)
+    s.agent(
+        "commit_failed",
+        G,
+        gone + 6000,
+        member_id=b.member_id,
+        generation=7,
+        client_id="worker-b",
+        host="10.0.0.2",
+        error="ILLEGAL_GENERATION",
+        details={"trigger": "sync", "partitions": "orders-2,orders-3", "offsets": "120,98"},
+    )
+    (zombie,) = run(G, s.rows, gone + 10_000).of_kind("zombie_commit")
+    assert (
+        "What to do: Its max.poll.interval.ms is 300000 (5 min) and its max.poll.records 2000 (its client's "
+        "configuration)" in zombie["summary"]
+    )
+
+
+def test_a_streams_apps_own_listings_reach_its_groups_tracker_and_name_its_protocol() -> None:
+    lines = [line for line in (STREAMS_APP / "healthy-H1.log").read_bytes().splitlines() if line.strip()]
+    joiner = MultilineJoiner(flush_timeout_s=float("inf"))
+    records = [event for line in lines for event in joiner.feed(line, 0.0)] + joiner.drain()
+    s = Silver()
+    for record in records:
+        if parse_telemetry_record(record, 0).recognised:
+            s._telemetry(record, BASE_MS)
+    group = "streams-healthy-1796203474784619073"
+    tracker = GroupTracker(CLUSTER, group, DetectorThresholds())
+    events = [e for e in events_of(s.rows) if e.group_id == group]
+    tracker.accept(events)
+    tracker.advance_to(max(e.event_time_ms for e in events) + 3_600_000)  # the log's own times (2026-12-02)
+    settings = tracker.state.client_settings
+    assert set(settings) == {"healthy-H1", "healthy-H1-StreamThread-1-consumer"}
+    assert settings["healthy-H1"].protocol == "streams"  # StreamsConfig's group.protocol decides ...
+    assert settings["healthy-H1-StreamThread-1-consumer"].protocol == "classic"  # ... over its consumer's
+    assert settings["healthy-H1-StreamThread-1-consumer"].max_poll_interval_ms == 300_000
+
+
+def test_listings_are_bounded_and_pruned_unless_a_member_names_them() -> None:
+    state = GroupState(cluster=CLUSTER, group_id=G)
+    row = Silver()._telemetry(consumer_listing(BASE_MS, "c-0", G, 300_000, 500), BASE_MS)[0]
+    listing = group_event_from_row(row)
+    assert listing is not None
+    for i in range(MAX_CLIENTS + 10):
+        learn_client_config(state, dataclasses.replace(listing, client_id=f"c-{i}", event_time_ms=BASE_MS + i))
+    assert len(state.client_settings) == MAX_CLIENTS and "c-0" not in state.client_settings
+    state.members["m"] = MemberState(member_id="m", client_id="c-20")
+    prune_settings(state, BASE_MS + 10_000_000, keep_ms=60_000)
+    assert set(state.client_settings) == {"c-20"}

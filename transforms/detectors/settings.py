@@ -1,0 +1,142 @@
+"""A member's own settings, where radar knows them: its client's configuration listing (`client_config`), the
+coordinator's group settings from its broker's listing (`broker_config`), or what its records carried.
+
+Why: a sentence about a member should say its timeout, not a default. A classic member's session timeout is the one
+its client asked for (JoinGroup, the GroupMetadata record, its `session.timeout.ms`); a KIP-848 or streams member's is
+the broker's `group.consumer.session.timeout.ms` / `group.streams.session.timeout.ms` (a client's own
+`session.timeout.ms` is not used under those protocols). What radar does not know is said to be assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rebalance_radar.transforms.detectors.evidence import seconds
+from rebalance_radar.transforms.detectors.group_events import GroupEvent
+from rebalance_radar.transforms.detectors.state import (
+    BrokerSettings,
+    ClientSettings,
+    DepartedMember,
+    GroupState,
+    MemberState,
+)
+
+MAX_CLIENTS = 256
+"""Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimeout:
+    """A member's session timeout and where radar learnt it (None: its own records or frames carried it)."""
+
+    ms: int
+    source: str | None = None
+
+
+def _ms(event: GroupEvent, key: str) -> int | None:
+    text = event.detail(key) or ""
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def learn_client_config(state: GroupState, event: GroupEvent) -> None:
+    """Keep a client's listing of this group by its client id (a restart's listing replaces the last one)."""
+    if not event.client_id:
+        return
+    state.client_settings[event.client_id] = ClientSettings(
+        client_id=event.client_id,
+        at_ms=event.event_time_ms,
+        config=event.detail("config") or "",
+        instance_id=event.group_instance_id,
+        host=event.host,
+        protocol=event.detail("group.protocol"),
+        session_timeout_ms=_ms(event, "session.timeout.ms"),
+        heartbeat_interval_ms=_ms(event, "heartbeat.interval.ms"),
+        max_poll_interval_ms=_ms(event, "max.poll.interval.ms"),
+        max_poll_records=_ms(event, "max.poll.records"),
+        assignor=event.detail("partition.assignment.strategy"),
+    )
+    if len(state.client_settings) > MAX_CLIENTS:
+        newest = sorted(state.client_settings.values(), key=lambda s: s.at_ms)[-MAX_CLIENTS:]
+        state.client_settings = {s.client_id: s for s in newest}
+
+
+def learn_broker_config(state: GroupState, event: GroupEvent) -> None:
+    """Keep the coordinator's group settings from its broker's listing."""
+    state.broker_settings = BrokerSettings(
+        at_ms=event.event_time_ms,
+        consumer_session_timeout_ms=_ms(event, "group.consumer.session.timeout.ms"),
+        streams_session_timeout_ms=_ms(event, "group.streams.session.timeout.ms"),
+        classic_min_session_timeout_ms=_ms(event, "group.min.session.timeout.ms"),
+        classic_max_session_timeout_ms=_ms(event, "group.max.session.timeout.ms"),
+        initial_rebalance_delay_ms=_ms(event, "group.initial.rebalance.delay.ms"),
+    )
+
+
+def prune_settings(state: GroupState, now_ms: int, keep_ms: int) -> None:
+    """Listings of clients that are no (former) member and older than `keep_ms` go: a listing is logged once, at
+    start, so one of a live member is kept however old."""
+    named = {m.client_id for m in (*state.members.values(), *state.departed.values()) if m.client_id}
+    state.client_settings = {
+        client_id: settings
+        for client_id, settings in state.client_settings.items()
+        if client_id in named or now_ms - settings.at_ms <= keep_ms
+    }
+
+
+def settings_of(state: GroupState, member: MemberState | DepartedMember) -> ClientSettings | None:
+    """The listing of a member's client: by its group.instance.id, else its client id (and host, when both say
+    one)."""
+    candidates = state.client_settings.values()
+    if member.instance_id:
+        for settings in candidates:
+            if settings.instance_id == member.instance_id:
+                return settings
+    if member.client_id:
+        settings = state.client_settings.get(member.client_id)
+        if settings is not None and (settings.host is None or member.host in (None, settings.host)):
+            return settings
+    return None
+
+
+def group_protocol(state: GroupState) -> str | None:
+    """The group's protocol: from its records, else from its clients' listings (a Streams application's own
+    `group.protocol` decides for its consumers, which print `classic`)."""
+    if state.protocol:
+        return state.protocol
+    protocols = {s.protocol for s in state.client_settings.values() if s.config == "StreamsConfig" and s.protocol}
+    protocols = protocols or {s.protocol for s in state.client_settings.values() if s.protocol}
+    return protocols.pop() if len(protocols) == 1 else None
+
+
+def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) -> SessionTimeout | None:
+    """A member's session timeout where radar knows it; None when it does not."""
+    protocol = group_protocol(state)
+    broker = state.broker_settings
+    if protocol == "consumer" and broker is not None and broker.consumer_session_timeout_ms:
+        return SessionTimeout(broker.consumer_session_timeout_ms, "the broker's group.consumer.session.timeout.ms")
+    if protocol == "streams" and broker is not None and broker.streams_session_timeout_ms:
+        return SessionTimeout(broker.streams_session_timeout_ms, "the broker's group.streams.session.timeout.ms")
+    if member.session_timeout_ms:
+        return SessionTimeout(member.session_timeout_ms)
+    if protocol in ("consumer", "streams"):
+        return None  # the client's own session.timeout.ms is not what the coordinator applies
+    settings = settings_of(state, member)
+    if settings is not None and settings.session_timeout_ms:
+        return SessionTimeout(settings.session_timeout_ms, "its client's session.timeout.ms")
+    return None
+
+
+def poll_advice(state: GroupState, member: MemberState | DepartedMember) -> str | None:
+    """The member's poll bounds for a remedy: its client's max.poll.interval.ms and max.poll.records, else the
+    rebalance timeout a classic member joined with (its max.poll.interval.ms); None when neither is known."""
+    settings = settings_of(state, member)
+    if settings is not None and settings.max_poll_interval_ms:
+        records = f" and its max.poll.records {settings.max_poll_records}" if settings.max_poll_records else ""
+        return (
+            f"Its max.poll.interval.ms is {settings.max_poll_interval_ms} ({seconds(settings.max_poll_interval_ms)})"
+            f"{records} (its client's configuration): one poll's records must be processed within that."
+        )
+    if isinstance(member, MemberState) and member.rebalance_timeout_ms and state.protocol == "classic":
+        joined = seconds(member.rebalance_timeout_ms)
+        return f"Its max.poll.interval.ms (the rebalance timeout it joined with) is {joined}."
+    return None
