@@ -99,6 +99,18 @@ def parse_json_wrapped_log(obj: dict[str, Any], message: str, context: RecordCon
             if event_time is not None:
                 break
     logger = _wrapped_logger(obj)
+    head, newline, rest = message.partition("\n")
+    if newline and listing_header(head) is not None:  # a multiline shipper's configuration listing (Filebeat)
+        first = split_log_line(
+            head[:MAX_TEXT_LINE_CHARS],
+            context.record_timestamp_ms,
+            context.tz,
+            event_time=event_time,
+            logger=logger,
+            host=_wrapped_host(obj),
+        )
+        event = parse_config_listing(first, rest.splitlines())
+        return ParseOutcome((event,), event.source) if event else ParseOutcome.unrecognised(None, CONFIG_LISTING)
     line = split_log_line(
         message[:MAX_TEXT_LINE_CHARS],
         context.record_timestamp_ms,

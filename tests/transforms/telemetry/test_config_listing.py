@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -158,3 +159,14 @@ def test_the_log_shipper_sends_the_brokers_listing_as_one_record(tmp_path: Path)
         assert shipper.counts.lines_kept == 2
     finally:
         shipper.stop(flush_timeout_s=0.1)
+
+
+def test_a_json_wrapped_listing_from_a_multiline_shipper_keeps_the_wrappers_time_and_host() -> None:
+    # Filebeat with multiline joins the listing into one `message` and adds its own @timestamp and host
+    message = (STREAMS_APP / "healthy-H1.log").read_text().split("\n2026-12-02 09:24:39,894")[0].split("\n", 180)[-1]
+    assert message.startswith("2026-12-02 09:24:39,811 INFO  [main] org.apache.kafka.common.config.AbstractConfig")
+    wrapped = {"@timestamp": "2026-12-02T09:24:39.811Z", "host": {"name": "app-7"}, "message": message}
+    (event,) = parse_telemetry_record(json.dumps(wrapped).encode(), 0).events
+    assert event.event == HeartbeatEventKind.CLIENT_CONFIG
+    assert (event.client_id, event.host) == ("healthy-H1-StateUpdater-1-restore-consumer", "app-7")
+    assert event.event_time == 1796203479811
