@@ -140,3 +140,27 @@ def poll_advice(state: GroupState, member: MemberState | DepartedMember) -> str 
         joined = seconds(member.rebalance_timeout_ms)
         return f"Its max.poll.interval.ms (the rebalance timeout it joined with) is {joined}."
     return None
+
+
+EAGER_ASSIGNORS = frozenset({"RangeAssignor", "RoundRobinAssignor", "StickyAssignor"})
+"""The Java client's eager assignors (every rebalance revokes every partition first)."""
+
+
+def assignor_advice(state: GroupState) -> str | None:
+    """A classic group whose members' clients listed an eager assignor first: the Java client uses the first
+    assignor every member supports, so the default `[RangeAssignor, CooperativeStickyAssignor]` stays eager."""
+    if group_protocol(state) not in (None, "classic"):
+        return None
+    firsts = {
+        settings.assignor.split(", ")[0]
+        for settings in state.client_settings.values()
+        if settings.config == "ConsumerConfig" and settings.assignor
+    }
+    eager = sorted(firsts & EAGER_ASSIGNORS)
+    if not eager:
+        return None
+    return (
+        f"Its members' clients list {', '.join(eager)} first in partition.assignment.strategy (their configuration), "
+        "so each rebalance is stop-the-world: remove it from the list in a second rolling bounce, as Kafka's upgrade "
+        "notes for the cooperative-sticky assignor say."
+    )

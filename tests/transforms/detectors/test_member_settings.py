@@ -162,3 +162,22 @@ def test_listings_are_bounded_and_pruned_unless_a_member_names_them() -> None:
     state.members["m"] = MemberState(member_id="m", client_id="c-20")
     prune_settings(state, BASE_MS + 10_000_000, keep_ms=60_000)
     assert set(state.client_settings) == {"c-20"}
+
+
+def test_a_storms_remedy_names_the_eager_assignor_its_members_clients_list_first() -> None:
+    s = Silver()
+    t = BASE_MS
+    s._telemetry(consumer_listing(t - 5000, "consumer-orders-1", G, 300_000, 500), t - 5000)
+    members = [Member(f"consumer-orders-1-{i}", [("orders", i)]) for i in range(2)]
+    for i in range(7):  # the same members again and again: unplanned rebalances
+        s.generation(G, 10 + i, members, t + i * 60_000)
+    (storm,) = run(G, s.rows, t + 400_000).of_kind("rebalance_storm")
+    assert (
+        "Its members' clients list RangeAssignor first in partition.assignment.strategy (their configuration)"
+        in storm["summary"]
+    )
+    without = Silver()
+    for i in range(7):
+        without.generation(G, 10 + i, members, t + i * 60_000)
+    (storm,) = run(G, without.rows, t + 400_000).of_kind("rebalance_storm")
+    assert "partition.assignment.strategy (their" not in storm["summary"]

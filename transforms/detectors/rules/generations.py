@@ -18,6 +18,7 @@ from rebalance_radar.transforms.detectors.facts import (
     SyncExpired,
 )
 from rebalance_radar.transforms.detectors.rules.rule import Rule, RuleContext, registered
+from rebalance_radar.transforms.detectors.settings import assignor_advice
 from rebalance_radar.transforms.detectors.state import (
     Attempt,
     AttemptKind,
@@ -387,6 +388,7 @@ class RebalanceStorm(Rule):
             ),
             refs=[ref for h in recent for ref in h.refs],
             generation=st.generation,
+            advice=assignor_advice(st),
         )
 
     @staticmethod
