@@ -5,11 +5,13 @@ incident with its occurrences and every occurrence's records as evidence; two cl
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
-from tests.transforms.detectors.silver_rows import BASE_MS, Member, Silver, run
+from rebalance_radar.transforms.detectors.tracker import GroupTracker
+from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, run
 
 G = "payments"
 STEADY = (
@@ -170,3 +172,29 @@ def test_a_member_that_keeps_nearly_missing_its_session_is_one_at_risk_incident(
     # silent again from 21 s: a third occurrence of the same incident
     (again,) = run(G, s.rows, t + 30_000, thresholds).of_kind("heartbeat_at_risk")
     assert again["detection_id"] == risk["detection_id"] and "(3 occurrences since" in again["summary"]
+
+
+def test_a_version_2_snapshot_s_open_expiration_takes_the_next_occurrence() -> None:
+    """Version 2 held member detections without their identity (zombie_commit aside): the v2 -> v3 migration gives
+    them their member's, so a restored tracker counts the client's next expiration in the incident it had open."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 1, list(STEADY), t)
+    restart_and_expire(s, 1, Member("pay-c-0001", [("p", 2)], client_id="pay-c", host="10.5.0.3"), t + 10_000)
+    cut = len(s.rows) - 2  # after the removal line, before the generation without it
+    restart_and_expire(s, 3, Member("pay-c-0002", [("p", 2)], client_id="pay-c", host="10.5.0.3"), t + 25_000)
+    events = [e for e in events_of(s.rows) if e.group_id == G]
+    tracker = GroupTracker(CLUSTER, G, DetectorThresholds())
+    tracker.accept(events[:cut])
+    (opened,) = tracker.advance_to(t + 21_500).detections
+    data = json.loads(zlib.decompress(tracker.snapshot()))
+    for row in data["state"]["detections"].values():  # as version 2 wrote it
+        for name in ("incident_of", "ending", "evidence_seen"):
+            del row[name]
+    del data["state"]["ended_incidents"]
+    data["v"] = 2
+    restored = GroupTracker.restore(zlib.compress(json.dumps(data).encode()), DetectorThresholds())
+    restored.accept(events[cut:])
+    out = restored.advance_to(t + 60_000).detections
+    rows = {r["detection_id"]: r for r in out if r["kind"] == "heartbeat_expiration"}
+    assert list(rows) == [opened["detection_id"]] and "(2 occurrences since" in rows[opened["detection_id"]]["summary"]
