@@ -238,6 +238,25 @@ def _error_name(error: KafkaError) -> str:
     return error.name().lstrip("_") or "UNKNOWN"
 
 
+LIBRDKAFKA_GROUP_DEFAULTS: dict[str, str] = {
+    "group.protocol": "classic",
+    "session.timeout.ms": "45000",
+    "heartbeat.interval.ms": "3000",
+    "max.poll.interval.ms": str(DEFAULT_MAX_POLL_INTERVAL_MS),
+    "partition.assignment.strategy": "range,roundrobin",
+}
+"""librdkafka's defaults (CONFIGURATION.md, 2.x) for the group settings a `client_config` event carries."""
+
+
+def client_config_details(conf: Mapping[str, Any]) -> dict[str, str]:
+    """A `client_config` event's details, as a Java client's configuration listing gives them
+    (`transforms.telemetry.config_listing`): the consumer's group settings, librdkafka's defaults where unset."""
+    details = {"config": "librdkafka"}
+    for key, default in LIBRDKAFKA_GROUP_DEFAULTS.items():
+        details[key] = str(conf.get(key, default))
+    return details
+
+
 class RadarConsumer(Consumer):
     """`confluent_kafka.Consumer` plus telemetry; every Consumer method behaves as before.
 
@@ -283,6 +302,13 @@ class RadarConsumer(Consumer):
             interval_s=max(int(conf["statistics.interval.ms"]), 100) / 1000,
             max_poll_interval_s=int(conf.get("max.poll.interval.ms", DEFAULT_MAX_POLL_INTERVAL_MS)) / 1000,
         )
+        if self._group_id:  # what radar's remedies cite: this member's own timeouts and poll bound
+            instance_id = conf.get("group.instance.id")
+            self._emit(
+                HeartbeatEventKind.CLIENT_CONFIG,
+                GroupIdentity(self._group_id, None, str(instance_id) if instance_id else None, None, None),
+                details=client_config_details(conf),
+            )
 
     # --- identity and emission ---------------------------------------------------------------------------------
 

@@ -6,11 +6,20 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from rebalance_radar.emitters.agent import client_config_details
 from rebalance_radar.transforms.detectors.group_events import group_event_from_row
-from rebalance_radar.transforms.detectors.settings import MAX_CLIENTS, learn_client_config, prune_settings
+from rebalance_radar.transforms.detectors.settings import (
+    MAX_CLIENTS,
+    SessionTimeout,
+    learn_client_config,
+    poll_advice,
+    prune_settings,
+    session_timeout_of,
+)
 from rebalance_radar.transforms.detectors.state import GroupState, MemberState
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
+from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 from rebalance_radar.transforms.telemetry.multiline import MultilineJoiner
 from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 from tests.transforms.detectors.silver_rows import BASE_MS, CLUSTER, Member, Silver, events_of, log_time, run
@@ -181,3 +190,30 @@ def test_a_storms_remedy_names_the_eager_assignor_its_members_clients_list_first
         without.generation(G, 10 + i, members, t + i * 60_000)
     (storm,) = run(G, without.rows, t + 400_000).of_kind("rebalance_storm")
     assert "partition.assignment.strategy (their" not in storm["summary"]
+
+
+def test_the_agents_own_settings_reach_the_tracker_as_its_members_session_timeout() -> None:
+    conf = {"group.id": G, "client.id": "worker-b", "session.timeout.ms": 12000, "max.poll.interval.ms": 60000}
+    details = client_config_details(conf)
+    assert details["partition.assignment.strategy"] == "range,roundrobin"  # librdkafka's default where unset
+    event = RadarEventV1.model_validate(
+        {
+            "schema": "radar.event/1",
+            "event": "client_config",
+            "ts": BASE_MS,
+            "group_id": G,
+            "client_id": "worker-b",
+            "host": "10.0.0.2",
+            "details": {"observed_by": "agent", **details},
+        }
+    )
+    s = Silver()
+    s._telemetry(event.to_json_bytes(), BASE_MS)
+    state = GroupState(cluster=CLUSTER, group_id=G)
+    (listing,) = events_of(s.rows)
+    learn_client_config(state, listing)
+    member = MemberState(member_id="rdkafka-bbb", client_id="worker-b", host="10.0.0.2")
+    assert session_timeout_of(state, member) == SessionTimeout(12000, "its client's session.timeout.ms")
+    assert "its max.poll.interval.ms is 60000 (60 s) (its client" in (poll_advice(state, member) or "").lower()
+    other_host = MemberState(member_id="rdkafka-ccc", client_id="worker-b", host="10.0.0.3")
+    assert session_timeout_of(state, other_host) is None  # the same client id on another host is another client
