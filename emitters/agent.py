@@ -8,6 +8,8 @@ an old generation, still processing after its partitions were lost). One changed
     # or: consumer = instrument(consumer_conf, {"bootstrap.servers": "telemetry:9092", "topic": "radar.telemetry"})
 
 Reported (each one JSON object on the telemetry topic, see `transforms.telemetry.json_events`):
+- at start, `client_config`: its group settings (session and poll timeouts, group.protocol, assignor), which the
+  detections cite as the member's own;
 - on_assign -> `assignment`, on_revoke -> `rebalance_prepare` (observed_by client), on_lost -> `member_removed`;
   the application's own callbacks still run first (chained, with this consumer as their argument);
 - every commit result: synchronous `commit()` (result or exception) and asynchronous/auto commits (`on_commit`,
