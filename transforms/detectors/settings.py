@@ -20,6 +20,7 @@ from rebalance_radar.transforms.detectors.state import (
     GroupState,
     MemberState,
 )
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
 MAX_CLIENTS = 256
 """Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
@@ -72,6 +73,17 @@ def learn_broker_config(state: GroupState, event: GroupEvent) -> None:
     )
 
 
+def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> None:
+    """The broker's group session timeouts radar's conf gives, unless the broker's own listing was seen."""
+    consumer, streams = thresholds.consumer_group_session_timeout_ms, thresholds.streams_group_session_timeout_ms
+    if (consumer or streams) and (state.broker_settings is None or state.broker_settings.from_conf):
+        state.broker_settings = BrokerSettings(
+            at_ms=0, consumer_session_timeout_ms=consumer, streams_session_timeout_ms=streams, from_conf=True
+        )
+    elif not (consumer or streams) and state.broker_settings is not None and state.broker_settings.from_conf:
+        state.broker_settings = None  # taken out of the conf since
+
+
 def prune_settings(state: GroupState, now_ms: int, keep_ms: int) -> None:
     """Listings of clients that are no (former) member and older than `keep_ms` go: a listing is logged once, at
     start, so one of a live member is kept however old."""
@@ -112,10 +124,13 @@ def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) 
     """A member's session timeout where radar knows it; None when it does not."""
     protocol = group_protocol(state)
     broker = state.broker_settings
+    told = " as radar's conf gives it" if broker is not None and broker.from_conf else ""
     if protocol == "consumer" and broker is not None and broker.consumer_session_timeout_ms:
-        return SessionTimeout(broker.consumer_session_timeout_ms, "the broker's group.consumer.session.timeout.ms")
+        return SessionTimeout(
+            broker.consumer_session_timeout_ms, f"the broker's group.consumer.session.timeout.ms{told}"
+        )
     if protocol == "streams" and broker is not None and broker.streams_session_timeout_ms:
-        return SessionTimeout(broker.streams_session_timeout_ms, "the broker's group.streams.session.timeout.ms")
+        return SessionTimeout(broker.streams_session_timeout_ms, f"the broker's group.streams.session.timeout.ms{told}")
     if member.session_timeout_ms:
         return SessionTimeout(member.session_timeout_ms)
     if protocol in ("consumer", "streams"):

@@ -406,6 +406,8 @@ class BrokerSettings:
     classic_min_session_timeout_ms: int | None = None
     classic_max_session_timeout_ms: int | None = None
     initial_rebalance_delay_ms: int | None = None
+    from_conf: bool = False
+    """Given in radar's conf (`detect.thresholds`), not read from the broker's log: a listing seen replaces it."""
 
 
 @dataclass

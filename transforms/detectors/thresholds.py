@@ -41,6 +41,11 @@ class DetectorThresholds:
     """heartbeat_at_risk: fraction of the session timeout a live member's last heartbeat may age."""
     default_session_timeout_ms: int = 45_000
     """Session timeout when no record carries one (Kafka 3.0+ default; KIP-848 group.consumer.session.timeout.ms)."""
+    consumer_group_session_timeout_ms: int | None = None
+    """The broker's group.consumer.session.timeout.ms, when known to the operator: every KIP-848 member's session
+    timeout (None: from the broker's configuration listing in its log, else assumed)."""
+    streams_group_session_timeout_ms: int | None = None
+    """The broker's group.streams.session.timeout.ms, likewise for streams groups (KIP-1071)."""
     default_rebalance_timeout_ms: int = 300_000
     """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
     rebalance_storm_count: int = 5

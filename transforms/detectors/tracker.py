@@ -32,6 +32,7 @@ from rebalance_radar.transforms.detectors.group_events import GroupEvent, event_
 from rebalance_radar.transforms.detectors.groups import GROUP_CLASSES, ClassicGroup, EpochGroup, Group
 from rebalance_radar.transforms.detectors.lag_windows import forget_partition, prune_lag, record_commit, record_end
 from rebalance_radar.transforms.detectors.rules import RULES, RuleContext, rules_told
+from rebalance_radar.transforms.detectors.settings import settings_from_conf
 from rebalance_radar.transforms.detectors.snapshot import Snapshot, decoded, encoded
 from rebalance_radar.transforms.detectors.state import GroupState, ShownProvisional
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
@@ -83,6 +84,7 @@ class GroupTracker:
     ) -> None:
         self.thresholds = thresholds
         self.state = state or GroupState(cluster=cluster, group_id=group_id)
+        settings_from_conf(self.state, thresholds)
         self.book = DetectionBook(self.state, thresholds.incident_reopen_ms)
         self._context = RuleContext(self.state, self.book, thresholds)
         self._buffer: list[GroupEvent] = []

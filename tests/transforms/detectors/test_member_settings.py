@@ -217,3 +217,20 @@ def test_the_agents_own_settings_reach_the_tracker_as_its_members_session_timeou
     assert "its max.poll.interval.ms is 60000 (60 s) (its client" in (poll_advice(state, member) or "").lower()
     other_host = MemberState(member_id="rdkafka-ccc", client_id="worker-b", host="10.0.0.3")
     assert session_timeout_of(state, other_host) is None  # the same client id on another host is another client
+
+
+def test_the_brokers_session_timeout_given_in_radars_conf_is_used_until_its_listing_is_seen() -> None:
+    s = Silver()
+    gone = _kip848_member_fenced(s, BASE_MS)
+    conf = DetectorThresholds(consumer_group_session_timeout_ms=15_000)
+    (expiry,) = run(G, s.rows, gone + 60_000, conf).of_kind("heartbeat_expiration")
+    assert (
+        "its 15 s session timeout (the broker's group.consumer.session.timeout.ms as radar's conf gives it)"
+        in (expiry["summary"])
+    )
+    listed = Silver()
+    listed._telemetry(broker_listing(BASE_MS - 60_000, consumer_session_ms=10_000), BASE_MS - 60_000)
+    gone = _kip848_member_fenced(listed, BASE_MS)
+    (expiry,) = run(G, _for_group(listed.rows, G), gone + 60_000, conf).of_kind("heartbeat_expiration")
+    assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
+    assert "It was silent" not in expiry["summary"] or "against the broker's" in expiry["summary"]

@@ -41,7 +41,7 @@ def silence_advice(silence_ms: int | None, known: SessionTimeout | None) -> str 
     if silence_ms is None or known is None:
         return None
     if known.source and known.source.startswith("the broker's group."):
-        setting = known.source.removeprefix("the broker's ")
+        setting = known.source.removeprefix("the broker's ").split(" ")[0]
         group_setting = setting.removeprefix("group.")
         return (
             f"It was silent {seconds(silence_ms)} against the broker's {setting} of {seconds(known.ms)}: under this "
@@ -60,7 +60,13 @@ class HeartbeatAtRisk(Rule):
     kind = DetectionKind.HEARTBEAT_AT_RISK
     severity = Severity.INFO
     member_subject = True
-    thresholds = ("heartbeat_at_risk_fraction", "default_session_timeout_ms", "incident_reopen_ms")
+    thresholds = (
+        "heartbeat_at_risk_fraction",
+        "default_session_timeout_ms",
+        "consumer_group_session_timeout_ms",
+        "streams_group_session_timeout_ms",
+        "incident_reopen_ms",
+    )
     reacts_to = (Heartbeat, MemberDeparted)
     resolves = "on the member's next heartbeat, or when it leaves the group (an expiration then takes over)"
     remedy = (
@@ -126,7 +132,14 @@ class HeartbeatExpiration(Rule):
     kind = DetectionKind.HEARTBEAT_EXPIRATION
     severity = Severity.WARNING
     member_subject = True
-    thresholds = ("default_session_timeout_ms", "inferred_expiry_window_ms", "incident_quiet_ms", "incident_reopen_ms")
+    thresholds = (
+        "default_session_timeout_ms",
+        "consumer_group_session_timeout_ms",
+        "streams_group_session_timeout_ms",
+        "inferred_expiry_window_ms",
+        "incident_quiet_ms",
+        "incident_reopen_ms",
+    )
     reacts_to = (MemberExpired, RebalanceCompleted, GroupStable)
     resolves = "when the group has stabilised without the member (or after incident_quiet_ms)"
     remedy = (
