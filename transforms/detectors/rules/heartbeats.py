@@ -31,7 +31,8 @@ def session_timeout_words(known: SessionTimeout | int | None, thresholds: Detect
         return f"its {seconds(known.ms)} session timeout{source}"
     return (
         f"the {seconds(thresholds.default_session_timeout_ms)} session timeout radar assumes (the group's is not in "
-        "its records; set detect.thresholds.default_session_timeout_ms to it)"
+        "its records nor its client's or broker's configuration listing; set detect.thresholds."
+        "default_session_timeout_ms to it, or consumer_/streams_group_session_timeout_ms for KIP-848/streams groups)"
     )
 
 
