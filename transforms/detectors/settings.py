@@ -141,16 +141,29 @@ def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) 
     return None
 
 
+def note_poll_overrun(member: MemberState | DepartedMember, event: GroupEvent) -> None:
+    """A poll timeout whose client said by how much it overran (librdkafka, the KIP-848 Java client)."""
+    exceeded = _ms(event, "exceeded_ms")
+    if exceeded is not None:
+        member.poll_overrun_ms = exceeded
+
+
 def poll_advice(state: GroupState, member: MemberState | DepartedMember) -> str | None:
-    """The member's poll bounds for a remedy: its client's max.poll.interval.ms and max.poll.records, else the
-    rebalance timeout a classic member joined with (its max.poll.interval.ms); None when neither is known."""
+    """The member's poll bounds for a remedy: its client's max.poll.interval.ms and max.poll.records (and the time
+    its loop took, when its client said by how much it overran), else the rebalance timeout a classic member joined
+    with (its max.poll.interval.ms); None when neither is known."""
     settings = settings_of(state, member)
+    overrun = member.poll_overrun_ms
     if settings is not None and settings.max_poll_interval_ms:
+        interval = settings.max_poll_interval_ms
         records = f" and its max.poll.records {settings.max_poll_records}" if settings.max_poll_records else ""
+        took = f", and it took {(interval + overrun) / 1000:.0f} s between polls" if overrun else ""
         return (
-            f"Its max.poll.interval.ms is {settings.max_poll_interval_ms} ({seconds(settings.max_poll_interval_ms)})"
-            f"{records} (its client's configuration): one poll's records must be processed within that."
+            f"Its max.poll.interval.ms is {interval} ({seconds(interval)}){records} (its client's configuration)"
+            f"{took}: one poll's records must be processed within that."
         )
+    if overrun:
+        return f"Its poll loop went {seconds(overrun)} past its max.poll.interval.ms, as its client said."
     if isinstance(member, MemberState) and member.rebalance_timeout_ms and state.protocol == "classic":
         joined = seconds(member.rebalance_timeout_ms)
         return f"Its max.poll.interval.ms (the rebalance timeout it joined with) is {joined}."

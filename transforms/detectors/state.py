@@ -72,6 +72,8 @@ class MemberState:
     behind_since_ms: int | None = None
     behind_target: int | None = None
     behind_checked: bool = False
+    poll_overrun_ms: int | None = None
+    """How far its last poll loop went past max.poll.interval.ms, as its client said (None: not seen)."""
 
     def identity(self) -> str:
         return member_identity(self.member_id, self.instance_id, self.client_id, self.host)
@@ -108,6 +110,8 @@ class DepartedMember:
     refs: list[SourceRef] = field(default_factory=list)
     rebalance_id: str | None = None
     """The rebalance that removed it (its row is re-emitted when a vanished member turns out expired)."""
+    poll_overrun_ms: int | None = None
+    """How far its last poll loop went past max.poll.interval.ms, as its client said (None: not seen)."""
 
     def identity(self) -> str:
         return member_identity(self.member_id, self.instance_id, self.client_id, self.host)

@@ -4,6 +4,7 @@ timeouts (`detectors.settings`), else the timeout radar assumes, said to be assu
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from rebalance_radar.emitters.agent import client_config_details
@@ -234,3 +235,44 @@ def test_the_brokers_session_timeout_given_in_radars_conf_is_used_until_its_list
     (expiry,) = run(G, _for_group(listed.rows, G), gone + 60_000, conf).of_kind("heartbeat_expiration")
     assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
     assert "It was silent" not in expiry["summary"] or "against the broker's" in expiry["summary"]
+
+
+def test_a_zombies_remedy_says_how_long_its_poll_loop_took_when_its_client_said_it() -> None:
+    a = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
+    b = Member("rdkafka-bbb", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")
+    s = Silver()
+    t = BASE_MS
+    s._telemetry(consumer_listing(t - 5000, "worker-b", G, 300_000, 2000), t - 5000)
+    s.generation(G, 7, [a, b], t)
+    gone = t + 20_000
+    s.broker(f"Member {b.member_id} in group {G} has failed, removing it from the group.", gone)
+    s.broker(
+        f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 7 (reason: removing "
+        f"member {b.member_id} on heartbeat expiration).",
+        gone,
+    )
+    s.generation(G, 8, [dataclasses.replace(a, partitions=[("orders", p) for p in range(4)])], gone + 1000)
+    # librdkafka's MAXPOLL warning (rdkafka_cgrp.c v1.6-v2.x), shipped JSON-wrapped with the group and host
+    maxpoll = (
+        f"%4|{(gone + 5000) / 1000:.3f}|MAXPOLL|worker-b#consumer-1| [thrd:main]: Application maximum poll interval "
+        "(300000ms) "
+        "exceeded by 12000ms (adjust max.poll.interval.ms for long-running message processing): leaving group"
+    )
+    wrapped = {"message": maxpoll, "group_id": G, "host": "10.0.0.2"}
+    s._telemetry(json.dumps(wrapped).encode(), gone + 5000)
+    s.agent(
+        "commit_failed",
+        G,
+        gone + 6000,
+        member_id=b.member_id,
+        generation=7,
+        client_id="worker-b",
+        host="10.0.0.2",
+        error="ILLEGAL_GENERATION",
+        details={"trigger": "sync", "partitions": "orders-2,orders-3", "offsets": "120,98"},
+    )
+    (zombie,) = run(G, s.rows, gone + 10_000).of_kind("zombie_commit")
+    assert (
+        "Its max.poll.interval.ms is 300000 (5 min) and its max.poll.records 2000 (its client's configuration), "
+        "and it took 312 s between polls" in zombie["summary"]
+    )

@@ -33,7 +33,12 @@ from rebalance_radar.transforms.detectors.facts import (
 )
 from rebalance_radar.transforms.detectors.group_events import GroupEvent, MemberInfo
 from rebalance_radar.transforms.detectors.membership import attribute
-from rebalance_radar.transforms.detectors.settings import learn_broker_config, learn_client_config, prune_settings
+from rebalance_radar.transforms.detectors.settings import (
+    learn_broker_config,
+    learn_client_config,
+    note_poll_overrun,
+    prune_settings,
+)
 from rebalance_radar.transforms.detectors.state import (
     Attempt,
     AttemptKind,
@@ -278,6 +283,7 @@ class Group:
             session_timeout_ms=member.session_timeout_ms if member else None,  # None: not known
             last_heartbeat_ms=member.last_heartbeat_ms if member else None,
             refs=refs,
+            poll_overrun_ms=member.poll_overrun_ms if member else None,
         )
         st.departed[member_id] = gone
         if how != DepartureKind.REPLACED:
@@ -573,6 +579,8 @@ class Group:
                 self._on_fenced_report(event)
         elif kind == K.POLL_TIMEOUT:
             who = attribute(st, event) or self._telemetry_member(event)
+            if who is not None:
+                note_poll_overrun(who, event)
             member_id = who.member_id if who else event.member_id or ""
             st.signals.append(Signal(at_ms=now, kind=SignalKind.POLL_TIMEOUT, subject=member_id))
             if isinstance(who, DepartedMember):
