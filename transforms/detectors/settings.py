@@ -96,18 +96,14 @@ def prune_settings(state: GroupState, now_ms: int, keep_ms: int) -> None:
 
 
 def settings_of(state: GroupState, member: MemberState | DepartedMember) -> ClientSettings | None:
-    """The listing of a member's client: by its group.instance.id, else its client id (and host, when both say
-    one)."""
-    candidates = state.client_settings.values()
+    """The listing of a member's client: by its group.instance.id, else its client id. Hosts are not compared: the
+    coordinator records a client's address (`/10.0.0.2`) where a shipper or the agent names its host, and a fleet
+    that shares one client id (Java's default `consumer-<group>-<n>`) is normally deployed with one configuration."""
     if member.instance_id:
-        for settings in candidates:
+        for settings in state.client_settings.values():
             if settings.instance_id == member.instance_id:
                 return settings
-    if member.client_id:
-        settings = state.client_settings.get(member.client_id)
-        if settings is not None and (settings.host is None or member.host in (None, settings.host)):
-            return settings
-    return None
+    return state.client_settings.get(member.client_id) if member.client_id else None
 
 
 def group_protocol(state: GroupState) -> str | None:
