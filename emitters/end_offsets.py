@@ -87,10 +87,14 @@ class EndOffsetsPoller:
         self._thread = threading.Thread(target=self._run, name="radar-end-offsets", daemon=True)
 
     def group_ids(self) -> list[str]:
-        if self.groups:
-            return list(self.groups)
+        """The watched groups the cluster lists (the given ones only once they exist): librdkafka's admin
+        OffsetFetch must not meet a group without a coordinator (its NOT_COORDINATOR handler dereferences the
+        consumer-group handle an admin client does not have, and the process dies: confluent-kafka-javascript#374)."""
         listed = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
-        return sorted(g.group_id for g in listed.valid if self.watched(g.group_id))
+        existing = sorted(g.group_id for g in listed.valid)
+        if self.groups:
+            return [g for g in existing if g in self.groups]
+        return [g for g in existing if self.watched(g)]
 
     def committed(self, group_id: str) -> list[TopicPartition]:
         """The group's committed partitions (one group per request: librdkafka takes one)."""
