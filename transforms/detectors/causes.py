@@ -1,4 +1,5 @@
-"""Why a group rebalanced: one `RebalanceCause` per rebalance, decided from the evidence of its window.
+"""Why a group rebalanced: one `RebalanceCause` per rebalance, decided from the evidence of its window, and in its
+`cause_detail` every other cause the rebalance had (the joins, leaves and expiries it took in while running).
 
 Order of trust: the coordinator's own "reason: ..." of the first attempt (both coordinators' wording, parsed into
 `details.cause` by the broker-log parser), unless it only says a member rejoined; then what the window shows:
@@ -33,7 +34,53 @@ class CauseDecision:
     detail: str
 
 
+_CHANGE_CAUSES: tuple[tuple[RebalanceCause, str], ...] = (
+    (RebalanceCause.HEARTBEAT_EXPIRATION, "expired"),
+    (RebalanceCause.MEMBER_LEFT, "left"),
+    (RebalanceCause.MEMBER_JOINED, "joined"),
+)
+"""The causes a membership change of each kind is, with the word `cause_detail` names its members by."""
+
+
 def decide_cause(
+    rebalance: OpenRebalance,
+    *,
+    joined: list[str],
+    left: list[str],
+    expired: list[str],
+    subscription_changed: bool,
+    skipped_generations: int,
+) -> CauseDecision:
+    """The cause of a rebalance, and in its detail every other cause it had: a KIP-848/1071 rebalance that does not
+    converge takes each later join, leave and expiry (one per epoch bump) into itself, and the first one alone would
+    hide, say, the expirations of a crash loop behind the join that started it."""
+    decision = _first_cause(
+        rebalance,
+        joined=joined,
+        left=left,
+        expired=expired,
+        subscription_changed=subscription_changed,
+        skipped_generations=skipped_generations,
+    )
+    explained = {
+        RebalanceCause.POLL_TIMEOUT: "left",
+        RebalanceCause.HEARTBEAT_EXPIRATION: "expired",
+        RebalanceCause.MEMBER_LEFT: "left",
+        RebalanceCause.MEMBER_JOINED: "joined",
+    }.get(decision.cause)
+    members = {"expired": expired, "left": left, "joined": joined}
+    others = [
+        f"{cause.value} ({word}: {', '.join(sorted(members[word]))})"
+        for cause, word in _CHANGE_CAUSES
+        if members[word] and word != explained
+    ]
+    if not others:
+        return decision
+    also = "also " + "; ".join(others)
+    return CauseDecision(decision.cause, f"{decision.detail}; {also}" if decision.detail else also)
+
+
+def _first_cause(
     rebalance: OpenRebalance,
     *,
     joined: list[str],

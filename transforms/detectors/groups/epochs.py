@@ -128,19 +128,26 @@ class EpochGroup(Group):
     def _absorb_membership_signals(self, reb: OpenRebalance, now_ms: int) -> None:
         """KIP-848 writes a member's arrival/removal and the epoch bump together: join them to this rebalance."""
         st = self.state
+        absorbed: list[Signal] = []
         for signal in st.signals:
             member_id = signal.subject
             if now_ms - signal.at_ms > MEMBERSHIP_BATCH_MS:
                 continue
-            if signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
-                reb.joined.append(member_id)
-                note_change(reb, MembershipChange.JOINED)
+            if signal.kind == SignalKind.JOINED and member_id in st.members:
+                absorbed.append(signal)
+                if member_id not in reb.joined:
+                    reb.joined.append(member_id)
+                    note_change(reb, MembershipChange.JOINED)
             elif signal.kind == SignalKind.DEPARTED and member_id in st.departed:
-                how = st.departed[member_id].how
-                target = reb.expired if how == DepartureKind.EXPIRED else reb.left
-                if how != DepartureKind.REPLACED and member_id not in reb.expired + reb.left:
+                absorbed.append(signal)
+                gone = st.departed[member_id]
+                target = reb.expired if gone.how == DepartureKind.EXPIRED else reb.left
+                counted = gone.rebalance_id is not None  # a rebalance that already completed named it
+                if gone.how != DepartureKind.REPLACED and not counted and member_id not in reb.expired + reb.left:
                     target.append(member_id)
                     note_change(reb, MembershipChange.EXPIRED if target is reb.expired else MembershipChange.LEFT)
+        # each arrival or removal belongs to the one epoch bump written with it, not to the next one too
+        st.signals = [s for s in st.signals if s not in absorbed]
 
     def _recently_departed_instance(self, instance_id: str, now_ms: int) -> str | None:
         """A member of this instance id removed in the same coordinator batch: the new one replaces it."""

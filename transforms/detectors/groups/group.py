@@ -170,10 +170,10 @@ class Group:
         self, reb: OpenRebalance, event: GroupEvent, after: dict[str, MemberInfo] | None, new_generation: int
     ) -> tuple[list[str], list[str], list[str], list[str]]:
         """(members after, joined, left, expired) of a completing rebalance: the changes gathered while it was
-        open."""
+        open. A member that joined and was gone again before it converged (a crash loop's restart) still joined."""
         st = self.state
         after_ids = sorted(st.members)
-        joined = [m for m in reb.joined if m in st.members]
+        joined = list(dict.fromkeys(reb.joined))
         left = [m for m in reb.left if m not in st.members]
         expired = [m for m in reb.expired if m not in st.members]
         for m in left + expired:
