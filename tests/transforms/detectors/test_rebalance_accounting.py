@@ -182,3 +182,37 @@ def test_members_leaving_seconds_apart_are_each_listed_once(record_first: bool) 
     assert Counter(m for r in completed for m in r["left"]) == {"a": 1, "b": 1, "c": 1}
     assert [r["cause"] for r in completed[-3:]] == ["member_left"] * 3
     assert out.kinds() == []
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records and log", "log alone"])
+def test_a_member_fenced_and_back_under_its_id_inside_a_running_rebalance_is_still_an_expiry(records: bool) -> None:
+    """KIP-1071/848 clients keep their member id across a fencing: a member whose session expired while a join's
+    rebalance was still converging, and that rejoined before it converged, was fenced in that rebalance all the
+    same (and joined it again)."""
+    s = Silver()
+    coordinator = StreamsCoordinator(s, records)
+    t = BASE_MS
+    for member in ("a", "b"):
+        coordinator.join(member, t)
+    coordinator.bump("b", t)
+    coordinator.stable("a", "0-0@1", t + 200)
+    coordinator.stable("b", "0-1@1", t + 200)
+    at = t + 60_000
+    coordinator.join("c", at)
+    coordinator.bump("c", at)
+    coordinator.stable("a", "0-0@1", at + 100)  # c waits for b's task; b is paused and does not heartbeat
+    fenced = at + 10_000
+    coordinator.line(None, "Streams member b fenced from the group because the member session expired..", fenced)
+    coordinator.gone("b", fenced)
+    coordinator.bump(None, fenced, logged=False)
+    back = fenced + 2_000
+    coordinator.join("b", back)
+    coordinator.bump("b", back)
+    for member, tasks in (("a", "0-0@1"), ("b", "0-1@4"), ("c", "")):
+        coordinator.stable(member, tasks, back + 500)
+
+    out = run(APP, s.rows, back + 3_600_000)
+    last = out.completed()[-1]
+    assert (last["from_generation"], last["generation"]) == (1, 4), last
+    assert (last["joined"], last["left"], last["expired"]) == (["b", "c"], [], ["b"]), last
+    assert last["cause"] == "member_joined" and "heartbeat_expiration (expired: b)" in last["cause_detail"], last

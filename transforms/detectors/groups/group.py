@@ -170,12 +170,13 @@ class Group:
         self, reb: OpenRebalance, event: GroupEvent, after: dict[str, MemberInfo] | None, new_generation: int
     ) -> tuple[list[str], list[str], list[str], list[str]]:
         """(members after, joined, left, expired) of a completing rebalance: the changes gathered while it was
-        open. A member that joined and was gone again before it converged (a crash loop's restart) still joined."""
+        open. A member that joined and was gone again before it converged (a crash loop's restart) still joined; one
+        that left or expired and came back under its member id (KIP-848/1071 keep it) still left or expired."""
         st = self.state
         after_ids = sorted(st.members)
         joined = list(dict.fromkeys(reb.joined))
-        left = [m for m in reb.left if m not in st.members]
-        expired = [m for m in reb.expired if m not in st.members]
+        left = list(dict.fromkeys(reb.left))
+        expired = list(dict.fromkeys(reb.expired))
         for m in left + expired:
             if m in st.departed:
                 st.departed[m].rebalance_id = reb.rebalance_id
