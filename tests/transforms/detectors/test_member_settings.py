@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from rebalance_radar.emitters.agent import client_config_details
+from rebalance_radar.pipelines.formats.log_files import log_records
 from rebalance_radar.transforms.detectors.group_events import group_event_from_row
 from rebalance_radar.transforms.detectors.settings import (
     MAX_CLIENTS,
@@ -277,4 +278,31 @@ def test_a_zombies_remedy_says_how_long_its_poll_loop_took_when_its_client_said_
     assert (
         "Its max.poll.interval.ms is 300000 (5 min) and its max.poll.records 2000 (its client's configuration), "
         "and it took 312 s between polls" in zombie["summary"]
+    )
+
+
+def _streams_app_rows(*names: str) -> list[dict]:
+    s = Silver()
+    for name in names:
+        for _, time_ms, record in log_records((STREAMS_APP / name).read_bytes(), 0):
+            if parse_telemetry_record(record, time_ms).recognised:
+                s._telemetry(record, time_ms)
+    return s.rows
+
+
+def test_a_real_streams_crash_loops_expirations_name_the_brokers_streams_session_timeout_once_known() -> None:
+    # tests/data/streams-app: a Kafka Streams 4.3.1 app (group.protocol=streams) killed and restarted on a 4.3.1
+    # broker whose group.streams.session.timeout.ms radar's embedded broker set (pipelines/local/broker.py)
+    rows = _streams_app_rows("broker.log", "crash-loop-C0.log")
+    group = "streams-crash-loop-1796203475227139239"
+    until = max(int(r["event_time"].timestamp() * 1000) for r in rows if r["event_time"] is not None) + 600_000
+    assumed = run(group, rows, until).of_kind("heartbeat_expiration")
+    assert assumed and all("radar assumes" in d["summary"] for d in assumed)
+    known = run(group, rows, until, DetectorThresholds(streams_group_session_timeout_ms=10_000))
+    expiries = known.of_kind("heartbeat_expiration")
+    assert len(expiries) == len(assumed)
+    assert all(
+        "its 10 s session timeout (the broker's group.streams.session.timeout.ms as radar's conf gives it)"
+        in d["summary"]
+        for d in expiries
     )
