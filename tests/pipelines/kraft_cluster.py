@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,7 +106,8 @@ class KraftCluster:
 
     def start(self) -> KraftCluster:
         cluster_id = random_cluster_id()
-        for node in self.nodes:
+
+        def format_storage(node: KraftNode) -> None:
             formatted = subprocess.run(
                 self._command(node, STORAGE_TOOL_CLASS, "format", "-t", cluster_id, "-c", str(self._properties(node))),
                 capture_output=True,
@@ -115,6 +117,9 @@ class KraftCluster:
             )
             if formatted.returncode != 0:
                 raise BrokerStartError(f"formatting node {node.node_id} failed: {formatted.stderr[-1500:]}")
+
+        with ThreadPoolExecutor(max_workers=NODES, thread_name_prefix="kraft-format") as pool:
+            list(pool.map(format_storage, self.nodes))  # side by side: each is a JVM start
         for node in self.nodes:
             self._launch(node)
         self.wait_until_ready()

@@ -138,8 +138,15 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
                     lost[before].add(event.group_id)
         start, end_ms = burst[0][0].time_ms, burst[-1][0].time_ms
         lo, hi = start - settings.window_ms, end_ms + settings.window_ms
-        near = [e for e in lifecycle if lo <= e.time_ms <= hi]
-        cycled = {e.broker for e in near if e.broker is not None}
+        # a broker's start before its groups left it is an earlier life of it, not this restart (a cluster's start)
+        near = [
+            e
+            for e in lifecycle
+            if e.broker is not None
+            and lo <= e.time_ms <= hi
+            and not (e.kind == K.COORDINATOR_STARTED and e.broker in lost and e.time_ms < start)
+        ]
+        cycled = {e.broker for e in near}
         named = max(lost, key=lambda b: (len(lost[b]), b)) if lost else None
         if named is None and len(cycled) == 1:
             named = next(iter(cycled))
@@ -151,7 +158,17 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
             kind = IncidentCause.BROKER_RESTART
             stopped = any(e.kind == K.COORDINATOR_STOPPING and e.broker == named for e in near)
             started = any(e.kind == K.COORDINATOR_STARTED and e.broker == named for e in near)
-            what = "stopped and started" if stopped and started else "stopped" if stopped else "started"
+            # a stopping broker's last lines may never reach its log (a crash; log4j2 shut down before Kafka):
+            # groups that left it, then its start, are its restart
+            what = (
+                "stopped and started"
+                if stopped and started
+                else "stopped"
+                if stopped
+                else "restarted"
+                if named in lost
+                else "started"
+            )
             if moved_to:
                 cause = f"broker {named} {what}: the coordinator of {len(groups)} groups moved{to} ({shown})"
             else:  # a single broker, or groups that came back: reloaded where they were
@@ -164,13 +181,14 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
             named = ", ".join(sorted(gained)) or None
             cause = f"the coordinator of {len(groups)} groups moved to broker {named or '?'} ({shown})"
         brokers = set(lost) | set(gained)
+        own = [e for e in near if e.broker == named]  # the named broker's start and stop: in the window and evidence
         partitions = [e for e in partition_events if lo <= e.time_ms <= hi and e.broker in brokers]
         shown_events = sorted(
-            (*(event for event, _ in burst), *partitions, *near), key=lambda e: (e.time_ms, str(e.kind))
+            (*(event for event, _ in burst), *partitions, *own), key=lambda e: (e.time_ms, str(e.kind))
         )
-        if near:
-            start = min(start, *(e.time_ms for e in near))
-            end_ms = max(end_ms, *(e.time_ms for e in near))
+        if own:
+            start = min(start, *(e.time_ms for e in own))
+            end_ms = max(end_ms, *(e.time_ms for e in own))
         incidents.append(
             _Incident(
                 events[0].cluster,

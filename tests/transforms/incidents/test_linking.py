@@ -259,3 +259,18 @@ def test_a_single_broker_restarted_reloads_its_groups() -> None:
     restart = incident_rows_of([], [], events)[-1]
     assert restart["cause_kind"] == IncidentCause.BROKER_RESTART and restart["broker"] == "1"
     assert restart["cause"] == "broker 1 started: it loaded the coordinator of 2 groups again (billing, orders)"
+
+
+def test_a_restart_whose_stop_line_never_reached_the_log_is_still_a_restart_and_the_cluster_start_is_not_in_it() -> (
+    None
+):
+    lines = [line for line in RESTART_OF_NODE_2 if "SHUTTING_DOWN" not in line]
+    lines.insert(
+        0,
+        "[2026-12-02 09:21:50,126] INFO [KafkaRaftServer nodeId=2] Kafka Server started (kafka.server.KafkaRaftServer)",
+    )
+    (row,) = incident_rows_of([], [], events_of_log(lines))
+    assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "2"
+    assert row["cause"].startswith("broker 2 restarted: the coordinator of 3 groups moved to broker 1, 3")
+    assert row["window_start"] == at(T0 + 1_215)  # its first group move, not the cluster's start at 09:21:50
+    assert row["window_end"] == at(T0 + 12_228)
