@@ -369,12 +369,16 @@ REBALANCES = TableSchema(
         Column("duration_ms", "BIGINT"),
         Column("members_before", "INT"),
         Column("members_after", "INT"),
-        Column("joined", "ARRAY<STRING>", "member ids"),
+        Column("joined", "ARRAY<STRING>", "member ids that joined while it ran (also those gone before it ended)"),
         Column("left", "ARRAY<STRING>", "member ids that left (LeaveGroup, shutdown)"),
         Column("expired", "ARRAY<STRING>", "member ids removed on session/heartbeat expiry"),
         Column("leader", "STRING"),
         Column("cause", "STRING", "one of RebalanceCause"),
-        Column("cause_detail", "STRING", "the reason text that decided the cause"),
+        Column(
+            "cause_detail",
+            "STRING",
+            "the reason text that decided the cause, then `also <cause> (<members>)` for every other cause it had",
+        ),
         Column("evidence", "STRING", EVIDENCE_DOC),
         Column(
             "topology_epoch",
