@@ -8,6 +8,7 @@ telemetry topic as `radar run` does and writes `group_lag` and the detections.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
 from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.emitters.log_shipper import start_shipper
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
 from rebalance_radar.pipelines.stages.sources import kafka_stream
@@ -32,8 +34,8 @@ from tests.pipelines.ingest_support import isolated_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.lag]
 
-COMMITTING_S = 8.0  # the stopping consumer's commits before it stops (a window of ~8 of Burrow's 1 s slots)
-SILENT_S = 22.0  # then no commit while the topic grows: Burrow's STOP once the 10 polls of its window passed it
+# The stopping consumer commits for 8 s (a window of ~8 of Burrow's 1 s slots), then never again while its topic grows
+# (the rest of the recording, ~35 s): Burrow's STOP once the 10 end offsets of its window have passed the last commit.
 REBALANCE_S = 20.0  # the rebalancing group's first member hangs this long in its revocation
 STEADY_S = 10.0  # the rebalancing group's first member alone before the second joins
 
@@ -64,43 +66,13 @@ def produce_until(bootstrap: str, topics: list[str], stop: threading.Event) -> N
     producer.flush(10)
 
 
-def consume(
-    bootstrap: str, group: str, topic: str, stop: threading.Event, *, commit_for_s: float | None = None,
-    hang_revoke_s: float = 0,
-) -> None:  # fmt: skip
-    """A consumer that commits what it processed every 0.5 s (for `commit_for_s`, then never again, polling on)
-    until `stop`; `hang_revoke_s`: its first revocation hangs that long (an application finishing its work), holding
-    the group's rebalance open."""
-    settings = {
-        **client_settings(bootstrap),
-        "group.id": group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": 30_000,
-        "max.poll.interval.ms": 60_000,
-        "client.id": f"{group}-{threading.current_thread().name}",
-    }
-    consumer = Consumer(settings)
-    hung = False
-
-    def revoked(_consumer: Consumer, partitions: list[Any]) -> None:
-        nonlocal hung
-        if hang_revoke_s and partitions and not hung:
-            hung = True
-            time.sleep(hang_revoke_s)
-
-    consumer.subscribe([topic], on_revoke=revoked)
-    started = last_commit = time.monotonic()
-    try:
-        while not stop.is_set():
-            consumer.poll(0.2)
-            now = time.monotonic()
-            committing = commit_for_s is None or now - started < commit_for_s
-            if committing and now - last_commit >= 0.5 and consumer.assignment():
-                consumer.commit(asynchronous=False)
-                last_commit = now
-    finally:
-        consumer.close()
+def start_consumer(out_dir: Path, name: str, bootstrap: str, group: str, topic: str, *extra: str) -> MemberProcess:
+    """One `tests.pipelines.lag_consumer` process; its JSON lines go to `<out_dir>/<name>.jsonl`."""
+    command = [
+        sys.executable, "-m", "tests.pipelines.lag_consumer", "--bootstrap", bootstrap, "--group", group,
+        "--topic", topic, "--client-id", name, *extra,
+    ]  # fmt: skip
+    return MemberProcess(command, out_dir / f"{name}.jsonl")
 
 
 @concurrent_recording
@@ -114,40 +86,31 @@ def record_lag(context: RecordingContext) -> LagRecording:
     shipper = start_shipper(context.log_file, bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(client_settings(bootstrap), telemetry, interval_ms=1000, emitter="radar-run@test-lag")
     poller = EndOffsetsPoller(client_settings(bootstrap), telemetry, interval_s=1.0, groups=result.groups.values())
-    producing, consuming = threading.Event(), threading.Event()
+    out_dir = context.tmp_path_factory.mktemp("lag-live")
+    producing = threading.Event()
     producer = threading.Thread(target=produce_until, args=(bootstrap, [stop_topic, rebalance_topic], producing))
-    stopping = threading.Thread(
-        target=consume,
-        args=(bootstrap, result.groups["stop"], stop_topic, consuming),
-        kwargs={"commit_for_s": COMMITTING_S},
-        name="stopping",
-    )
-    first = threading.Thread(
-        target=consume,
-        args=(bootstrap, result.groups["rebalance"], rebalance_topic, consuming),
-        kwargs={"hang_revoke_s": REBALANCE_S},
-        name="first",
-    )
-    second = threading.Thread(
-        target=consume, args=(bootstrap, result.groups["rebalance"], rebalance_topic, consuming), name="second"
-    )
+    members: list[MemberProcess] = []
     clock.start()
     poller.start()
     try:
-        for thread in (producer, stopping, first):
-            thread.start()
+        producer.start()
+        stops, rebalances = result.groups["stop"], result.groups["rebalance"]
+        members.append(start_consumer(out_dir, "stopping", bootstrap, stops, stop_topic, "--commit-for-s", "8"))
+        hang = ("--hang-revoke-s", str(REBALANCE_S))
+        members.append(start_consumer(out_dir, "first", bootstrap, rebalances, rebalance_topic, *hang))
+        members[-1].wait_for("committed", 60)
         time.sleep(STEADY_S)  # the scenario: the first member alone, steady, before the second joins
         result.moments["second_joins"] = now_ms()
-        second.start()
-        time.sleep(max(REBALANCE_S + 10, COMMITTING_S + SILENT_S - STEADY_S))  # the pause, then both at work
+        members.append(start_consumer(out_dir, "second", bootstrap, rebalances, rebalance_topic))
+        members[-1].wait_for("committed", REBALANCE_S + 40)  # only once the first has rejoined
+        time.sleep(10)  # both at work after the rebalance
         result.moments["recording_end"] = now_ms()
     finally:
-        poller.stop()
-        consuming.set()
+        poller.stop()  # before any consumer leaves: a clean leave is a rebalance too
+        for member in members:
+            member.stop()
         producing.set()
-        for thread in (producer, stopping, first, second):
-            if thread.is_alive() or thread.ident is not None:
-                thread.join(60)
+        producer.join(30)
         time.sleep(3)  # the clock carries event time past the last poll (the detection's lateness)
         clock.stop()
         shipper.stop()
