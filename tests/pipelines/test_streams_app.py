@@ -14,6 +14,7 @@ import json
 import re
 import signal
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ EXPIRED = re.compile(
     r"\[GroupId (?P<group>[^\]]+)\] Streams member (?P<member>\S+) fenced from the group"
     r" because the member session expired"
 )
+JOINED = re.compile(r"\[GroupId (?P<group>[^\]]+)\]\[MemberId (?P<member>[^\]]+)\] Member joins the streams group")
 
 
 @dataclass
@@ -251,3 +253,15 @@ def test_streams_rebalances_name_who_left_and_who_expired(recording: StreamsReco
     crashed = recording.broker_says(EXPIRED, "crash-loop")
     assert len(crashed) == CRASH_RESTARTS, recording.broker_log
     assert recording.recorded("expired", "crash-loop") == crashed
+
+
+def test_streams_rebalances_count_each_join_and_departure_once(recording: StreamsRecording) -> None:
+    """Every member the broker says joined is a join of a rebalance (each restart of the crash loop too, although
+    the group's rebalances do not converge between restarts), and no member is listed as gone by two rebalances."""
+    for scenario in ("healthy", "crash-loop"):
+        joined = recording.broker_says(JOINED, scenario)
+        assert joined, recording.broker_log
+        assert recording.recorded("joined", scenario) >= joined, scenario
+        group = recording.groups[scenario]
+        gone = Counter(m for r in recording.rebalances if r["group_id"] == group for m in r["left"] + r["expired"])
+        assert all(n == 1 for n in gone.values()), (scenario, gone)
