@@ -81,7 +81,8 @@ def test_radar_ship_logs_ships_the_coordinator_lines_once(kafka_broker: Any, tmp
     _append(log, "[t] INFO [GroupCoordinator 1]: Stabilized group g generation 2\n[t] INFO other\n[t] INFO mine x\n")
     argv = ["ship-logs", "--log", str(log), "--bootstrap", kafka_broker.bootstrap_servers, "--topic", topic]
     assert main([*argv, "--keyword", "GroupCoordinator", "--keyword", "mine", "--once"]) == 0
-    values = [value for value, _ in read_records(kafka_broker.bootstrap_servers, topic, idle_s=1.0)]
+    # the reader's group join alone can take seconds: its idle window must outlast it (1 s read nothing)
+    values = [value for value, _ in read_records(kafka_broker.bootstrap_servers, topic, idle_s=5.0)]
     assert values == [b"[t] INFO [GroupCoordinator 1]: Stabilized group g generation 2", b"[t] INFO mine x"]
 
 
