@@ -1,6 +1,6 @@
 // A consumer-group member on Apache Kafka's own Java client, for the live tests: real Java-client log lines
 // (log4j2, written to the file the test ships) and the group-coordinator traffic of kafka-clients, not librdkafka.
-// Compiled once per test run (`java_member.compiled_member`) against the embedded broker's classpath.
+// Compiled once per test run (`java_member.compiled_classes`) against the embedded broker's classpath.
 // It prints one JSON line per assignment, per refused commit and per hold (what `MemberProcess.wait_for` reads),
 // polls every 100 ms, and commits its position every 300 ms synchronously, logging a refused commit as an
 // application would.

@@ -1,7 +1,7 @@
 // A Kafka Streams application on Apache Kafka's own kafka-streams, for the live tests: a stateful count (source
 // topic -> count per key in an in-memory store, its changelog created by the broker -> sink topic) in a group on
 // the streams rebalance protocol (KIP-1071, `group.protocol=streams`), its real client log written by log4j2 to the
-// file the test ships. Compiled once per test run (`streams_app.compiled_app`) against kafka-streams' classpath.
+// file the test ships. Compiled once per test run (`java_member.compiled_classes`) against kafka-streams' classpath.
 // It prints one JSON line per state transition of the application (what `MemberProcess.wait_for` reads).
 // SIGTERM closes it with LEAVE_GROUP (a clean shutdown: the member leaves the streams group); SIGKILL is a crash.
 import java.time.Duration;

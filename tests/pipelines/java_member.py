@@ -27,28 +27,29 @@ MAIN_CLASS = "JavaGroupMember"
 # A member's work is a poll every 100 ms: the quick compiler alone and one GC thread serve it, and a recording's ten
 # members then take less of the cores the rest of the suite runs on.
 QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
-_compiled: dict[str, Path] = {}  # classpath -> the folder of the compiled member
+_compiled: dict[tuple[Path, str], Path] = {}  # (source, classpath) -> the folder of its classes
 _compiling = threading.Lock()  # the live recording's lanes start members side by side
 
 # A layout common in applications (logback's and log4j2's defaults look alike): time, level, thread, logger.
 LOG_PATTERN = "%d{yyyy-MM-dd HH:mm:ss,SSS} %-5p [%t] %c - %m%n"
 
 
-def compiled_member(classpath: str) -> Path:
-    """The folder holding `JavaGroupMember.class`, compiled against `classpath` the first time it is asked for."""
+def compiled_classes(source: Path, classpath: str) -> Path:
+    """The folder holding the classes of the Java file `source` (a test's member or application), compiled against
+    `classpath` the first time they are asked for."""
     with _compiling:
-        found = _compiled.get(classpath)
+        found = _compiled.get((source, classpath))
         if found is None:
             javac = shutil.which("javac")
-            assert javac is not None, "javac is not on PATH (a JDK 17+ is needed for the Java members)"
-            found = Path(tempfile.mkdtemp(prefix="java-member-"))
+            assert javac is not None, f"javac is not on PATH (a JDK 17+ is needed to compile {source.name})"
+            found = Path(tempfile.mkdtemp(prefix=f"{source.stem}-"))
             atexit.register(shutil.rmtree, found, ignore_errors=True)
             done = subprocess.run(
-                [javac, "-nowarn", "-cp", classpath, "-d", str(found), str(SOURCE)],
+                [javac, "-nowarn", "-cp", classpath, "-d", str(found), str(source)],
                 capture_output=True, text=True, timeout=120, check=False,
             )  # fmt: skip
-            assert done.returncode == 0, f"compiling {SOURCE.name} failed: {done.stderr[-2000:]}"
-            _compiled[classpath] = found
+            assert done.returncode == 0, f"compiling {source.name} failed: {done.stderr[-2000:]}"
+            _compiled[(source, classpath)] = found
         return found
 
 
@@ -73,7 +74,7 @@ def start_java_member(
     settings = out_dir / f"{name}.log4j2.properties"
     settings.write_text(log4j2_properties(log_file, "INFO", pattern=LOG_PATTERN))
     classpath = ":".join(str(path) for path in broker_classpath(config))
-    member_classpath = f"{compiled_member(classpath)}:{classpath}"
+    member_classpath = f"{compiled_classes(SOURCE, classpath)}:{classpath}"
     command = [
         java, "-Xmx256m", *QUICK_JVM, f"-Dlog4j2.configurationFile={settings}", "-cp", member_classpath, MAIN_CLASS,
         bootstrap, topic, group, name, protocol, str(session_timeout_ms), str(run_s), *extra,

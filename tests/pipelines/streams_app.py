@@ -8,23 +8,18 @@ jar cache as the broker's are (`pipelines.runtime.jvm`). The source is compiled 
 
 from __future__ import annotations
 
-import atexit
 import shutil
-import subprocess
 import tempfile
-import threading
 from pathlib import Path
 
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import log4j2_properties
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.pipelines.runtime.jvm import LOG4J2_VERSION, ArtifactSet, MavenArtifact, resolve_artifact_set
-from tests.pipelines.java_member import LOG_PATTERN, QUICK_JVM
+from tests.pipelines.java_member import LOG_PATTERN, QUICK_JVM, compiled_classes
 
 SOURCE = Path(__file__).with_name("StreamsApp.java")
 MAIN_CLASS = "StreamsApp"
-_compiled: dict[str, Path] = {}  # classpath -> the folder of the compiled application
-_compiling = threading.Lock()
 
 
 def streams_artifacts(version: str) -> ArtifactSet:
@@ -44,24 +39,6 @@ def streams_artifacts(version: str) -> ArtifactSet:
 
 def streams_classpath(config: RadarConfig) -> str:
     return ":".join(str(path) for path in resolve_artifact_set(streams_artifacts(config.broker.version), config).paths)
-
-
-def compiled_app(classpath: str) -> Path:
-    """The folder holding `StreamsApp.class`, compiled against `classpath` the first time it is asked for."""
-    with _compiling:
-        found = _compiled.get(classpath)
-        if found is None:
-            javac = shutil.which("javac")
-            assert javac is not None, "javac is not on PATH (a JDK 17+ is needed for the Streams application)"
-            found = Path(tempfile.mkdtemp(prefix="streams-app-"))
-            atexit.register(shutil.rmtree, found, ignore_errors=True)
-            done = subprocess.run(
-                [javac, "-nowarn", "-cp", classpath, "-d", str(found), str(SOURCE)],
-                capture_output=True, text=True, timeout=120, check=False,
-            )  # fmt: skip
-            assert done.returncode == 0, f"compiling {SOURCE.name} failed: {done.stderr[-2000:]}"
-            _compiled[classpath] = found
-        return found
 
 
 def start_streams_instance(
@@ -88,7 +65,7 @@ def start_streams_instance(
     classpath = streams_classpath(config)
     command = [
         java, "-Xmx256m", *QUICK_JVM, f"-Dlog4j2.configurationFile={settings}",
-        "-cp", f"{compiled_app(classpath)}:{classpath}", MAIN_CLASS,
+        "-cp", f"{compiled_classes(SOURCE, classpath)}:{classpath}", MAIN_CLASS,
         bootstrap, application_id, client_id or name, source_topic, sink_topic, str(state_dir), str(run_s),
     ]  # fmt: skip
     return MemberProcess(command, out_dir / f"{name}.jsonl"), log_file
