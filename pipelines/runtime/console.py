@@ -533,7 +533,7 @@ class LibraryLog:
     def __init__(self, data_dir: Path, command: str, stream: TextIO | None = None) -> None:
         self.path = data_dir / LOGS_DIR / f"radar-{command}.log"
         self.command = command
-        self.stream = stream or sys.stderr
+        self.stream = stream  # None: the process's stderr when the line is printed (it may be replaced meanwhile)
         self._named = False
         self._lock = threading.Lock()
 
@@ -550,7 +550,9 @@ class LibraryLog:
                 return  # a read-only data dir: the messages are dropped, as they were before
             if not self._named:
                 self._named = True
-                print(f"radar {self.command}: library messages are kept in {self.path}", file=self.stream, flush=True)
+                said = f"radar {self.command}: library messages are kept in {self.path}"
+                with contextlib.suppress(ValueError):  # a stream closed under a thread (the JVM's pump at exit)
+                    print(said, file=self.stream or sys.stderr, flush=True)
 
 
 class LibraryLogHandler(logging.Handler):
