@@ -264,7 +264,10 @@ def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(
     assert len(said) == 1 and said[0].startswith("radar run: streaming query radar-"), "\n".join(later)
     assert f"the full error is in {failure_log}. Its checkpoint resumes where it stopped" in said[0]
     assert not [line for line in later if line.startswith(("\tat ", "Traceback", "Caused by"))], "\n".join(later)
-    assert "Python worker" in failure_log.read_text()
+    # the whole error: Spark's "Python worker exited unexpectedly", or, when the worker died while the JVM was reading
+    # its answer, the JVM's EOFException on that stream
+    kept = failure_log.read_text()
+    assert "Python worker" in kept or "java.io.EOFException" in kept, kept[-3000:]
     status = json.loads((tmp_path / "data" / "logs" / "run-status.json").read_text())
     assert status["state"] == "failed" and status["error"] == said[0].removeprefix("radar run: ")
 
