@@ -1,5 +1,6 @@
 """A consumer for the lag live test, run as its own process (`python -m tests.pipelines.lag_consumer`): it commits
-what it processed every 0.5 s (for `--commit-for-s`, then never again, polling on) until SIGTERM; `--hang-revoke-s`
+what it processed every 0.5 s (for `--commit-for-s` from its first commit, so a slow join under load does not eat the
+window, then never again, polling on) until SIGTERM; `--hang-revoke-s`
 makes its first revocation hang that long (an application finishing its work), holding its group's rebalance open.
 Its own process, as the scenario members are (`pipelines.local.member`): librdkafka clients whose callbacks block for
 seconds stay out of the test process. Prints one JSON line per assignment, revocation and first commit."""
@@ -63,13 +64,13 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(args.hang_revoke_s)
 
     consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked)
-    started = last_commit = time.monotonic()
-    committed = False
+    first_commit: float | None = None
+    last_commit = time.monotonic()
     try:
         while not stopping:
             consumer.poll(0.2)
             now = time.monotonic()
-            committing = args.commit_for_s is None or now - started < args.commit_for_s
+            committing = args.commit_for_s is None or first_commit is None or now - first_commit < args.commit_for_s
             if committing and now - last_commit >= 0.5 and consumer.assignment():
                 last_commit = now
                 try:
@@ -78,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                     if failure.args[0].code() not in FORGIVEN_COMMIT_ERRORS:
                         raise
                     continue
-                if not committed:
-                    committed = True
+                if first_commit is None:
+                    first_commit = now
                     say(committed=True)
     finally:
         consumer.close()

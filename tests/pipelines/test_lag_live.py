@@ -34,7 +34,7 @@ from tests.pipelines.ingest_support import isolated_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.lag]
 
-# The stopping consumer commits for 8 s (a window of ~8 of Burrow's 1 s slots), then never again while its topic grows
+# The stopping consumer commits for 8 s from its first commit (a window of ~8 of Burrow's 1 s slots), then never again while its topic grows
 # (the rest of the recording, ~35 s): Burrow's STOP once the 10 end offsets of its window have passed the last commit.
 REBALANCE_S = 20.0  # the rebalancing group's first member hangs this long in its revocation
 STEADY_S = 10.0  # the rebalancing group's first member alone before the second joins
@@ -96,6 +96,7 @@ def record_lag(context: RecordingContext) -> LagRecording:
         producer.start()
         stops, rebalances = result.groups["stop"], result.groups["rebalance"]
         members.append(start_consumer(out_dir, "stopping", bootstrap, stops, stop_topic, "--commit-for-s", "8"))
+        members[-1].wait_for("committed", 60)  # its 8 s of commits count from here: a slow join eats none of them
         hang = ("--hang-revoke-s", str(REBALANCE_S))
         members.append(start_consumer(out_dir, "first", bootstrap, rebalances, rebalance_topic, *hang))
         members[-1].wait_for("committed", 60)
