@@ -34,8 +34,9 @@ from tests.pipelines.ingest_support import isolated_config
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.lag]
 
-# The stopping consumer commits for 8 s from its first commit (a window of ~8 of Burrow's 1 s slots), then never again while its topic grows
-# (the rest of the recording, ~35 s): Burrow's STOP once the 10 end offsets of its window have passed the last commit.
+# The stopping consumer commits for 8 s from its first commit (a window of ~8 of Burrow's 1 s slots), then never
+# again while its topic grows (the rest of the recording, ~35 s): Burrow's STOP once the 10 end offsets of its window
+# have passed the last commit.
 REBALANCE_S = 20.0  # the rebalancing group's first member hangs this long in its revocation
 STEADY_S = 10.0  # the rebalancing group's first member alone before the second joins
 
