@@ -38,7 +38,9 @@ Reported (each one JSON object on the telemetry topic, see `transforms.telemetry
   names the member that overran: the member id and generation/epoch of its last assignment, not what librdkafka
   holds by then (after the overrun it may already carry the rejoin's new member id with the old generation).
 
-While the application is not polling (a slow processing loop), librdkafka serves no statistics, yet its
+While the application is not polling (a slow processing loop, or a rebalance callback of its own that blocks:
+librdkafka counts the time in the application's callbacks as time away from poll too), librdkafka serves no
+statistics, yet its
 background thread keeps heartbeating until max.poll.interval.ms runs out (as Java's heartbeat thread does since
 0.10.1): a small daemon thread of the agent then reports `heartbeat` with details `liveness=background` and
 `poll_age_ms`, once per statistics interval, for the membership of the last assignment, so a stalled poll never
@@ -74,7 +76,8 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -394,22 +397,25 @@ class RadarConsumer(Consumer):
             self._liveness.member(identity if identity.member_id else None)
             self._assigned_since_stats = True
             if on_assign is not None:
-                on_assign(self, partitions)
+                with self._liveness.in_application():
+                    on_assign(self, partitions)
             self._report_partitions(Kind.ASSIGNMENT, identity, "assigned", partitions)
 
         def revoked(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()  # the generation being left
             if on_revoke is not None:
-                on_revoke(self, partitions)
+                with self._liveness.in_application():
+                    on_revoke(self, partitions)
             self._report_partitions(Kind.REBALANCE_PREPARE, identity, "revoked", partitions, "partitions revoked")
 
         def lost(_consumer: Consumer, partitions: list[TopicPartition]) -> None:
             identity = self.group_identity()
             self._liveness.member(None)
-            if on_lost is not None:
-                on_lost(self, partitions)
-            elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
-                on_revoke(self, partitions)
+            with self._liveness.in_application():
+                if on_lost is not None:
+                    on_lost(self, partitions)
+                elif on_revoke is not None:  # confluent-kafka's own fallback when no on_lost is given
+                    on_revoke(self, partitions)
             reason = "assignment lost (session expired or fenced)"
             self._report_partitions(Kind.MEMBER_REMOVED, identity, "lost", partitions, reason)
 
@@ -622,6 +628,20 @@ class PollStallLiveness:
 
     def polling(self) -> _Polling:
         return _Polling(self)
+
+    @contextmanager
+    def in_application(self) -> Iterator[None]:
+        """An application callback served inside poll: time away from poll, as librdkafka counts it (the app's
+        last poll is when the callback started), so a callback that hangs shows as a stalled poll."""
+        with self._lock:
+            polls, self._in_poll = self._in_poll, 0  # served from close() too, where no poll is open
+            self._last_poll = time.monotonic()
+            self._paused = False
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_poll += polls
 
     def enter(self) -> None:
         with self._lock:

@@ -244,6 +244,71 @@ def test_a_stalled_poll_reports_the_background_heartbeats_until_the_overrun(over
     assert all(250 <= age < 4000 for age in ages), ages  # 1 s statistics: from a quarter second on
 
 
+@dataclass
+class HungRevocation:
+    """Telemetry of a KIP-848 agent member whose revocation callback hung, and when (its own clock) it hung."""
+
+    events: list[dict[str, Any]]
+    member_id: str
+    hung_from_ms: int
+    hung_s: float
+
+
+HUNG_REVOKE_S = 5.0
+
+
+@concurrent_recording
+def record_hung_revocation(context: RecordingContext) -> HungRevocation:
+    """KIP-848 group: A (agent) holds 4 partitions; B joins, and A's revocation callback hangs 5 s (inside poll, as
+    confluent-kafka serves callbacks), well within its 10 s max.poll.interval.ms: the coordinator keeps it."""
+    bootstrap = context.bootstrap
+    tag = f"hung-revoke-{time.time_ns()}"
+    topic, group, telemetry = f"work-{tag}", f"group-{tag}", f"telemetry-{tag}"
+    create_topics(bootstrap, {topic: 4, telemetry: 1})
+    out_dir = context.tmp_path_factory.mktemp("hung-revoke")
+    options = ("--max-poll-interval-ms", "10000", "--block-revoke-s", str(HUNG_REVOKE_S))
+    a = start_member(out_dir, "A", bootstrap, topic, group, "--agent-topic", telemetry, *options, protocol="consumer")
+    members = [a]
+    try:
+        a.wait_for("assigned", 60)
+        members.append(start_member(out_dir, "B", bootstrap, topic, group, protocol="consumer"))
+        a.wait_for("blocking_revoke", 60)
+        hung_from_ms = time.time_ns() // 1_000_000
+        a.wait_for("revoked", HUNG_REVOKE_S + 30)
+        time.sleep(1.5 * STATISTICS_INTERVAL_S)
+    finally:
+        for member in members:
+            member.stop()
+    events = [json.loads(value) for value, _ in read_records(bootstrap, telemetry)]
+    member_id = next(line["member"] for line in a.lines() if "assigned" in line)  # KIP-848: the client's for good
+    return HungRevocation(events, member_id, hung_from_ms, HUNG_REVOKE_S)
+
+
+@pytest.fixture(scope="module")
+def hung_revocation(concurrent_recordings: ConcurrentRecordings) -> HungRevocation:
+    return concurrent_recordings.result(record_hung_revocation)  # type: ignore[no-any-return]
+
+
+def test_a_hung_revocation_callback_reports_the_background_heartbeats(hung_revocation: HungRevocation) -> None:
+    """The application's callback runs inside poll, yet librdkafka counts it as time away from poll and keeps
+    heartbeating: the agent reports background heartbeats through the hang (no statistics are served meanwhile),
+    so radar never reads the hang as a member whose heartbeats stopped (seen in the demo before: a
+    `heartbeat_at_risk` for a member the coordinator later fenced for its rebalance timeout, not its session)."""
+    run = hung_revocation
+    hang = (run.hung_from_ms, run.hung_from_ms + int(run.hung_s * 1000) - 500)
+    beats = sorted(e["ts"] for e in run.events if e["event"] == "heartbeat" and e["member_id"] == run.member_id)
+    during = [ts for ts in beats if hang[0] <= ts <= hang[1]]
+    assert during, (hang, beats)
+    gaps = [later - earlier for earlier, later in zip([hang[0], *during], [*during, hang[1]], strict=True)]
+    assert max(gaps) <= 2.5 * STATISTICS_INTERVAL_S * 1000, (gaps, hang, beats)
+    background = [
+        e
+        for e in run.events
+        if e["event"] == "heartbeat" and e["details"].get("liveness") == "background" and hang[0] <= e["ts"] <= hang[1]
+    ]
+    assert background and max(int(e["details"]["poll_age_ms"]) for e in background) >= 2000, background
+
+
 def test_zombie_commit_keeps_its_offsets_and_who_it_last_was(overruns: OverrunRun) -> None:
     """(b) a synchronous commit that raised carries the partitions and offsets it tried to commit; (c) commit
     events name the member id and generation last held while assigned, whatever librdkafka holds by then."""
