@@ -181,3 +181,46 @@ def probe_access(
         except KafkaException as error:
             if error.args and error.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                 raise denied("describe", "group", "*") from None
+
+
+GROUP_SESSION_CONFIGS = ("group.consumer.session.timeout.ms", "group.streams.session.timeout.ms")
+"""The broker configs that are every KIP-848 / KIP-1071 member's session timeout (Kafka 3.7+ / 4.1+)."""
+
+
+class BrokerConfigUnreadable(Exception):
+    """The cluster did not say its group configs; the message says why (a missing ACL, a timeout)."""
+
+
+def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: float) -> dict[str, int]:
+    """The group session timeouts the cluster's brokers apply (DescribeConfigs of one broker: the value it runs
+    with, default or set), by config name; a broker too old for a config leaves it out. Raises
+    `BrokerConfigUnreadable` when the cluster does not answer or the principal lacks DescribeConfigs on the
+    cluster."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    chatter = ClientChatter()
+    config = {
+        **{k: v for k, v in settings.items() if k not in ("logger", "error_cb")},
+        "error_cb": chatter.on_error,
+        "logger": chatter.logger(),
+    }
+    admin = AdminClient(config)
+    try:
+        nodes = admin.describe_cluster(request_timeout=timeout_s).result(timeout_s).nodes
+        if not nodes:
+            raise BrokerConfigUnreadable("the cluster named no broker")
+        resource = ConfigResource(ResourceType.BROKER, str(nodes[0].id))
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except KafkaException as error:
+        detail = error.args[0].str() if error.args and isinstance(error.args[0], KafkaError) else str(error)
+        if "authoriz" in detail.lower():
+            detail += f" (grant {principal_of(settings)} DescribeConfigs on the cluster)"
+        raise BrokerConfigUnreadable(detail) from None
+    except TimeoutError:  # concurrent.futures' in Python 3.11
+        raise BrokerConfigUnreadable(f"no answer within {timeout_s:g} s") from None
+    found: dict[str, int] = {}
+    for name in GROUP_SESSION_CONFIGS:
+        entry = entries.get(name)
+        if entry is not None and entry.value is not None and str(entry.value).isdigit():
+            found[name] = int(entry.value)
+    return found

@@ -185,7 +185,9 @@ def _threshold_overrides() -> type[FrozenSection]:
     optional; a name not given keeps the dataclass's default (the defaults live there alone). Checked at load like
     every other key: an unknown name or a wrong type is a sentence that names `detect.thresholds.<name>`."""
     hints = typing.get_type_hints(DetectorThresholds)
-    fields: dict[str, Any] = {f.name: (hints[f.name], None) for f in dataclasses.fields(DetectorThresholds)}
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], None) for f in dataclasses.fields(DetectorThresholds) if not f.metadata.get("learnt")
+    }
     return create_model("ThresholdOverrides", __base__=FrozenSection, **fields)
 
 

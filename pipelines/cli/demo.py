@@ -72,15 +72,6 @@ def prepare_data_dir(data_dir: Path) -> None:
     (data_dir / DEMO_MARKER).write_text("written by radar demo; cleared by the next radar demo over this dir\n")
 
 
-def demo_config(config: RadarConfig) -> RadarConfig:
-    """The embedded broker's KIP-848 session timeout is the group session the detectors must assume (the records
-    of `group.protocol=consumer` members carry none), unless the conf already names one."""
-    if "default_session_timeout_ms" in config.detect.threshold_overrides():
-        return config
-    detect = config.detect.with_thresholds(default_session_timeout_ms=config.broker.group_consumer_session_timeout_ms)
-    return config.model_copy(update={"detect": detect})
-
-
 def read_detections(spark: SparkSession, config: RadarConfig) -> list[dict[str, Any]]:
     """The detections written so far (none while the table does not exist yet)."""
     location = TableCatalog(config).location(DETECTIONS)
@@ -306,6 +297,7 @@ def run_demo(
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
     from rebalance_radar.pipelines.runtime.session import build_spark_session
+    from rebalance_radar.pipelines.stages.broker_settings import described_by_cluster
     from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
     from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
     from rebalance_radar.pipelines.stages.ingest import IngestStage, kafka_checkpoint_name
@@ -316,7 +308,6 @@ def run_demo(
     if not config.kafka.telemetry_topics:
         raise ConfigError("kafka.telemetry_topics is empty: the demo's agents and clock need a telemetry topic.")
     console = console or output_console(sys.stderr)
-    config = demo_config(config)
     started = time.monotonic()
     telemetry = config.kafka.telemetry_topics[0]
     with ExitStack() as stack:
@@ -351,7 +342,11 @@ def run_demo(
                 spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
             )
             detect = DetectStage(
-                spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
+                spark,
+                config,
+                checkpoint_name=checkpoint,
+                kafka=KafkaDetectorSources(source, telemetry_source),
+                broker=described_by_cluster(client_settings(bootstrap), config.kafka.connect_timeout_s),
             )
             stages = [ingest, detect]
             queries = start_stages(stack, stages)

@@ -167,6 +167,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
     from rebalance_radar.pipelines.runtime.session import build_spark_session, on_databricks
+    from rebalance_radar.pipelines.stages.broker_settings import described_by_cluster
     from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
     from rebalance_radar.pipelines.stages.source_gaps import SourceGapRecorder
     from rebalance_radar.pipelines.stages.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
@@ -204,16 +205,21 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         ingest = IngestStage(
             spark, config, source, telemetry_source=telemetry_source, checkpoint_name=checkpoint, from_kafka=True
         )
+        settings = cluster_client_settings(spark, config, bootstrap)
         detect = DetectStage(
-            spark, config, checkpoint_name=checkpoint, kafka=KafkaDetectorSources(source, telemetry_source)
+            spark,
+            config,
+            checkpoint_name=checkpoint,
+            kafka=KafkaDetectorSources(source, telemetry_source),
+            broker=described_by_cluster(settings, config.kafka.connect_timeout_s),
         )
         clock = ClockTickEmitter(
-            cluster_client_settings(spark, config, bootstrap),
+            settings,
             telemetry_topics[0],
             interval_ms=config.detect.tick_interval_ms,
         )
         stack.enter_context(clock)  # entered before the stages: stopped after their last micro-batch
-        end_offsets = lag_poller(config, cluster_client_settings(spark, config, bootstrap))
+        end_offsets = lag_poller(config, settings)
         if end_offsets is not None:
             stack.enter_context(end_offsets)
         stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines

@@ -61,6 +61,7 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 
 from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.runtime.phases import phase
+from rebalance_radar.pipelines.stages.broker_settings import BrokerGroupSettings, learnt_thresholds
 from rebalance_radar.pipelines.stages.detection_turn import detection_turn, write_turn
 from rebalance_radar.pipelines.stages.streams import (
     RunningQueries,
@@ -725,7 +726,12 @@ def users_groups(input_rows: DataFrame, config: RadarConfig) -> DataFrame:
 
 
 def tracked_groups(
-    input_rows: DataFrame, config: RadarConfig, binding: TrackerBinding, *, preview: bool = False
+    input_rows: DataFrame,
+    config: RadarConfig,
+    binding: TrackerBinding,
+    *,
+    preview: bool = False,
+    learnt: Mapping[str, Any] | None = None,
 ) -> DataFrame:
     """Watermark on event time, then one tracker per group (`preview`: each also shows the detections of the events
     ahead of the watermark as provisional rows, `GroupTracker.preview`).
@@ -733,8 +739,9 @@ def tracked_groups(
     Clock ticks (group_id null) are not filtered out here: Spark pushes a filter that does not read the event-time
     column below `withWatermark`, so the ticks would never reach the watermark (seen: it stayed at the last group
     event while ticks streamed in). They go to the operator under the key (cluster, null), which keeps no state.
+    `learnt`: threshold values read from the cluster before the start (`pipelines.stages.broker_settings`).
     """
-    thresholds = binding.thresholds(**config.detect.threshold_overrides())  # validated at load
+    thresholds = binding.thresholds(**config.detect.threshold_overrides(), **(learnt or {}))  # validated at load
     processor = GroupTrackerProcessor(binding, thresholds, config.detect.state_ttl_ms, preview=preview)
     input_rows = users_groups(input_rows, config)
     return (
@@ -797,12 +804,14 @@ class DetectStage(Stage):
         available_now: bool = False,
         binding: TrackerBinding | None = None,
         kafka: KafkaDetectorSources | None = None,
+        broker: BrokerGroupSettings | None = None,
     ) -> None:
         super().__init__()
         self.spark, self.config, self.checkpoint_name = spark, config, checkpoint_name
         self.trigger = Trigger(available_now, config.detect.trigger_interval)
         self.binding = binding
         self.kafka = kafka
+        self.broker = broker  # the cluster's answer to DescribeConfigs, when the caller asked it
         self._drained = False
 
     @property
@@ -822,7 +831,10 @@ class DetectStage(Stage):
             else detector_input_from_kafka(self.config, self.kafka)
         )
         preview = self.staged and self.config.detect.provisional_detections
-        tracked = tracked_groups(events, self.config, self.binding or default_binding(), preview=preview)
+        with phase("broker group settings"):
+            learnt = learnt_thresholds(self.spark, self.config, self.broker)
+        binding = self.binding or default_binding()
+        tracked = tracked_groups(events, self.config, binding, preview=preview, learnt=learnt)
         query = start_query(
             tracked,
             f"{DETECT_QUERY}-{self.checkpoint_name}",

@@ -2,7 +2,7 @@
 TLS, a CA and certificate made for the run) and ACLs, nothing allowed without one.
 
 - `radar run`, the consumer agent and the group poller connect with credentials from the environment (through the
-  one builder of client settings) and a detection is seen.
+  one builder of client settings) and a detection is seen; radar run's end-offset poller writes the group's end offsets.
 - A principal without Read on `__consumer_offsets`, one without Describe on the groups, and wrong credentials each
   get one sentence naming what is missing, not a hang or a traceback.
 - Clock ticks that cannot be written are said, on the run's status line.
@@ -33,9 +33,10 @@ from rebalance_radar.pipelines.local.broker_security import Grant, ScramUser, mo
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
 from rebalance_radar.pipelines.runtime.console import StatusLine
+from rebalance_radar.pipelines.stages.broker_settings import described_by_cluster
 from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.storage.tables import TableCatalog
-from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, TABLES
+from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, PARTITION_END_OFFSETS, TABLES
 from tests.pipelines.group_member import CoordinatorLog, start_member
 from tests.pipelines.ingest_support import table, wait_for
 from tests.pipelines.radar_run_process import RadarRun, radar_command
@@ -177,6 +178,24 @@ def test_wrong_credentials_and_a_missing_describe_on_groups_are_sentences(
     assert_no_password(output, secured, "the missing-describe error")
 
 
+def test_the_group_session_timeouts_need_describe_configs_on_the_cluster(
+    secured: SecuredCluster, radar_config: RadarConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`radar`'s grants read the broker's group session timeouts over SASL_SSL; a principal without DescribeConfigs
+    on the cluster gets one sentence naming the grant, and the run goes on without the value."""
+    settings = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("radar"))
+    found = described_by_cluster(settings, 15)
+    assert found is not None
+    assert found.consumer_session_timeout_ms == radar_config.broker.group_consumer_session_timeout_ms
+    capsys.readouterr()
+    refused = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("nogroups"))
+    assert described_by_cluster(refused, 15) is None
+    said = capsys.readouterr().err
+    assert "grant User:nogroups DescribeConfigs on the cluster" in said, said
+    assert "Traceback" not in said
+    assert_no_password(said, secured, "the missing-DescribeConfigs sentence")
+
+
 def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured: SecuredCluster) -> None:
     settings = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("mute"))
     clock = ClockTickEmitter(settings, secured.telemetry, interval_ms=200)
@@ -219,7 +238,10 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
     ).model_dump_json(exclude_none=True)
     bootstrap = secured.broker.bootstrap_servers
     members: list[MemberProcess] = []
-    env = secured.radar_env("radar") | {"RADAR__INGEST__TRIGGER_INTERVAL": "2 seconds"}
+    env = secured.radar_env("radar") | {
+        "RADAR__INGEST__TRIGGER_INTERVAL": "2 seconds",
+        "RADAR__LAG__POLL_INTERVAL": "2 seconds",
+    }
     try:
         with RadarRun(config, env, tmp_path / "run.log") as run:
 
@@ -258,6 +280,10 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
     assert kinds, output[-3000:]
     events = table(spark, config, HEARTBEAT_EVENTS).where(f"group_id = '{group}'").collect()
     assert events, "no telemetry of the group from the agent and the poller on the secured telemetry topic"
+    ends = table(spark, config, PARTITION_END_OFFSETS).where(f"group_id = '{group}'").collect()
+    assert ends, "radar run's end-offset poller wrote nothing for the group over SASL_SSL"
+    assert {(r["topic"], r["error"]) for r in ends} == {(secured.work_topic, None)}, ends
+    assert all(r["end_offset"] is not None for r in ends)
     # the passwords: not in radar's console, not in Spark's logs, not in any table
     assert_no_password(output, secured, "radar run's output")
     for log_file in data_dir.rglob("*.log"):

@@ -22,6 +22,8 @@ from rebalance_radar.transforms.detectors.state import (
 )
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 
+RADAR_CONF = "radar's conf"
+"""Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 MAX_CLIENTS = 256
 """Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
 
@@ -74,11 +76,16 @@ def learn_broker_config(state: GroupState, event: GroupEvent) -> None:
 
 
 def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> None:
-    """The broker's group session timeouts radar's conf gives, unless the broker's own listing was seen."""
+    """The broker's group session timeouts the thresholds give (radar's conf, or what the detection read from the
+    broker at start), unless the broker's own listing was seen in this group's events."""
     consumer, streams = thresholds.consumer_group_session_timeout_ms, thresholds.streams_group_session_timeout_ms
     if (consumer or streams) and (state.broker_settings is None or state.broker_settings.from_conf):
         state.broker_settings = BrokerSettings(
-            at_ms=0, consumer_session_timeout_ms=consumer, streams_session_timeout_ms=streams, from_conf=True
+            at_ms=0,
+            consumer_session_timeout_ms=consumer,
+            streams_session_timeout_ms=streams,
+            from_conf=True,
+            told_by=thresholds.group_session_timeouts_from,
         )
     elif not (consumer or streams) and state.broker_settings is not None and state.broker_settings.from_conf:
         state.broker_settings = None  # taken out of the conf since
@@ -120,7 +127,9 @@ def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) 
     """A member's session timeout where radar knows it; None when it does not."""
     protocol = group_protocol(state)
     broker = state.broker_settings
-    told = " as radar's conf gives it" if broker is not None and broker.from_conf else ""
+    told = ""
+    if broker is not None and broker.from_conf:
+        told = f", from {broker.told_by or RADAR_CONF}"
     if protocol == "consumer" and broker is not None and broker.consumer_session_timeout_ms:
         return SessionTimeout(
             broker.consumer_session_timeout_ms, f"the broker's group.consumer.session.timeout.ms{told}"

@@ -411,7 +411,10 @@ class BrokerSettings:
     classic_max_session_timeout_ms: int | None = None
     initial_rebalance_delay_ms: int | None = None
     from_conf: bool = False
-    """Given in radar's conf (`detect.thresholds`), not read from the broker's log: a listing seen replaces it."""
+    """Given from outside the group's own events (`detect.thresholds`: radar's conf, or what the detection read
+    from the broker at start), not from a listing this tracker saw: a listing seen replaces it."""
+    told_by: str | None = None
+    """Who gave it when `from_conf` (`DetectorThresholds.group_session_timeouts_from`)."""
 
 
 @dataclass

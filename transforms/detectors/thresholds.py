@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MINUTE_MS = 60_000
 
@@ -46,6 +46,9 @@ class DetectorThresholds:
     timeout (None: from the broker's configuration listing in its log, else assumed)."""
     streams_group_session_timeout_ms: int | None = None
     """The broker's group.streams.session.timeout.ms, likewise for streams groups (KIP-1071)."""
+    group_session_timeouts_from: str = field(default="radar's conf", metadata={"learnt": True})  # settings.RADAR_CONF
+    """Where the two above came from, for the sentences: radar's conf, or what the detection read from the broker
+    before it started (`pipelines.stages.broker_settings`). Not a conf key."""
     default_rebalance_timeout_ms: int = 300_000
     """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
     rebalance_storm_count: int = 5

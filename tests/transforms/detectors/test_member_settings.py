@@ -63,7 +63,7 @@ def consumer_listing(t_ms: int, client_id: str, group: str, max_poll_interval_ms
     ).encode()
 
 
-def _kip848_member_fenced(s: Silver, t: int) -> int:
+def kip848_member_fenced(s: Silver, t: int) -> int:
     """Two KIP-848 members at epoch 3; m-b's session expires at t + 50 s (the coordinator's own line)."""
     s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
     for member in ("m-a", "m-b"):
@@ -92,7 +92,7 @@ def _for_group(rows: list[dict], group: str) -> list[dict]:
 def test_a_kip848_member_expiring_with_the_brokers_session_timeout_known_says_it() -> None:
     s = Silver()
     s._telemetry(broker_listing(BASE_MS - 60_000), BASE_MS - 60_000)
-    gone = _kip848_member_fenced(s, BASE_MS)
+    gone = kip848_member_fenced(s, BASE_MS)
     out = run(G, _for_group(s.rows, G), gone + 60_000)
     (expiry,) = out.of_kind("heartbeat_expiration")
     assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
@@ -103,7 +103,7 @@ def test_without_the_brokers_listing_a_kip848_members_timeout_is_assumed_not_its
     s = Silver()
     # its client's listing says session.timeout.ms = 45000: a KIP-848 coordinator does not use it
     s._telemetry(consumer_listing(BASE_MS - 5000, "m-b", G, 300_000, 500), BASE_MS - 5000)
-    gone = _kip848_member_fenced(s, BASE_MS)
+    gone = kip848_member_fenced(s, BASE_MS)
     (expiry,) = run(G, s.rows, gone + 60_000).of_kind("heartbeat_expiration")
     assert "the 45 s session timeout radar assumes" in expiry["summary"]
     assert "its 45 s" not in expiry["summary"]
@@ -225,16 +225,16 @@ def test_the_agents_own_settings_reach_the_tracker_as_its_members_session_timeou
 
 def test_the_brokers_session_timeout_given_in_radars_conf_is_used_until_its_listing_is_seen() -> None:
     s = Silver()
-    gone = _kip848_member_fenced(s, BASE_MS)
+    gone = kip848_member_fenced(s, BASE_MS)
     conf = DetectorThresholds(consumer_group_session_timeout_ms=15_000)
     (expiry,) = run(G, s.rows, gone + 60_000, conf).of_kind("heartbeat_expiration")
     assert (
-        "its 15 s session timeout (the broker's group.consumer.session.timeout.ms as radar's conf gives it)"
+        "its 15 s session timeout (the broker's group.consumer.session.timeout.ms, from radar's conf)"
         in (expiry["summary"])
     )
     listed = Silver()
     listed._telemetry(broker_listing(BASE_MS - 60_000, consumer_session_ms=10_000), BASE_MS - 60_000)
-    gone = _kip848_member_fenced(listed, BASE_MS)
+    gone = kip848_member_fenced(listed, BASE_MS)
     (expiry,) = run(G, _for_group(listed.rows, G), gone + 60_000, conf).of_kind("heartbeat_expiration")
     assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
     assert "It was silent" not in expiry["summary"] or "against the broker's" in expiry["summary"]
@@ -302,7 +302,6 @@ def test_a_real_streams_crash_loops_expirations_name_the_brokers_streams_session
     expiries = known.of_kind("heartbeat_expiration")
     assert len(expiries) == len(assumed)
     assert all(
-        "its 10 s session timeout (the broker's group.streams.session.timeout.ms as radar's conf gives it)"
-        in d["summary"]
+        "its 10 s session timeout (the broker's group.streams.session.timeout.ms, from radar's conf)" in d["summary"]
         for d in expiries
     )

@@ -1,0 +1,74 @@
+"""The coordinator's group session timeouts reach every group's tracker (`pipelines.stages.broker_settings`): the
+broker's `KafkaConfig values:` listing is an event of no group, so a replay reads it from `heartbeat_events` before
+the detection starts, and a live run asks the cluster (DescribeConfigs of a broker, on the real embedded broker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from rebalance_radar.emitters.cluster_probe import describe_group_session_timeouts
+from rebalance_radar.emitters.kafka_settings import client_settings
+from rebalance_radar.pipelines.cli import main
+from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.stages.broker_settings import (
+    FROM_BROKER_LOG,
+    FROM_DESCRIBE_CONFIGS,
+    BrokerGroupSettings,
+    described_by_cluster,
+)
+from tests.pipelines.incident_tables import CONF, DumpedSilver
+from tests.transforms.detectors.silver_rows import BASE_MS
+from tests.transforms.detectors.test_member_settings import G, broker_listing, kip848_member_fenced
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def expirations(data_dir: Path, spark: SparkSession) -> list[dict[str, Any]]:
+    rows = spark.read.format("delta").load(str(data_dir / "tables" / "detections")).collect()
+    return [r.asDict() for r in rows if r["group_id"] == G and r["kind"] == "heartbeat_expiration"]
+
+
+def test_a_replayed_broker_listing_gives_kip848_members_the_brokers_session_timeout(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The listing (10 s) comes a minute before the group's records, with no group id, as a broker prints it at
+    start: the expiration says the broker's 10 s and where radar read it, not an assumed 45 s."""
+    s = DumpedSilver()
+    s._telemetry(broker_listing(BASE_MS - 60_000, consumer_session_ms=10_000), BASE_MS - 60_000)
+    kip848_member_fenced(s, BASE_MS)
+    dump = s.write(tmp_path / "dump.jsonl")
+    data_dir = tmp_path / "data"
+    assert main(["replay", "--input", str(dump), "--data-dir", str(data_dir), "--conf", str(CONF)]) == 0
+    (expiry,) = expirations(data_dir, spark)
+    expected = f"its 10 s session timeout (the broker's group.consumer.session.timeout.ms, from {FROM_BROKER_LOG})"
+    assert expected in expiry["summary"], expiry["summary"]
+    assert "assumes" not in expiry["summary"]
+    assert json.loads(expiry["evidence"]), "evidence on every row"
+    # without the listing the same records say the timeout is assumed: tests/transforms/detectors/test_member_settings
+
+
+@pytest.mark.kafka
+def test_a_live_run_asks_the_cluster_for_its_group_session_timeouts(
+    kafka_broker: Any, radar_config: RadarConfig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The embedded broker runs with conf/local.yml's `group.consumer.session.timeout.ms` (6 s); Kafka 4.x also has
+    the streams groups' config (default 45 s). A cluster that does not answer is one sentence, and no value."""
+    settings = client_settings(kafka_broker.bootstrap_servers)
+    found = describe_group_session_timeouts(settings, 15)
+    assert found["group.consumer.session.timeout.ms"] == radar_config.broker.group_consumer_session_timeout_ms
+    assert found.get("group.streams.session.timeout.ms", 45_000) > 0
+    described = described_by_cluster(settings, 15)
+    assert described == BrokerGroupSettings(
+        radar_config.broker.group_consumer_session_timeout_ms,
+        found.get("group.streams.session.timeout.ms"),
+        FROM_DESCRIBE_CONFIGS,
+    )
+    assert described_by_cluster(client_settings("127.0.0.1:9"), 2) is None
+    said = capsys.readouterr().err
+    assert said.startswith("radar: the cluster did not say its group session timeouts (no answer within 2 s)"), said
+    assert "Traceback" not in said
