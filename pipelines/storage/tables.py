@@ -131,7 +131,8 @@ def compact_when_due(spark: SparkSession, config: RadarConfig, table: TableSchem
     its small files), in the writer's thread as Delta's auto compaction did. Counting its own writes costs nothing,
     where Delta's hook rebuilt the table's state after every commit to decide; a restarted process starts counting
     again, and `radar maintain` (Z-ordered) does the rest. The version moves by two, as `delta_log.rearranged_only`
-    allows."""
+    allows. An OPTIMIZE that loses a commit race (another process's MERGE or DELETE removed files it read) is not
+    the write's failure: the next write of this process tries again."""
     if not compacts_itself(table):
         return
     catalog = TableCatalog(config)
@@ -143,7 +144,11 @@ def compact_when_due(spark: SparkSession, config: RadarConfig, table: TableSchem
         _WRITES_SINCE_COMPACTION[key] = 0 if due else writes
     if due:
         target = catalog.name(table) if location is None else f"delta.`{location}`"
-        spark.sql(f"OPTIMIZE {target}")
+        try:
+            spark.sql(f"OPTIMIZE {target}")
+        except delta_conflicts():
+            with _WRITES_LOCK:
+                _WRITES_SINCE_COMPACTION[key] = config.storage.compact_after_writes - 1
 
 
 def table_properties(table: TableSchema) -> dict[str, str]:
