@@ -26,6 +26,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
+from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
 from rebalance_radar.emitters.kafka_settings import SecurityConfig, client_settings
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
@@ -90,7 +91,8 @@ class SecuredCluster:
 def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
     """A SASL_SSL broker with five principals: `radar` (what `monitor_grants` gives), `app` (a consumer fleet with
     the agent and the poller), `blind` (radar's grants but Read on __consumer_offsets), `mute` (radar's grants but
-    Write on the telemetry topic), `nogroups` (may describe the cluster, no group)."""
+    Write on the telemetry topic), `nogroups` (may describe the cluster, no group), `notopics` (radar's grants but
+    Describe on the users' topics)."""
     tag = uuid.uuid4().hex[:6]
     telemetry, work = f"radar.telemetry.secured-{tag}", f"work-secured-{tag}"
     broker = EmbeddedKafka(
@@ -101,7 +103,7 @@ def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory)
         for future in admin.create_topics([NewTopic(telemetry, 1, 1), NewTopic(work, 2, 1)]).values():
             future.result(30)
         ensure_offsets_topic(broker.admin_bootstrap_servers, "__consumer_offsets")  # as on any cluster in use
-        names = ("radar", "app", "blind", "mute", "nogroups")
+        names = ("radar", "app", "blind", "mute", "nogroups", "notopics")
         users = {name: ScramUser(name, secrets.token_urlsafe(18)) for name in names}
         full = monitor_grants("radar", "__consumer_offsets", [telemetry])
         app = [
@@ -123,7 +125,12 @@ def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory)
             if not (g.name == telemetry and g.operation == "write")
         ]
         nogroups = [Grant("User:nogroups", "cluster", "kafka-cluster", "describe")]
-        broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups])
+        notopics = [
+            Grant("User:notopics", g.resource, g.name, g.operation, g.prefixed)
+            for g in full
+            if not (g.resource == "topic" and g.name == "*")
+        ]
+        broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups, *notopics])
         yield SecuredCluster(broker, telemetry, work, users)
 
 
@@ -266,6 +273,16 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
             assert polled.returncode == 0, polled.stdout + polled.stderr
             assert "1 group snapshots" in polled.stderr, polled.stderr
             assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
+            # lag without Describe on the group's topic: the topic is named once, the round goes on
+            blind_to_topics = client_settings(bootstrap, SECURITY, env=secured.env("notopics"))
+            end_offsets = EndOffsetsPoller(blind_to_topics, secured.telemetry, groups=[group])
+            try:
+                end_offsets.poll_once()
+            finally:
+                end_offsets.stop()
+            refused = end_offsets.problem() or ""
+            assert f"end offsets of {secured.work_topic} are refused (TOPIC_AUTHORIZATION_FAILED)" in refused, refused
+            assert "grant radar's principal Describe on those topics" in refused
             coordinator = CoordinatorLog(secured.broker.log_file)
             a.signal(signal.SIGSTOP)  # past its 3 s session: expired
             coordinator.wait_expired(group)
