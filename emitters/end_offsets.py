@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -32,6 +32,8 @@ from rebalance_radar.transforms.telemetry.end_offsets import (
 )
 
 DENIED_ERRORS = frozenset({"TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
+NOT_IN_METADATA = frozenset({"NOENT", "UNKNOWN_TOPIC_OR_PART"})
+"""librdkafka's errors for a partition whose topic its metadata does not hold (refused or deleted)."""
 NO_OFFSET = -1001
 """librdkafka's OFFSET_INVALID: the group has no committed offset for the partition."""
 
@@ -141,6 +143,25 @@ class EndOffsetsPoller:
                 found[(tp.topic, tp.partition)] = PartitionEndOffset(tp.topic, tp.partition, int(info.offset))
             except KafkaException as failure:
                 found[(tp.topic, tp.partition)] = PartitionEndOffset(tp.topic, tp.partition, None, error_name(failure))
+        unknown = {key[0] for key, end in found.items() if end.error in NOT_IN_METADATA}
+        for topic, error in self.why_not_in_metadata(unknown).items():
+            for key, end in found.items():
+                if key[0] == topic and end.error in NOT_IN_METADATA:
+                    found[key] = replace(end, error=error)
+        return found
+
+    def why_not_in_metadata(self, topics: set[str]) -> dict[str, str]:
+        """librdkafka answers NOENT for a topic missing from its metadata, whether the principal may not describe
+        it or it was deleted: the cluster's metadata for the topic itself tells which (TOPIC_AUTHORIZATION_FAILED,
+        UNKNOWN_TOPIC_OR_PART)."""
+        found: dict[str, str] = {}
+        for topic in sorted(topics):
+            try:
+                metadata = self.admin.list_topics(topic=topic, timeout=self.timeout_s).topics.get(topic)
+            except KafkaException:
+                continue  # the next round asks again
+            if metadata is not None and metadata.error is not None:
+                found[topic] = error_name(metadata.error)
         return found
 
     def poll_once(self) -> EndOffsetsRound:
