@@ -12,7 +12,11 @@ principal may not describe is named in `problem()` (the run's status line) once,
 
 from __future__ import annotations
 
+import contextlib
+import json
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -240,3 +244,157 @@ class EndOffsetsPoller:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.stop()
+
+
+# --- the poller in a process of its own ---------------------------------------------------------------------------
+
+RESTART_LIMIT = 20
+"""Restarts of a crashed poller process per run at most; past it lag stays unknown and the status line says why."""
+
+
+class IsolatedEndOffsetsPoller:
+    """`EndOffsetsPoller` in a child process (`python -m rebalance_radar.emitters.end_offsets`), restarted when it
+    dies. Why: librdkafka's admin client can crash the whole process on a coordinator move, the moment an incident
+    happens (a NULL group handle on NOT_COORDINATOR in ListConsumerGroupOffsets, confluentinc/librdkafka#5040; an
+    assertion on a dropped connection in DescribeConsumerGroups, #4605): `radar run` must outlive it. The settings
+    (credentials included) reach the child on its stdin, never its command line or environment; it prints one JSON
+    status line per round, which `problem()` reads."""
+
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        topic: str,
+        *,
+        interval_s: float = 10.0,
+        groups: Iterable[str] = (),
+        left_out_prefix: str | None = None,
+        emitter: str | None = None,
+    ) -> None:
+        unsendable = sorted(k for k, v in settings.items() if not isinstance(v, str | int | float | bool))
+        if unsendable:  # a callback cannot cross to the child: say so rather than poll without it
+            raise ValueError(f"client settings {unsendable} cannot reach the end-offset poller's process")
+        self.request = {
+            "settings": dict(settings),
+            "topic": topic,
+            "interval_s": interval_s,
+            "groups": list(groups),
+            "left_out_prefix": left_out_prefix,
+            "emitter": emitter or f"radar-end-offsets@{socket.gethostname()}",
+        }
+        self.interval_s = interval_s
+        self.status: dict[str, Any] = {}
+        self.crashes: list[str] = []
+        self.process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="radar-end-offsets-supervisor", daemon=True)
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rebalance_radar.emitters.end_offsets"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(self.request) + "\n")
+        process.stdin.close()
+        return process
+
+    def _supervise(self) -> None:
+        while not self._stop.is_set():
+            process = self._spawn()
+            with self._lock:
+                self.process = process
+            assert process.stdout is not None
+            for line in process.stdout:
+                with contextlib.suppress(ValueError):
+                    self.status = json.loads(line)
+            code = process.wait()
+            if self._stop.is_set():
+                return
+            with self._lock:
+                self.crashes.append(_ended(code))
+                if len(self.crashes) > RESTART_LIMIT:
+                    return
+            self._stop.wait(min(self.interval_s, 5.0))
+
+    def problem(self) -> str | None:
+        """The child's own sentence (a refused topic), and its crashes, if any."""
+        said = [self.status.get("problem")] if self.status.get("problem") else []
+        if self.crashes:
+            again = "restarted" if len(self.crashes) <= RESTART_LIMIT else "not restarted again: lag is unknown"
+            said.append(
+                f"lag: the end-offset poller's process died {len(self.crashes)} time(s) (last: {self.crashes[-1]}; "
+                f"librdkafka's admin client can crash on a coordinator move), {again}"
+            )
+        return "; ".join(said) or None
+
+    def start(self) -> IsolatedEndOffsetsPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)  # the child ends its round, flushes its records and exits
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def __enter__(self) -> IsolatedEndOffsetsPoller:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _ended(code: int) -> str:
+    """How a child process ended, for a sentence: `signal SIGSEGV` or `exit 1`."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    return f"exit {code}"
+
+
+def main() -> int:
+    """The child of `IsolatedEndOffsetsPoller`: its request on stdin, one status line per round on stdout, until
+    SIGTERM."""
+    request = json.loads(sys.stdin.readline())
+    prefix = request["left_out_prefix"]
+    poller = EndOffsetsPoller(
+        request["settings"],
+        request["topic"],
+        interval_s=request["interval_s"],
+        groups=request["groups"],
+        watched=lambda group: not (prefix and group.startswith(prefix)),
+        emitter=request["emitter"],
+    )
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    next_at = time.monotonic()
+    while not stopping.is_set():
+        try:
+            poller.poll_once()
+        except Exception as failure:  # an unreachable cluster: said in the status, the next round tries again
+            poller.last_error = str(failure)
+        print(
+            json.dumps({"rounds": poller.rounds, "problem": poller.problem(), "last_error": poller.last_error}),
+            flush=True,
+        )
+        next_at += poller.interval_s
+        stopping.wait(max(0.0, next_at - time.monotonic()))
+    poller.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,7 +38,7 @@ from rebalance_radar.pipelines.storage.tables import TableCatalog, count_if_exis
 from rebalance_radar.transforms.schemas import DETECTIONS
 
 if TYPE_CHECKING:
-    from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+    from rebalance_radar.emitters.end_offsets import IsolatedEndOffsetsPoller
 
 SUMMARY_EXAMPLES = 5
 
@@ -144,19 +144,19 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
         return table_counts(spark, config), summary
 
 
-def lag_poller(config: RadarConfig, settings: Mapping[str, Any]) -> EndOffsetsPoller | None:
-    """The end-offset poller of a live run (`lag.enabled`), publishing to the first telemetry topic; radar's own
-    source groups are left out unless `detect.include_own_groups`."""
-    from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+def lag_poller(config: RadarConfig, settings: Mapping[str, Any]) -> IsolatedEndOffsetsPoller | None:
+    """The end-offset poller of a live run (`lag.enabled`), in a process of its own (a librdkafka admin-client crash
+    must not end the run), publishing to the first telemetry topic; radar's own source groups are left out unless
+    `detect.include_own_groups`."""
+    from rebalance_radar.emitters.end_offsets import IsolatedEndOffsetsPoller
 
     if not config.lag.enabled or not config.kafka.telemetry_topics:
         return None
-    own = config.detect.include_own_groups
-    return EndOffsetsPoller(
+    return IsolatedEndOffsetsPoller(
         settings,
         config.kafka.telemetry_topics[0],
         interval_s=config.lag.poll_interval_s,
-        watched=lambda group: own or not group.startswith(OWN_GROUP_PREFIX),
+        left_out_prefix=None if config.detect.include_own_groups else OWN_GROUP_PREFIX,
     )
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from typing import Any
 
@@ -10,10 +12,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from rebalance_radar.emitters.end_offsets import EndOffsetsPoller
+from rebalance_radar.emitters.end_offsets import EndOffsetsPoller, IsolatedEndOffsetsPoller
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.transforms.telemetry.end_offsets import EndOffsetsPoll, parse_end_offsets
 from tests.pipelines.group_member import create_topics, read_records
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.lag]
 
@@ -61,3 +64,30 @@ def test_committed_partitions_get_their_end_offsets_and_a_deleted_topic_does_not
     # comes first and names the error: either way a status, never an end offset
     assert after.get((gone, 0), (None, "UNKNOWN_TOPIC_OR_PART"))[0] is None
     assert second.groups == 1 and poller.problem() is None
+
+
+def test_the_poller_process_of_a_run_is_restarted_after_a_crash_and_says_so(kafka_broker: Any) -> None:
+    """`radar run`'s poller runs in a child process (librdkafka's admin client can crash a process on a coordinator
+    move): killed with SIGSEGV, as such a crash ends it, it is started again, publishes on, and the status line says
+    what happened."""
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    data, telemetry, group = f"eo-iso-data-{suffix}", f"eo-iso-tel-{suffix}", f"eo-iso-group-{suffix}"
+    create_topics(bootstrap, {data: 1, telemetry: 1})
+    committer = Consumer({**client_settings(bootstrap), "group.id": group, "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(data, 0, 0)], asynchronous=False)
+    committer.close()
+    poller = IsolatedEndOffsetsPoller(client_settings(bootstrap), telemetry, interval_s=0.5, groups=[group])
+    with poller:
+        wait_for(lambda: poller.status.get("rounds", 0) >= 1, 60, "the poller process's first round")
+        crashed = poller.process
+        assert crashed is not None
+        os.kill(crashed.pid, signal.SIGSEGV)
+        wait_for(lambda: poller.process is not crashed and poller.status.get("rounds", 0) >= 1, 60, "a restart")
+        restarted_at = len(polls(bootstrap, telemetry))
+        wait_for(lambda: len(polls(bootstrap, telemetry)) > restarted_at, 60, "records after the restart")
+        said = poller.problem() or ""
+    assert "the end-offset poller's process died 1 time(s) (last: signal SIGSEGV" in said, said
+    assert said.endswith("restarted"), said
+    assert poller.process is not None and poller.process.poll() == 0  # stopped: its own clean exit
+    assert {p.group_id for p in polls(bootstrap, telemetry)} == {group}
