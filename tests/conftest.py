@@ -11,7 +11,7 @@ from hypothesis import settings
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, RadarConfig, load_config
 
 SELECTED_MODULES = pytest.StashKey[set[str]]()
-JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings", "spark_cluster", "incident_tables"}
+JVM_FIXTURES = {"spark", "kafka_broker", "concurrent_recordings", "incident_tables"}
 
 # Examples are not timed: the live recordings run beside the pure tests (`tests.pipelines.concurrent_recordings`),
 # and a slowed example must not fail as "flaky" by hypothesis' 200 ms deadline.
@@ -20,32 +20,42 @@ settings.load_profile("radar")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The modules with selected tests (only their concurrent recordings start), and the order, each group in the
-    collection's: the modules whose tests start no JVM (beside the live recordings, which start with the first
-    test), the other codec and transform modules, the modules that read a live recording (while what it left
-    running is still up), the rest; last the tests that measure the whole process, once the recordings' threads are
-    done. Whole modules move, so a module's fixtures are set up once."""
-    from tests.pipelines.concurrent_recordings import RECORDERS
+    """The order, each group in the collection's: the modules whose tests start no JVM (beside the live
+    recordings, which start with the first test), the other codec and transform modules, the modules that read a
+    live recording (while what it left running is still up), the rest, the modules that read a lane run
+    (`concurrent_recordings.lane_run`: the lane has had the rest's length to finish them); last the tests that
+    measure the whole process, once the recordings' threads are done. Whole modules move, so a module's fixtures
+    are set up once."""
+    from tests.pipelines.concurrent_recordings import LANE, RECORDERS
 
-    modules = (getattr(item, "module", None) for item in items)
-    config.stash[SELECTED_MODULES] = {module.__name__ for module in modules if module is not None}
     jvm_modules = {item.nodeid.split("::")[0] for item in items if _starts_a_jvm(item)}
     reading = {recorder.__module__ for recorder in RECORDERS}
+    in_lane = {recorder.__module__ for recorder in LANE}
 
     def place(item: pytest.Item) -> int:
+        module = getattr(item, "module", None)
         if item.get_closest_marker("whole_process") is not None:
-            return 4
+            return 5
         if item.nodeid.split("::")[0] not in jvm_modules:
             return 0
         if item.nodeid.startswith("tests/transforms/"):
             return 1
-        return 2 if getattr(item, "module", None) is not None and item.module.__name__ in reading else 3
+        if module is not None and module.__name__ in in_lane:
+            return 4
+        return 2 if module is not None and module.__name__ in reading else 3
 
     items.sort(key=place)  # stable
     for item in items:
         # the fast tier, `pytest -m "not slow"`, is the tests that start no JVM
         if _starts_a_jvm(item) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The modules with selected tests, once `-m` / `-k` have deselected theirs: only their recordings and lane runs
+    start (a fast-tier run of a module whose slow tests read a recording starts none)."""
+    modules = (getattr(item, "module", None) for item in session.items)
+    session.config.stash[SELECTED_MODULES] = {module.__name__ for module in modules if module is not None}
 
 
 def _starts_a_jvm(item: pytest.Item) -> bool:
@@ -90,9 +100,9 @@ def broker_in_background(
 def recordings_started_early(request: pytest.FixtureRequest) -> None:
     """When a module that reads a live recording is selected, the broker and the recordings start with the first
     test, so their waits on Kafka's clocks pass beside the tests that start no JVM."""
-    from tests.pipelines.concurrent_recordings import RECORDERS
+    from tests.pipelines.concurrent_recordings import registered_modules
 
-    if {recorder.__module__ for recorder in RECORDERS} & request.config.stash.get(SELECTED_MODULES, set()):
+    if registered_modules() & request.config.stash.get(SELECTED_MODULES, set()):
         request.getfixturevalue("broker_in_background")
 
 
@@ -106,16 +116,6 @@ def kafka_broker(broker_in_background: object) -> object:
 def concurrent_recordings(broker_in_background: object) -> object:
     """The live recordings that wait on Kafka's clocks, started together (`tests.pipelines.concurrent_recordings`)."""
     return broker_in_background.recordings()  # type: ignore[attr-defined]
-
-
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The run's only Spark standalone cluster: a Master and two Workers of one core each, from pyspark's own
-    `bin/spark-class`."""
-    from tests.pipelines.standalone_cluster import StandaloneCluster
-
-    with StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")) as cluster:
-        yield cluster
 
 
 @pytest.fixture(scope="session")

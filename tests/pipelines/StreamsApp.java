@@ -1,6 +1,7 @@
 // A Kafka Streams application on Apache Kafka's own kafka-streams, for the live tests: a stateful count (source
 // topic -> count per key in an in-memory store, its changelog created by the broker -> sink topic) in a group on
-// the streams rebalance protocol (KIP-1071, `group.protocol=streams`), its real client log written by log4j2 to the
+// the streams rebalance protocol (KIP-1071, `group.protocol=streams`; `classic` as the 8th argument: the consumer
+// group protocol with Streams' own assignor, follow-up rebalances included), its real client log written by log4j2 to the
 // file the test ships. Compiled once per test run (`java_member.compiled_classes`) against kafka-streams' classpath.
 // It prints one JSON line per state transition of the application (what `MemberProcess.wait_for` reads).
 // SIGTERM closes it with LEAVE_GROUP (a clean shutdown: the member leaves the streams group); SIGKILL is a crash.
@@ -24,12 +25,12 @@ public class StreamsApp {
     }
 
     public static void main(String[] args) throws Exception {
-        // bootstrap application-id client-id source-topic sink-topic state-dir run-s
+        // bootstrap application-id client-id source-topic sink-topic state-dir run-s [group-protocol: streams]
         Properties settings = new Properties();
         settings.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         settings.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         settings.put(StreamsConfig.CLIENT_ID_CONFIG, args[2]);
-        settings.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        settings.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args.length > 7 ? args[7] : "streams");
         settings.put(StreamsConfig.STATE_DIR_CONFIG, args[5]);
         settings.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         settings.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 500);

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -61,6 +61,23 @@ def concurrent_recording(recorder: Recorder) -> Recorder:
     return recorder
 
 
+LANE: list[Recorder] = []
+
+
+def lane_run(recorder: Recorder) -> Recorder:
+    """Registers a module's run of radar subprocesses (a cluster, a crash loop): the lane runs them one at a time
+    once the recordings are done, beside the tests of the run's own session, which leave a core waiting on Spark's
+    triggers and Kafka's timeouts; its module reads it with `ConcurrentRecordings.result(recorder)` and is placed
+    last, so the lane has had the run's length to finish it."""
+    LANE.append(recorder)
+    return recorder
+
+
+def registered_modules() -> set[str]:
+    """The modules whose recordings or lane runs start with the session."""
+    return {recorder.__module__ for recorder in (*RECORDERS, *LANE)}
+
+
 class ConcurrentRecordings:
     """The recordings of the selected modules, all started at once in their own threads."""
 
@@ -71,6 +88,16 @@ class ConcurrentRecordings:
         self._futures: dict[Recorder, Future[Any]] = {
             recorder: self._pool.submit(recorder, context) for recorder in chosen
         }
+        recordings = list(self._futures.values())
+        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lane")
+        for recorder in (r for r in LANE if r.__module__ in selected_modules):
+            self._futures[recorder] = self._lane.submit(self._after, recordings, recorder, context)
+
+    @staticmethod
+    def _after(recordings: list[Future[Any]], recorder: Recorder, context: RecordingContext) -> Any:
+        """A lane run, once the recordings (whose waits on Kafka's clocks must not share the cores) are done."""
+        wait(recordings)
+        return recorder(context)
 
     def result(self, recorder: Recorder, timeout_s: float = 600.0) -> Any:
         """The recording's result (its exception, raised here, fails the module's tests)."""
@@ -80,6 +107,7 @@ class ConcurrentRecordings:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self._lane.shutdown(wait=True)
         self.context.teardown()
 
 

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from pyspark.sql import SparkSession
+from deltalake import DeltaTable
 
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS
-from tests.pipelines.ingest_support import table, wait_for
+from tests.pipelines.ingest_support import wait_for
 
 CONF = REPO_ROOT / "conf" / "local.yml"
 START_TIMEOUT_S = 300.0  # a cold driver (and executors) on a busy 2-core machine
@@ -78,14 +78,17 @@ class RadarRun:
             raise
         return self
 
-    def wait_for_detection(self, spark: SparkSession, group: str, timeout_s: float = 150.0) -> None:
-        """Until the gold `detections` table has a row of `group` (or the run ended: then it fails, with its log)."""
+    def wait_for_detection(self, group: str, timeout_s: float = 150.0) -> None:
+        """Until the gold `detections` table has a row of `group` (or the run ended: then it fails, with its log).
+        Read with `deltalake`, no JVM: a lane run (`concurrent_recordings.lane_run`) waits here beside the session's
+        own Spark work."""
 
         def detected() -> bool:
             location = TableCatalog(self.config).location(DETECTIONS)
             if not self.alive() or location is None or not (location / "_delta_log").is_dir():
                 return not self.alive()
-            return table(spark, self.config, DETECTIONS).where(f"group_id = '{group}'").count() > 0
+            rows = DeltaTable(str(location)).to_pyarrow_table(columns=["group_id"], filters=[("group_id", "=", group)])
+            return rows.num_rows > 0
 
         wait_for(detected, timeout_s, f"a detection of {group} (log: {self.log_path})", poll_s=2)
         assert self.alive(), self.output[-3000:]

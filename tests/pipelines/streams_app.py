@@ -52,10 +52,12 @@ def start_streams_instance(
     *,
     client_id: str | None = None,
     run_s: int = 300,
+    protocol: str = "streams",
 ) -> tuple[MemberProcess, Path]:
     """One instance (one JVM, one stream thread) of the application `application_id`, with a state directory of
     its own (a restarted container without a volume: a new process id); returns it and its log file
-    (`<out_dir>/<name>.log`). `client_id` defaults to `name`."""
+    (`<out_dir>/<name>.log`). `client_id` defaults to `name`; `protocol` is its `group.protocol` (`classic`: the
+    consumer group protocol, Streams' own assignor and its follow-up rebalances)."""
     java = shutil.which("java")
     assert java is not None, "java is not on PATH"
     log_file = out_dir / f"{name}.log"
@@ -66,6 +68,6 @@ def start_streams_instance(
     command = [
         java, "-Xmx256m", *QUICK_JVM, f"-Dlog4j2.configurationFile={settings}",
         "-cp", f"{compiled_classes(SOURCE, classpath)}:{classpath}", MAIN_CLASS,
-        bootstrap, application_id, client_id or name, source_topic, sink_topic, str(state_dir), str(run_s),
+        bootstrap, application_id, client_id or name, source_topic, sink_topic, str(state_dir), str(run_s), protocol,
     ]  # fmt: skip
     return MemberProcess(command, out_dir / f"{name}.jsonl"), log_file

@@ -25,6 +25,7 @@ from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.runtime.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
 from rebalance_radar.pipelines.storage.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.group_member import create_topics
 
 SAMPLE = REPO_ROOT / "samples" / "consumer_offsets.sample.jsonl"
@@ -350,9 +351,13 @@ def test_data_dir_is_relative_to_the_conf_file_from_any_folder(tmp_path: Path, m
 # --- 5. Python workers run radar's interpreter, whatever python3 is first on PATH ---
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> None:
+CompletedReplay = subprocess.CompletedProcess[str]
+
+
+@lane_run
+def replay_with_a_broken_python3_first_on_path(context: RecordingContext) -> tuple[Path, CompletedReplay]:
+    """The replay, in the suite's lane (`concurrent_recordings.lane_run`); the test reads what it left."""
+    tmp_path = context.tmp_path_factory.mktemp("broken-python")
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "python3").write_text("#!/bin/sh\necho 'not the python radar runs in' >&2\nexit 1\n")
@@ -380,6 +385,14 @@ def test_replay_works_with_a_broken_python3_first_on_path(tmp_path: Path) -> Non
         text=True,
         timeout=600,
     )
+    return tmp_path, done
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_replay_works_with_a_broken_python3_first_on_path(concurrent_recordings: ConcurrentRecordings) -> None:
+    tmp_path, done = concurrent_recordings.result(replay_with_a_broken_python3_first_on_path, timeout_s=1200)
+    started, temp = tmp_path / "started.log", tmp_path / "tmp"
     print(done.stderr)  # what a user sees (pytest -s), as pasted in the README
     assert done.returncode == 0, done.stderr[-3000:]
     assert "offset_commits=7" in done.stderr

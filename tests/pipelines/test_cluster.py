@@ -5,6 +5,9 @@ own Python reaching the executors by Spark's own means.
 - A replay writes, table by table, the rows the same replay writes on the local master, detections included.
 - `radar run` against a broker detects a member stalled past its session while one Worker is killed mid-run: Spark
   reschedules the lost tasks on the other, and every commit of the group lands once.
+
+Both run in the suite's lane (`concurrent_recordings.lane_run`: subprocesses beside the session's own tests), on one
+cluster; the tests then compare and count what they wrote with the session's Spark.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import subprocess
 import time
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +38,9 @@ from rebalance_radar.transforms.schemas import (
     TABLES,
     TableSchema,
 )
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.group_member import CoordinatorLog, create_topics, start_member
-from tests.pipelines.incident_tables import IncidentTables
+from tests.pipelines.incident_tables import IncidentTables, incident_scenario
 from tests.pipelines.ingest_support import (
     coordinates,
     duplicates,
@@ -76,25 +81,140 @@ def table_rows(spark: SparkSession, config: RadarConfig, schema: TableSchema) ->
     return found
 
 
-def test_a_replay_on_the_cluster_writes_the_rows_the_local_master_writes(
-    spark: SparkSession,
-    radar_config: RadarConfig,
-    spark_cluster: StandaloneCluster,
-    incident_tables: IncidentTables,
-    tmp_path: Path,
-) -> None:
-    dump = incident_tables.data_dir.parent / "incidents.jsonl"
-    data_dir = tmp_path / "on-the-cluster"
+@dataclass
+class Outcome:
+    """One part of the lane run: what it left for the test, or the exception that ended it (raised by the test)."""
+
+    value: Any = None
+    failure: BaseException | None = None
+
+    def result(self) -> Any:
+        if self.failure is not None:
+            raise self.failure
+        return self.value
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """What `radar run` on the cluster left: its config, group, exit, output and the Workers alive at its end."""
+
+    config: RadarConfig
+    group: str
+    returncode: int | None
+    output: str
+    workers_left: int
+
+
+@dataclass(frozen=True)
+class ClusterRuns:
+    replay: Outcome  # (returncode, stderr, data dir)
+    live: Outcome  # LiveRun
+
+
+@lane_run
+def run_on_the_cluster(context: RecordingContext) -> ClusterRuns:
+    """Both commands on one standalone cluster, in the lane (`concurrent_recordings.lane_run`): the replay of the
+    incident dump, then `radar run` against the run's broker with a Worker killed mid-run."""
+    folder = context.tmp_path_factory.mktemp("cluster-runs")
+    with StandaloneCluster(context.tmp_path_factory.mktemp("spark-cluster")) as cluster:
+        replay, live = Outcome(), Outcome()
+        try:
+            replay.value = replay_on(cluster, folder)
+        except Exception as failure:  # the live run still runs: its test is another test
+            replay.failure = failure
+        try:
+            live.value = live_run_on(cluster, context, folder / "live")
+        except Exception as failure:
+            live.failure = failure
+    return ClusterRuns(replay, live)
+
+
+def replay_on(cluster: StandaloneCluster, folder: Path) -> tuple[int, str, Path]:
+    dump = incident_scenario().write(folder / "incidents.jsonl")  # the local replay's file name, as its rows say
+    data_dir = folder / "on-the-cluster"
     done = subprocess.run(
         radar_command("replay", "--input", str(dump), "--data-dir", str(data_dir)),
-        cwd=tmp_path,
-        env=cluster_env(spark_cluster),
+        cwd=folder,
+        env=cluster_env(cluster),
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr and "Exception" not in done.stderr, done.stderr[-3000:]
+    return done.returncode, done.stderr, data_dir
+
+
+def live_run_on(cluster: StandaloneCluster, context: RecordingContext, folder: Path) -> LiveRun:
+    from rebalance_radar.emitters.log_shipper import start_shipper
+
+    folder.mkdir(parents=True)
+    bootstrap = context.bootstrap
+    tag = uuid.uuid4().hex[:8]
+    topic, group, telemetry = f"work-cluster-{tag}", f"group-cluster-{tag}", f"telemetry-cluster-{tag}"
+    create_topics(bootstrap, {topic: 2, telemetry: 1})
+    config = isolated_config(context.config, folder / "data", telemetry_topics=(telemetry,))
+    env = cluster_env(
+        cluster,
+        RADAR__KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+        RADAR__KAFKA__TELEMETRY_TOPICS=f"[{telemetry}]",
+        RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
+        RADAR__INGEST__TRIGGER_INTERVAL="2 seconds",
+    )
+    shipper = start_shipper(context.log_file, bootstrap, telemetry, from_start=False)
+    members = []
+    try:
+        with RadarRun(config, env, folder / "run.log") as run:
+            wait_for(
+                lambda: not run.alive() or started_from_latest(config),
+                RUN_TIMEOUT_S,
+                f"the offsets query to resolve `latest` (log: {run.log_path})",
+            )
+            a = start_member(folder, "A", bootstrap, topic, group, "--session-timeout-ms", "3000")
+            members.append(a)
+            a.wait_for("assigned", 60)
+            b = start_member(folder, "B", bootstrap, topic, group, "--session-timeout-ms", "3000")
+            members.append(b)
+            b.wait_for("assigned", 60)
+            time.sleep(2)  # kept, the scenario: the group works a moment before the machine is lost
+            cluster.kill_worker(0)  # a machine lost mid-run: its executor's tasks go to the other Worker
+            coordinator = CoordinatorLog(context.log_file)
+            a.signal(signal.SIGSTOP)  # A stalls past its 3 s session: the coordinator expires it
+            coordinator.wait_expired(group)
+            a.signal(signal.SIGCONT)
+            a.wait_for("commit_error", 30)
+            refused_at = next(i for i, line in enumerate(a.lines()) if "commit_error" in line)
+            a.wait_for("assigned", 30, after=refused_at)  # A back in the group: it leaves it cleanly below
+            for member in members:
+                member.stop()
+            run.wait_for_detection(group)
+            written = end_offsets(bootstrap, ["__consumer_offsets"])
+
+            def caught_up() -> bool:  # the offsets query has committed a batch past what the group wrote
+                ends = committed_ends(config)
+                return not run.alive() or all(ends.get(key, 0) >= end for key, end in written.items())
+
+            wait_for(caught_up, 120, f"the offsets query to pass {written} (log: {run.log_path})", poll_s=2)
+            workers_left = cluster.alive_workers()
+    finally:
+        shipper.stop()
+        for member in members:
+            member.stop()
+    return LiveRun(config, group, run.returncode, run.output, workers_left)
+
+
+@pytest.fixture(scope="module")
+def cluster_runs(concurrent_recordings: ConcurrentRecordings) -> ClusterRuns:
+    return concurrent_recordings.result(run_on_the_cluster, timeout_s=1200)  # type: ignore[no-any-return]
+
+
+def test_a_replay_on_the_cluster_writes_the_rows_the_local_master_writes(
+    spark: SparkSession,
+    radar_config: RadarConfig,
+    cluster_runs: ClusterRuns,
+    incident_tables: IncidentTables,
+) -> None:
+    returncode, stderr, data_dir = cluster_runs.replay.result()
+    assert returncode == 0, stderr[-3000:]
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr[-3000:]
     compared = []
     for schema in TABLES.values():
         local = table_rows(spark, radar_config.with_data_dir(incident_tables.data_dir), schema)
@@ -106,69 +226,13 @@ def test_a_replay_on_the_cluster_writes_the_rows_the_local_master_writes(
 
 
 def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_when_a_worker_dies(
-    spark: SparkSession,
-    radar_config: RadarConfig,
-    kafka_broker: EmbeddedKafka,
-    spark_cluster: StandaloneCluster,
-    tmp_path: Path,
+    spark: SparkSession, kafka_broker: EmbeddedKafka, cluster_runs: ClusterRuns
 ) -> None:
-    from rebalance_radar.emitters.log_shipper import start_shipper
-
-    bootstrap = kafka_broker.bootstrap_servers
-    tag = uuid.uuid4().hex[:8]
-    topic, group, telemetry = f"work-cluster-{tag}", f"group-cluster-{tag}", f"telemetry-cluster-{tag}"
-    create_topics(bootstrap, {topic: 2, telemetry: 1})
-    config = isolated_config(radar_config, tmp_path / "data", telemetry_topics=(telemetry,))
-    env = cluster_env(
-        spark_cluster,
-        RADAR__KAFKA__BOOTSTRAP_SERVERS=bootstrap,
-        RADAR__KAFKA__TELEMETRY_TOPICS=f"[{telemetry}]",
-        RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
-        RADAR__INGEST__TRIGGER_INTERVAL="2 seconds",
-    )
-    shipper = start_shipper(kafka_broker.log_file, bootstrap, telemetry, from_start=False)
-    members = []
-    try:
-        with RadarRun(config, env, tmp_path / "run.log") as run:
-            wait_for(
-                lambda: not run.alive() or started_from_latest(config),
-                RUN_TIMEOUT_S,
-                f"the offsets query to resolve `latest` (log: {run.log_path})",
-            )
-            a = start_member(tmp_path, "A", bootstrap, topic, group, "--session-timeout-ms", "3000")
-            members.append(a)
-            a.wait_for("assigned", 60)
-            b = start_member(tmp_path, "B", bootstrap, topic, group, "--session-timeout-ms", "3000")
-            members.append(b)
-            b.wait_for("assigned", 60)
-            time.sleep(2)  # kept, the scenario: the group works a moment before the machine is lost
-            spark_cluster.kill_worker(0)  # a machine lost mid-run: its executor's tasks go to the other Worker
-            coordinator = CoordinatorLog(kafka_broker.log_file)
-            a.signal(signal.SIGSTOP)  # A stalls past its 3 s session: the coordinator expires it
-            coordinator.wait_expired(group)
-            a.signal(signal.SIGCONT)
-            a.wait_for("commit_error", 30)
-            refused_at = next(i for i, line in enumerate(a.lines()) if "commit_error" in line)
-            a.wait_for("assigned", 30, after=refused_at)  # A back in the group: it leaves it cleanly below
-            for member in members:
-                member.stop()
-            run.wait_for_detection(spark, group)
-            written = end_offsets(bootstrap, ["__consumer_offsets"])
-
-            def caught_up() -> bool:  # the offsets query has committed a batch past what the group wrote
-                ends = committed_ends(config)
-                return not run.alive() or all(ends.get(key, 0) >= end for key, end in written.items())
-
-            wait_for(caught_up, 120, f"the offsets query to pass {written} (log: {run.log_path})", poll_s=2)
-            workers_left = spark_cluster.alive_workers()
-    finally:
-        shipper.stop()
-        for member in members:
-            member.stop()
-        spark_cluster.replace_worker(0)  # whole again for what runs after
+    run: LiveRun = cluster_runs.live.result()
+    config, group, bootstrap = run.config, run.group, kafka_broker.bootstrap_servers
     assert run.returncode == 0, run.output[-3000:]
     assert "Traceback" not in run.output, run.output[-3000:]
-    assert workers_left == 1  # the run went on with the Worker it had left
+    assert run.workers_left == 1  # the run went on with the Worker it had left
     detected = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()
     assert {r["kind"] for r in detected} & {"heartbeat_expiration", "zombie_commit"}, [r.asDict() for r in detected]
     # every __consumer_offsets record from where the run started to where its last committed batch ended, once

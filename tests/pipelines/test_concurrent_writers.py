@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig
 from rebalance_radar.pipelines.storage.data_dir_locks import hold_stream, release_stream
 from rebalance_radar.transforms.schemas import GROUP_METADATA, OFFSET_COMMITS, OFFSETS_RAW
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.ingest_support import isolated_config, table
 from tests.pipelines.radar_run_process import radar_command
 
@@ -41,27 +43,44 @@ def write_dump_files(folder: Path) -> list[Path]:
     return paths
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_two_replays_at_once_into_one_new_data_dir_write_every_record_once(
-    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
-) -> None:
-    files = write_dump_files(tmp_path / "dumps")
-    config = isolated_config(radar_config, tmp_path / "data dir")  # a space in the path, too
+@dataclass(frozen=True)
+class TwoReplays:
+    config: RadarConfig
+    files: list[Path]
+    returncodes: list[int | None]
+    outputs: list[str]
+
+
+@lane_run
+def two_replays_at_once(context: RecordingContext) -> TwoReplays:
+    """The two replays, in the suite's lane (`concurrent_recordings.lane_run`); the test counts what they wrote."""
+    folder = context.tmp_path_factory.mktemp("two-replays")
+    files = write_dump_files(folder / "dumps")
+    config = isolated_config(context.config, folder / "data dir")  # a space in the path, too
     first, second = files[:6], files[3:]  # three files in both
-    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    logs = [folder / "first.log", folder / "second.log"]
     processes = []
     for paths, log in zip((first, second), logs, strict=True):
         with log.open("wb") as out:
             args = ["--data-dir", str(config.data_dir), "replay"]
             for path in paths:
                 args += ["--input", str(path)]
-            processes.append(subprocess.Popen(radar_command(*args), stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path))
+            processes.append(subprocess.Popen(radar_command(*args), stdout=out, stderr=subprocess.STDOUT, cwd=folder))
         time.sleep(0.5)  # kept, the scenario: the second replay starts while the first one sets the data dir up
     for process in processes:
         process.wait(600)
     outputs = [log.read_text(errors="replace") for log in logs]
-    assert [p.returncode for p in processes] == [0, 0], [output[-4000:] for output in outputs]
+    return TwoReplays(config, files, [p.returncode for p in processes], outputs)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_two_replays_at_once_into_one_new_data_dir_write_every_record_once(
+    spark: SparkSession, concurrent_recordings: ConcurrentRecordings
+) -> None:
+    replays: TwoReplays = concurrent_recordings.result(two_replays_at_once, timeout_s=1200)
+    config, files, outputs = replays.config, replays.files, replays.outputs
+    assert replays.returncodes == [0, 0], [output[-4000:] for output in outputs]
     assert not any("Traceback" in output for output in outputs), outputs
 
     raw = table(spark, config, OFFSETS_RAW)

@@ -1,5 +1,6 @@
 """Exactly once under kill -9: `radar run` in a subprocess is SIGKILLed at random moments while records keep
-arriving; after a restart and a final catch-up every Kafka record is in bronze and silver exactly once."""
+arriving (in the suite's lane, beside the session's own tests); after a restart and a final catch-up every Kafka
+record is in bronze and silver exactly once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from rebalance_radar.transforms.schemas import (
     TELEMETRY_RAW,
     TELEMETRY_UNRECOGNISED,
 )
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.ingest_support import (
     coordinates,
     create_topic,
@@ -99,17 +101,6 @@ class Traffic:
         self.thread.join(60)
 
 
-@pytest.fixture
-def ingest_processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """`radar run` subprocesses started by the test; any still alive are killed (their whole group) at teardown."""
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        if process.poll() is None:
-            kill_radar(process.pid)
-            process.wait(30)
-
-
 def delta_commits(config: RadarConfig) -> int:
     """Commits in offsets_raw's Delta log: grows once per micro-batch that reached the table."""
     location = TableCatalog(config).location(OFFSETS_RAW)
@@ -169,17 +160,26 @@ def kill_radar(pid: int) -> None:
             os.killpg(group, signal.SIGKILL)
 
 
-def test_sigkill_loses_and_duplicates_nothing(
-    spark: SparkSession,
-    radar_config: RadarConfig,
-    kafka_broker: EmbeddedKafka,
-    tmp_path: Path,
-    ingest_processes: list[subprocess.Popen[bytes]],
-) -> None:
-    bootstrap = kafka_broker.bootstrap_servers
+@dataclass(frozen=True)
+class Kills:
+    """What the kill loop left: the runs' config and telemetry topic, the traffic it made, when it killed."""
+
+    config: RadarConfig
+    telemetry_topic: str
+    produced: int
+    commits: int
+    moments: list[tuple[float, bool]]
+
+
+@lane_run
+def kill_radar_runs(context: RecordingContext) -> Kills:
+    """`radar run` started and SIGKILLed `KILLS` times while records keep arriving, in the suite's lane
+    (`concurrent_recordings.lane_run`): the catch-up and the counts are the test's, on the session's Spark."""
+    bootstrap = context.bootstrap
+    folder = context.tmp_path_factory.mktemp("ingest-crash")
     telemetry_topic = f"radar.telemetry.crash-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, telemetry_topic, 2)
-    config = isolated_config(radar_config, tmp_path / "data", telemetry_topics=(telemetry_topic,))
+    config = isolated_config(context.config, folder / "data", telemetry_topics=(telemetry_topic,))
     env = os.environ | {
         "RADAR__KAFKA__BOOTSTRAP_SERVERS": bootstrap,
         "RADAR__KAFKA__TELEMETRY_TOPICS": f"[{telemetry_topic}]",
@@ -200,38 +200,55 @@ def test_sigkill_loses_and_duplicates_nothing(
         "run",
     ]
     moments: list[tuple[float, bool]] = []
-    with Traffic(bootstrap, telemetry_topic) as traffic:
-        for attempt in range(KILLS):
-            log = (tmp_path / f"run-{attempt}.log").open("wb")
-            process = subprocess.Popen(
-                command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-            ingest_processes.append(process)
-            log_path = tmp_path / f"run-{attempt}.log"
-            if attempt == 0:  # first: a random moment after a batch reached the tables
-                wait_for(
-                    lambda: process.poll() is not None or delta_commits(config) > 1,  # noqa: B023
-                    STARTUP_TIMEOUT_S,
-                    f"run {attempt} to write a batch (log: {log_path})",
-                )
-                delay = random.uniform(0.0, 3.0)
-            else:  # then: a random moment once the queries run, typically inside the replayed batch
-                wait_for(
-                    lambda: process.poll() is not None or "ingesting from" in log_path.read_text(),  # noqa: B023
-                    STARTUP_TIMEOUT_S,
-                    f"run {attempt} to start its queries (log: {log_path})",
-                )
-                delay = random.uniform(2.0, 15.0)
-            assert process.poll() is None, log_path.read_text()[-3000:]
-            time.sleep(delay)
-            kill_radar(process.pid)  # the Python driver and its Spark JVM, no shutdown hooks
-            process.wait(30)
-            log.close()
-            moments.append((round(delay, 2), batch_in_flight(config)))
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        with Traffic(bootstrap, telemetry_topic) as traffic:
+            for attempt in range(KILLS):
+                log_path = folder / f"run-{attempt}.log"
+                with log_path.open("wb") as log:
+                    process = subprocess.Popen(
+                        command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                    )
+                processes.append(process)
+                if attempt == 0:  # first: a random moment after a batch reached the tables
+                    wait_for(
+                        lambda: process.poll() is not None or delta_commits(config) > 1,  # noqa: B023
+                        STARTUP_TIMEOUT_S,
+                        f"run {attempt} to write a batch (log: {log_path})",
+                    )
+                    delay = random.uniform(0.0, 3.0)
+                else:  # then: a random moment once the queries run, typically inside the replayed batch
+                    wait_for(
+                        lambda: process.poll() is not None or "ingesting from" in log_path.read_text(),  # noqa: B023
+                        STARTUP_TIMEOUT_S,
+                        f"run {attempt} to start its queries (log: {log_path})",
+                    )
+                    delay = random.uniform(2.0, 15.0)
+                assert process.poll() is None, log_path.read_text()[-3000:]
+                time.sleep(delay)
+                kill_radar(process.pid)  # the Python driver and its Spark JVM, no shutdown hooks
+                process.wait(30)
+                moments.append((round(delay, 2), batch_in_flight(config)))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                kill_radar(process.pid)
+                process.wait(30)
     assert not traffic.errors, traffic.errors
+    return Kills(config, telemetry_topic, traffic.produced, traffic.commits, moments)
+
+
+@pytest.fixture(scope="module")
+def kills(concurrent_recordings: ConcurrentRecordings) -> Kills:
+    return concurrent_recordings.result(kill_radar_runs, timeout_s=1200)  # type: ignore[no-any-return]
+
+
+def test_sigkill_loses_and_duplicates_nothing(spark: SparkSession, kafka_broker: EmbeddedKafka, kills: Kills) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    config, telemetry_topic = kills.config, kills.telemetry_topic
     print(
-        f"kills (seconds after a batch, batch in flight): {moments}; "
-        f"{traffic.produced} telemetry records, {traffic.commits} commits"
+        f"kills (seconds after a batch, batch in flight): {kills.moments}; "
+        f"{kills.produced} telemetry records, {kills.commits} commits"
     )
 
     # restart and catch up: the same checkpoint, to the end of both topics
@@ -250,7 +267,7 @@ def test_sigkill_loses_and_duplicates_nothing(
     # `radar run` also writes its clock ticks (radar.clock/1) to the first telemetry topic: they land in clock_ticks
     ticks = coordinates(table(spark, config, CLOCK_TICKS).where(F.col("src_topic") == telemetry_topic))
     assert duplicates(ticks) == [] and set(ticks) <= telemetry_truth
-    assert len(telemetry_truth) == traffic.produced + len(ticks) and len(offsets_truth) >= traffic.commits
+    assert len(telemetry_truth) == kills.produced + len(ticks) and len(offsets_truth) >= kills.commits
 
     bronze = coordinates(table(spark, config, OFFSETS_RAW)) + coordinates(table(spark, config, TELEMETRY_RAW))
     assert duplicates(bronze) == []
@@ -267,4 +284,4 @@ def test_sigkill_loses_and_duplicates_nothing(
     assert duplicates(events + garbage) == []
     assert len(events) + len(garbage) + unrecognised + len(ticks) == len(telemetry_truth)
     assert set(events) | set(garbage) <= telemetry_truth
-    assert len(events) == sum(1 for n in range(traffic.produced) if n % 3)
+    assert len(events) == sum(1 for n in range(kills.produced) if n % 3)

@@ -288,7 +288,7 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
             a.signal(signal.SIGSTOP)  # past its 3 s session: expired
             coordinator.wait_expired(group)
             a.signal(signal.SIGCONT)
-            run.wait_for_detection(spark, group)
+            run.wait_for_detection(group)
     finally:
         for started in members:
             started.stop()

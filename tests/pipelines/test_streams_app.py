@@ -1,6 +1,7 @@
 """A real Kafka Streams application (Apache Kafka's kafka-streams, `StreamsApp.java`) on the streams rebalance
 protocol (KIP-1071, `group.protocol=streams`) against the run's broker, beside the consumer fleet's live scenarios:
-a healthy application (two instances form the group, a third scales out, then each leaves cleanly) and a crash
+a healthy application (two instances form the group, a third scales out, then each leaves cleanly; again on the
+classic protocol, where Streams' own assignor adds follow-up rebalances) and a crash
 loop (one instance SIGKILLed and started again, a new process each time, five times in under a minute). The
 broker's coordinator lines and every instance's own log are shipped to a telemetry topic, as a user ships them;
 then detection reads `__consumer_offsets` and that topic through Spark's Kafka source, as `radar run` does, and the
@@ -89,8 +90,10 @@ class StreamsRecording:
 class Application:
     """One scenario's Streams application: its topics, its instances, and their shipped logs."""
 
-    def __init__(self, context: RecordingContext, recording: StreamsRecording, scenario: str) -> None:
-        self.context, self.recording, self.scenario = context, recording, scenario
+    def __init__(
+        self, context: RecordingContext, recording: StreamsRecording, scenario: str, protocol: str = "streams"
+    ) -> None:
+        self.context, self.recording, self.scenario, self.protocol = context, recording, scenario, protocol
         tag = time.time_ns()
         self.application_id = f"streams-{scenario}-{tag}"
         self.source, self.sink = f"streams-in-{scenario}-{tag}", f"streams-out-{scenario}-{tag}"
@@ -107,7 +110,7 @@ class Application:
         """An instance, up (RUNNING) before this returns, its whole log shipped as a user ships an application's."""
         instance, log = start_streams_instance(
             self.context.config, self.recording.out_dir, f"{self.scenario}-{name}", self.context.bootstrap,
-            self.application_id, self.source, self.sink, client_id=client_id,
+            self.application_id, self.source, self.sink, client_id=client_id, protocol=self.protocol,
         )  # fmt: skip
         self.instances.append(instance)
         self.recording.client_logs[f"{self.scenario}-{name}"] = log
@@ -174,10 +177,15 @@ def record_streams_app(context: RecordingContext) -> StreamsRecording:
         client_settings(context.bootstrap), telemetry, interval_ms=1000, emitter="radar-run@test-streams-app"
     )
     clock.start()
-    apps = [Application(context, recording, "healthy"), Application(context, recording, "crash-loop")]
+    apps = [
+        Application(context, recording, "healthy"),
+        Application(context, recording, "crash-loop"),
+        Application(context, recording, "classic", protocol="classic"),
+    ]
     try:
         with ThreadPoolExecutor(max_workers=len(apps), thread_name_prefix="streams-lane") as pool:
-            lanes = [pool.submit(lane, app) for lane, app in zip((healthy, crash_loop), apps, strict=True)]
+            scenarios = (healthy, crash_loop, healthy)
+            lanes = [pool.submit(lane, app) for lane, app in zip(scenarios, apps, strict=True)]
             for lane in lanes:
                 lane.result(timeout=300)
         # Kept, derived: the clock moves event time past the last leave by the detectors' lateness and a tick; no
@@ -225,6 +233,21 @@ def test_healthy_streams_application_raises_nothing(recording: StreamsRecording)
     group = recording.groups["healthy"]
     assert [r for r in recording.rebalances if r["group_id"] == group], "the streams group was followed"
     assert recording.of("healthy") == [], [(d["kind"], d["member_id"], d["summary"]) for d in recording.of("healthy")]
+
+
+def test_a_healthy_classic_streams_application_raises_nothing_through_its_followup_rebalances(
+    recording: StreamsRecording,
+) -> None:
+    """The same deployment on the classic protocol: Streams' own assignor moves tasks to the new instance in two
+    steps (cooperative: revoke, then a follow-up rebalance assigns them), which is a deployment, not an incident."""
+    group = recording.groups["classic"]
+    rebalances = [r for r in recording.rebalances if r["group_id"] == group]
+    assert rebalances, "the classic streams group was followed"
+    assert {r["group_protocol"] for r in rebalances} == {"classic"}, rebalances
+    # the follow-up: the leader rejoins at once to hand over the revoked tasks (cause `enforced`, a Streams followup)
+    followups = [r for r in rebalances if r["cause"] == "enforced"]
+    assert followups, [(r["generation"], r["cause"], r["cause_detail"]) for r in rebalances]
+    assert recording.of("classic") == [], [(d["kind"], d["member_id"], d["summary"]) for d in recording.of("classic")]
 
 
 def test_streams_crash_loop_is_membership_flapping(recording: StreamsRecording) -> None:
