@@ -52,9 +52,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The modules with selected tests, once `-m` / `-k` have deselected theirs: only their recordings and lane runs
-    start (a fast-tier run of a module whose slow tests read a recording starts none)."""
-    modules = (getattr(item, "module", None) for item in session.items)
+    """The modules with a selected test that reads a recording or a lane run (the `concurrent_recordings` fixture,
+    directly or through a fixture of its module), once `-m` / `-k` have deselected theirs: only theirs start (a
+    fast-tier run of a module whose slow tests read one starts none)."""
+    readers = (item for item in session.items if "concurrent_recordings" in getattr(item, "fixturenames", ()))
+    modules = (getattr(item, "module", None) for item in readers)
     session.config.stash[SELECTED_MODULES] = {module.__name__ for module in modules if module is not None}
 
 
