@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -367,7 +368,7 @@ def _ended(code: int) -> str:
 
 def main() -> int:
     """The child of `IsolatedEndOffsetsPoller`: its request on stdin, one status line per round on stdout, until
-    SIGTERM."""
+    SIGTERM or its parent is gone."""
     request = json.loads(sys.stdin.readline())
     prefix = request["left_out_prefix"]
     poller = EndOffsetsPoller(
@@ -380,8 +381,14 @@ def main() -> int:
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group: the parent stops us
+    parent = os.getppid()
+
+    def orphaned() -> bool:  # the parent quit at once (a second Ctrl-C) or was killed: nobody reads us any more
+        return os.getppid() != parent
+
     next_at = time.monotonic()
-    while not stopping.is_set():
+    while not stopping.is_set() and not orphaned():
         try:
             poller.poll_once()
         except Exception as failure:  # an unreachable cluster: said in the status, the next round tries again
@@ -391,7 +398,8 @@ def main() -> int:
             flush=True,
         )
         next_at += poller.interval_s
-        stopping.wait(max(0.0, next_at - time.monotonic()))
+        while not stopping.is_set() and not orphaned() and time.monotonic() < next_at:
+            stopping.wait(min(1.0, max(0.0, next_at - time.monotonic())))
     poller.stop()
     return 0
 
