@@ -394,7 +394,14 @@ def main() -> int:
         except Exception as failure:  # an unreachable cluster: said in the status, the next round tries again
             poller.last_error = str(failure)
         print(
-            json.dumps({"rounds": poller.rounds, "problem": poller.problem(), "last_error": poller.last_error}),
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "rounds": poller.rounds,
+                    "problem": poller.problem(),
+                    "last_error": poller.last_error,
+                }
+            ),
             flush=True,
         )
         next_at += poller.interval_s

@@ -16,6 +16,7 @@ import re
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,12 @@ from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSo
 from rebalance_radar.pipelines.stages.sources import kafka_stream
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
-from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
+from tests.pipelines.concurrent_recordings import (
+    ConcurrentRecordings,
+    RecordingContext,
+    concurrent_recording,
+    lane_run,
+)
 from tests.pipelines.group_member import create_topics
 from tests.pipelines.ingest_support import isolated_config
 from tests.pipelines.streams_app import start_streams_instance
@@ -165,27 +171,24 @@ def crash_loop(app: Application) -> None:
     app.stop()
 
 
-@concurrent_recording
-def record_streams_app(context: RecordingContext) -> StreamsRecording:
-    """Both applications side by side on the run's broker, its coordinator lines shipped from now on and a clock
-    ticking on the telemetry topic, until event time has passed the last member's leave."""
-    telemetry = f"telemetry-streams-app-{time.time_ns()}"
+Scenario = tuple[str, str, Callable[[Application], None]]  # (name, group.protocol, what its instances do)
+
+
+def record_applications(context: RecordingContext, name: str, scenarios: list[Scenario]) -> StreamsRecording:
+    """The applications side by side on the run's broker, its coordinator lines shipped from now on and a clock
+    ticking on a telemetry topic of their own, until event time has passed the last member's leave."""
+    telemetry = f"telemetry-{name}-{time.time_ns()}"
     create_topics(context.bootstrap, {telemetry: 1})
-    recording = StreamsRecording(telemetry, context.tmp_path_factory.mktemp("streams-app"))
+    recording = StreamsRecording(telemetry, context.tmp_path_factory.mktemp(name))
     broker_shipper = start_shipper(context.log_file, context.bootstrap, telemetry, from_start=False)
     clock = ClockTickEmitter(
-        client_settings(context.bootstrap), telemetry, interval_ms=1000, emitter="radar-run@test-streams-app"
+        client_settings(context.bootstrap), telemetry, interval_ms=1000, emitter=f"radar-run@test-{name}"
     )
     clock.start()
-    apps = [
-        Application(context, recording, "healthy"),
-        Application(context, recording, "crash-loop"),
-        Application(context, recording, "classic", protocol="classic"),
-    ]
+    apps = [Application(context, recording, scenario, protocol) for scenario, protocol, _ in scenarios]
     try:
         with ThreadPoolExecutor(max_workers=len(apps), thread_name_prefix="streams-lane") as pool:
-            scenarios = (healthy, crash_loop, healthy)
-            lanes = [pool.submit(lane, app) for lane, app in zip(scenarios, apps, strict=True)]
+            lanes = [pool.submit(lane, app) for (_, _, lane), app in zip(scenarios, apps, strict=True)]
             for lane in lanes:
                 lane.result(timeout=300)
         # Kept, derived: the clock moves event time past the last leave by the detectors' lateness and a tick; no
@@ -201,6 +204,21 @@ def record_streams_app(context: RecordingContext) -> StreamsRecording:
     return recording
 
 
+@concurrent_recording
+def record_streams_app(context: RecordingContext) -> StreamsRecording:
+    """The streams protocol's healthy application and crash loop, among the recordings."""
+    return record_applications(
+        context, "streams-app", [("healthy", "streams", healthy), ("crash-loop", "streams", crash_loop)]
+    )
+
+
+@lane_run
+def record_classic_streams_app(context: RecordingContext) -> StreamsRecording:
+    """The healthy application again on the classic protocol, in the lane (`concurrent_recordings.lane_run`): its
+    three JVMs' start-up stays out of the recordings' crowded first minutes."""
+    return record_applications(context, "classic-streams-app", [("classic", "classic", healthy)])
+
+
 @pytest.fixture(scope="module")
 def recording(
     concurrent_recordings: ConcurrentRecordings,
@@ -210,13 +228,18 @@ def recording(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> StreamsRecording:
     result: StreamsRecording = concurrent_recordings.result(record_streams_app)
-    kafka = radar_config.kafka.model_copy(update={"telemetry_topics": (result.telemetry_topic,)})
+    classic: StreamsRecording = concurrent_recordings.result(record_classic_streams_app, timeout_s=1200)
+    result.groups.update(classic.groups)
+    result.client_logs.update(classic.client_logs)
+    result.broker_log += classic.broker_log
+    topics = (result.telemetry_topic, classic.telemetry_topic)
+    kafka = radar_config.kafka.model_copy(update={"telemetry_topics": topics})
     config = isolated_config(radar_config, tmp_path_factory.mktemp("streams-app-data")).model_copy(
         update={"kafka": kafka}
     )
     sources = KafkaDetectorSources(
         kafka_stream(spark, config, [config.kafka.offsets_topic], kafka_broker.bootstrap_servers),
-        kafka_stream(spark, config, [result.telemetry_topic], kafka_broker.bootstrap_servers),
+        kafka_stream(spark, config, list(topics), kafka_broker.bootstrap_servers),
     )
     with DetectStage(spark, config, checkpoint_name="streams-app", available_now=True, kafka=sources) as detection:
         for query in detection.queries:
