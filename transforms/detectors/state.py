@@ -486,15 +486,22 @@ class GroupState:
         """Who a (former) member is across restarts (`member_identity`), from what the group knows of it. A client
         id and host that two members hold at once (consumers of one process with one configured client.id: both
         live, or both in one generation) names neither: each is then its member id. A restart is never in the
-        generation of the member it replaces."""
+        generation of the member it replaces. A member known without its host (a member id its client dropped at
+        once) takes the one host its client id is known on in this group."""
         known = self.members.get(member_id) or self.departed.get(member_id)
         if known is None:
             return member_identity(member_id, None, None, None)
         identity = known.identity()
         if known.instance_id:
             return identity
+        everyone = [*self.members.values(), *self.departed.values()]
+        client = known.client_id or client_id_of(member_id)
+        if client and not known.host:  # a member id its client dropped at once was never reported with its host
+            hosts = {o.host for o in everyone if o.host and (o.client_id or client_id_of(o.member_id)) == client}
+            if len(hosts) == 1:
+                identity = member_identity(member_id, None, client, hosts.pop())
         live = isinstance(known, MemberState)
-        for other in [*self.members.values(), *self.departed.values()]:
+        for other in everyone:
             if other.member_id == member_id or other.instance_id or other.identity() != identity:
                 continue
             together = live and isinstance(other, MemberState)

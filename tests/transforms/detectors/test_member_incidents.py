@@ -198,3 +198,22 @@ def test_a_version_2_snapshot_s_open_expiration_takes_the_next_occurrence() -> N
     out = restored.advance_to(t + 60_000).detections
     rows = {r["detection_id"]: r for r in out if r["kind"] == "heartbeat_expiration"}
     assert list(rows) == [opened["detection_id"]] and "(2 occurrences since" in rows[opened["detection_id"]]["summary"]
+
+
+def test_a_member_id_its_client_dropped_at_once_joins_the_clients_incident() -> None:
+    """Seen in the demo (librdkafka, classic): a zombie rejoined, its client dropped the new member id at once for
+    another, and the coordinator expired the dropped one a session later. That member never reached a generation
+    record nor the agent, so only its id (the client id, a dash, a UUID) names its client, not its host: it takes
+    the one host its client is known on in the group, and is the same incident as the client's first expiration."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 1, list(STEADY), t)
+    first = Member("pay-c-0e1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", [("p", 2)], client_id="pay-c", host="10.5.0.3")
+    restart_and_expire(s, 1, first, t + 10_000)
+    dropped = "pay-c-5f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e8f"
+    prepare(s, 3, f"Adding new member {dropped} with group instance id None; client reason: not provided", t + 30_000)
+    s.broker(f"Member {dropped} in group {G} has failed, removing it from the group.", t + 33_000)
+    s.generation(G, 4, list(STEADY), t + 33_500)
+    (expiration,) = run(G, s.rows, t + 90_000).of_kind("heartbeat_expiration")
+    assert "(2 occurrences since" in expiration["summary"], expiration["summary"]
+    assert expiration["member_id"] == dropped
