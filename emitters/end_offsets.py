@@ -303,10 +303,11 @@ class IsolatedEndOffsetsPoller:
         return process
 
     def _supervise(self) -> None:
-        while not self._stop.is_set():
-            process = self._spawn()
-            with self._lock:
-                self.process = process
+        while True:
+            with self._lock:  # stop() sets the event under it: no child starts after stop() looked for one
+                if self._stop.is_set():
+                    return
+                process = self.process = self._spawn()
             assert process.stdout is not None
             for line in process.stdout:
                 with contextlib.suppress(ValueError):
@@ -336,8 +337,8 @@ class IsolatedEndOffsetsPoller:
         return self
 
     def stop(self) -> None:
-        self._stop.set()
         with self._lock:
+            self._stop.set()
             process = self.process
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)  # the child ends its round, flushes its records and exits

@@ -297,7 +297,6 @@ def run_demo(
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
     from rebalance_radar.pipelines.runtime.session import build_spark_session
-    from rebalance_radar.pipelines.stages.broker_settings import described_by_cluster
     from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
     from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
     from rebalance_radar.pipelines.stages.ingest import IngestStage, kafka_checkpoint_name
@@ -346,7 +345,7 @@ def run_demo(
                 config,
                 checkpoint_name=checkpoint,
                 kafka=KafkaDetectorSources(source, telemetry_source),
-                broker=described_by_cluster(client_settings(bootstrap), config.kafka.connect_timeout_s),
+                cluster=client_settings(bootstrap),
             )
             stages = [ingest, detect]
             queries = start_stages(stack, stages)

@@ -167,7 +167,6 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
     from rebalance_radar.pipelines.local.broker import EmbeddedKafka
     from rebalance_radar.pipelines.local.topics import create_topics, ensure_offsets_topic
     from rebalance_radar.pipelines.runtime.session import build_spark_session, on_databricks
-    from rebalance_radar.pipelines.stages.broker_settings import described_by_cluster
     from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
     from rebalance_radar.pipelines.stages.source_gaps import SourceGapRecorder
     from rebalance_radar.pipelines.stages.sources import cluster_client_settings, kafka_cluster_id, kafka_stream
@@ -211,7 +210,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
             config,
             checkpoint_name=checkpoint,
             kafka=KafkaDetectorSources(source, telemetry_source),
-            broker=described_by_cluster(settings, config.kafka.connect_timeout_s),
+            cluster=settings,
         )
         clock = ClockTickEmitter(
             settings,

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 
@@ -25,13 +26,14 @@ from rebalance_radar.emitters.cluster_probe import (
     describe_group_session_timeouts,
 )
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import HEARTBEAT_EVENTS, HeartbeatEventKind
 
-CONSUMER_SESSION, STREAMS_SESSION = GROUP_SESSION_CONFIGS
 CONF_KEYS = ("consumer_group_session_timeout_ms", "streams_group_session_timeout_ms")
 FROM_DESCRIBE_CONFIGS = "the cluster's DescribeConfigs answer"
 FROM_BROKER_LOG = "the configuration listing in the broker's log"
+BROKER_CONFIG = HeartbeatEventKind.BROKER_CONFIG.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,32 +68,41 @@ def described_by_cluster(settings: Mapping[str, Any], timeout_s: float) -> Broke
 
 
 def from_broker_log(spark: SparkSession, config: RadarConfig) -> BrokerGroupSettings | None:
-    """The newest broker configuration listing of this cluster in `heartbeat_events` (None: none, or no table)."""
+    """The newest broker configuration listing of this cluster in `heartbeat_events` (None: none, or no table). A
+    local table small enough is read from its files in the driver (`delta_log.rows_from_files`), as the run's other
+    start-up reads are, rather than with a Spark job at every start."""
     catalog = TableCatalog(config)
     location, name = catalog.location(HEARTBEAT_EVENTS), catalog.name(HEARTBEAT_EVENTS)
     if location is not None and not (location / "_delta_log").is_dir():
         return None
     if location is None and not spark.catalog.tableExists(name):
         return None
+    columns = ("cluster", "event", "event_time", "details")
+    stored = None if location is None else rows_from_files(location, columns, max_bytes=DRIVER_READ_MAX_BYTES)
+    if stored is not None:
+        mine = pc.and_(pc.equal(stored["cluster"], config.cluster), pc.equal(stored["event"], BROKER_CONFIG))
+        listings = stored.filter(mine).select(["event_time", "details"]).to_pylist()
+        newest = max(listings, key=lambda row: row["event_time"], default=None)
+        return None if newest is None else BrokerGroupSettings.of(dict(newest["details"] or ()), FROM_BROKER_LOG)
     events = spark.table(name) if location is None else spark.read.format("delta").load(str(location))
-    newest = (
+    found = (
         events.where(F.col("cluster") == F.lit(config.cluster))
-        .where(F.col("event") == HeartbeatEventKind.BROKER_CONFIG.value)
+        .where(F.col("event") == BROKER_CONFIG)
         .orderBy(F.col("event_time").desc())
         .select("details")
         .limit(1)
         .collect()
     )
-    return BrokerGroupSettings.of(dict(newest[0]["details"] or {}), FROM_BROKER_LOG) if newest else None
+    return BrokerGroupSettings.of(dict(found[0]["details"] or {}), FROM_BROKER_LOG) if found else None
 
 
-def learnt_thresholds(
-    spark: SparkSession, config: RadarConfig, described: BrokerGroupSettings | None
-) -> dict[str, Any]:
-    """Threshold values from what the cluster `described`, else from the broker's log, unless radar's conf sets
-    either session timeout (an operator's word is final)."""
+def learnt_thresholds(spark: SparkSession, config: RadarConfig, cluster: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Threshold values from the cluster's answer (`cluster`: its client settings, when the detection reads it
+    live), else from the broker's log, unless radar's conf sets either session timeout (an operator's word is
+    final: then neither is asked)."""
     if any(key in config.detect.threshold_overrides() for key in CONF_KEYS):
         return {}
+    described = None if cluster is None else described_by_cluster(cluster, config.kafka.connect_timeout_s)
     settings = described or from_broker_log(spark, config)
     if settings is None:
         return {}

@@ -61,7 +61,7 @@ from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValu
 
 from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.runtime.phases import phase
-from rebalance_radar.pipelines.stages.broker_settings import BrokerGroupSettings, learnt_thresholds
+from rebalance_radar.pipelines.stages.broker_settings import learnt_thresholds
 from rebalance_radar.pipelines.stages.detection_turn import detection_turn, write_turn
 from rebalance_radar.pipelines.stages.streams import (
     RunningQueries,
@@ -804,14 +804,14 @@ class DetectStage(Stage):
         available_now: bool = False,
         binding: TrackerBinding | None = None,
         kafka: KafkaDetectorSources | None = None,
-        broker: BrokerGroupSettings | None = None,
+        cluster: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.spark, self.config, self.checkpoint_name = spark, config, checkpoint_name
         self.trigger = Trigger(available_now, config.detect.trigger_interval)
         self.binding = binding
         self.kafka = kafka
-        self.broker = broker  # the cluster's answer to DescribeConfigs, when the caller asked it
+        self.cluster = cluster  # the client settings of the cluster read live: it is asked its group session timeouts
         self._drained = False
 
     @property
@@ -832,7 +832,7 @@ class DetectStage(Stage):
         )
         preview = self.staged and self.config.detect.provisional_detections
         with phase("broker group settings"):
-            learnt = learnt_thresholds(self.spark, self.config, self.broker)
+            learnt = learnt_thresholds(self.spark, self.config, self.cluster)
         binding = self.binding or default_binding()
         tracked = tracked_groups(events, self.config, binding, preview=preview, learnt=learnt)
         query = start_query(

@@ -20,10 +20,8 @@ from rebalance_radar.transforms.detectors.state import (
     GroupState,
     MemberState,
 )
-from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+from rebalance_radar.transforms.detectors.thresholds import RADAR_CONF, DetectorThresholds
 
-RADAR_CONF = "radar's conf"
-"""Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 MAX_CLIENTS = 256
 """Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
 

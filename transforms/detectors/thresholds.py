@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MINUTE_MS = 60_000
+RADAR_CONF = "radar's conf"
+"""Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class DetectorThresholds:
     timeout (None: from the broker's configuration listing in its log, else assumed)."""
     streams_group_session_timeout_ms: int | None = None
     """The broker's group.streams.session.timeout.ms, likewise for streams groups (KIP-1071)."""
-    group_session_timeouts_from: str = field(default="radar's conf", metadata={"learnt": True})  # settings.RADAR_CONF
+    group_session_timeouts_from: str = field(default=RADAR_CONF, metadata={"learnt": True})
     """Where the two above came from, for the sentences: radar's conf, or what the detection read from the broker
     before it started (`pipelines.stages.broker_settings`). Not a conf key."""
     default_rebalance_timeout_ms: int = 300_000
