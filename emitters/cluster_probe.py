@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -185,17 +186,35 @@ def probe_access(
 
 GROUP_SESSION_CONFIGS = ("group.consumer.session.timeout.ms", "group.streams.session.timeout.ms")
 """The broker configs that are every KIP-848 / KIP-1071 member's session timeout (Kafka 3.7+ / 4.1+)."""
+GROUP_OVERRIDES = {
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "streams.session.timeout.ms": "group.streams.session.timeout.ms",
+}
+"""A group's own config (Kafka 4.x group configs) that overrides the broker's, by the broker config it overrides."""
+DESCRIBED_PER_REQUEST = 100  # group resources in one DescribeConfigs request
 
 
 class BrokerConfigUnreadable(Exception):
     """The cluster did not say its group configs; the message says why (a missing ACL, a timeout)."""
 
 
-def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: float) -> dict[str, int]:
-    """The group session timeouts the cluster's brokers apply (DescribeConfigs of one broker: the value it runs
-    with, default or set), by config name; a broker too old for a config leaves it out. Raises
-    `BrokerConfigUnreadable` when the cluster does not answer or the principal lacks DescribeConfigs on the
-    cluster."""
+@dataclass(frozen=True, slots=True)
+class DescribedSessionTimeouts:
+    """What the cluster said: its brokers' group session timeouts by broker config name, and the groups that override
+    them (group id -> broker config name -> ms; only values set on the group itself). `groups_unread` says, in a
+    sentence, which groups' configs could not be read and why (None: every listed group's were)."""
+
+    broker: dict[str, int]
+    groups: dict[str, dict[str, int]]
+    groups_unread: str | None = None
+
+
+def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: float) -> DescribedSessionTimeouts:
+    """The group session timeouts the cluster applies: DescribeConfigs of one broker (the value it runs with, default
+    or set; a broker too old for a config leaves it out), then of every KIP-848 and streams group it lists, for the
+    groups that set their own (`kafka-configs --entity-type groups`, Kafka 4.x). Raises `BrokerConfigUnreadable`
+    when the cluster does not answer or the principal lacks DescribeConfigs on the cluster; groups it may not
+    describe are named in `groups_unread`, and their members get the broker's value."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     chatter = ClientChatter()
@@ -212,15 +231,69 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
         resource = ConfigResource(ResourceType.BROKER, str(nodes[0].id))
         entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
     except KafkaException as error:
-        detail = error.args[0].str() if error.args and isinstance(error.args[0], KafkaError) else str(error)
+        detail = _error_text(error)
         if "authoriz" in detail.lower():
             detail += f" (grant {principal_of(settings)} DescribeConfigs on the cluster)"
         raise BrokerConfigUnreadable(detail) from None
     except TimeoutError:  # concurrent.futures' in Python 3.11
         raise BrokerConfigUnreadable(f"no answer within {timeout_s:g} s") from None
-    found: dict[str, int] = {}
+    broker: dict[str, int] = {}
     for name in GROUP_SESSION_CONFIGS:
         entry = entries.get(name)
         if entry is not None and entry.value is not None and str(entry.value).isdigit():
-            found[name] = int(entry.value)
-    return found
+            broker[name] = int(entry.value)
+    groups, unread = _group_overrides(admin, settings, timeout_s)
+    return DescribedSessionTimeouts(broker, groups, unread)
+
+
+def _group_overrides(
+    admin: AdminClient, settings: Mapping[str, Any], timeout_s: float
+) -> tuple[dict[str, dict[str, int]], str | None]:
+    """The session timeouts the listed non-classic groups set on themselves, and why some could not be read."""
+    from confluent_kafka import ConsumerGroupType
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+    try:
+        listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
+    except KafkaException as error:
+        grant = f"grant {principal_of(settings)} Describe on groups"
+        return {}, f"the groups could not be listed ({_error_text(error)}; {grant})"
+    except TimeoutError:
+        return {}, f"the groups could not be listed within {timeout_s:g} s"
+    # a classic member states its own session timeout when it joins; the others' come from the group or the broker
+    names = sorted({g.group_id for g in listed.valid if g.type != ConsumerGroupType.CLASSIC})
+    found: dict[str, dict[str, int]] = {}
+    failed: dict[str, list[str]] = {}
+    for at in range(0, len(names), DESCRIBED_PER_REQUEST):
+        resources = [ConfigResource(ResourceType.GROUP, name) for name in names[at : at + DESCRIBED_PER_REQUEST]]
+        for resource, future in admin.describe_configs(resources, request_timeout=timeout_s).items():
+            try:
+                entries = future.result(timeout_s)
+            except KafkaException as error:
+                failed.setdefault(_error_text(error).rstrip("."), []).append(resource.name)
+                continue
+            except TimeoutError:
+                failed.setdefault(f"no answer within {timeout_s:g} s", []).append(resource.name)
+                continue
+            own = {
+                GROUP_OVERRIDES[name]: int(entry.value)
+                for name, entry in entries.items()
+                if name in GROUP_OVERRIDES
+                and ConfigSource(entry.source) == ConfigSource.GROUP_CONFIG
+                and str(entry.value).isdigit()
+            }
+            if own:
+                found[resource.name] = own
+    if not failed:
+        return found, None
+    reasons = "; ".join(f"{len(groups)} with {why}" for why, groups in sorted(failed.items()))
+    first = sorted(g for groups in failed.values() for g in groups)[:3]
+    grant = f"grant {principal_of(settings)} DescribeConfigs on those groups" if "authoriz" in reasons.lower() else ""
+    return found, (
+        f"the configs of {sum(map(len, failed.values()))} group(s) could not be read ({reasons}; e.g. "
+        f"{', '.join(first)}){': ' + grant if grant else ''}"
+    )
+
+
+def _error_text(error: KafkaException) -> str:
+    return error.args[0].str() if error.args and isinstance(error.args[0], KafkaError) else str(error)

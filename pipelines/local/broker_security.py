@@ -185,14 +185,15 @@ def grant(internal_bootstrap: str, grants: Sequence[Grant], timeout_s: float = 3
 def monitor_grants(user: str, offsets_topic: str, telemetry_topics: Sequence[str]) -> list[Grant]:
     """What a principal needs to run radar: read `__consumer_offsets` and the telemetry topics (Spark's consumers
     join groups named `rebalance-radar-source-*`), write its clock ticks, describe the cluster (its id names the
-    checkpoint), its configs (the KIP-848 / streams groups' session timeouts), the consumer groups (the poller) and
-    the topics they consume (their end offsets, for lag)."""
+    checkpoint), its configs and the groups' (the KIP-848 / streams groups' session timeouts), the consumer groups
+    (the poller) and the topics they consume (their end offsets, for lag)."""
     principal = f"User:{user}"
     grants = [
         Grant(principal, "topic", offsets_topic, "read"),
         Grant(principal, "topic", offsets_topic, "describe"),
         Grant(principal, "group", OWN_GROUP_PREFIX, "read", prefixed=True),
         Grant(principal, "group", "*", "describe"),
+        Grant(principal, "group", "*", "describe_configs"),
         Grant(principal, "topic", "*", "describe"),
         Grant(principal, "cluster", "kafka-cluster", "describe"),
         Grant(principal, "cluster", "kafka-cluster", "describe_configs"),

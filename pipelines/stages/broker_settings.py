@@ -6,7 +6,8 @@ of its log at start: an event of no group, which no tracker (one per group) ever
 it starts: the cluster itself (DescribeConfigs, live), else the newest listing `heartbeat_events` holds (a replay
 ingests the broker's log before it detects). What it learnt reaches each tracker through the thresholds, with where
 it came from for the sentences; radar's conf (`detect.thresholds`) wins over both, and a group whose own events
-carry a listing uses that.
+carry a listing uses that. A group may set its own (Kafka 4.x group configs), which the coordinator applies instead:
+those are asked of the cluster too, and win over everything.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from rebalance_radar.emitters.cluster_probe import (
     GROUP_SESSION_CONFIGS,
     BrokerConfigUnreadable,
+    DescribedSessionTimeouts,
     describe_group_session_timeouts,
 )
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, rows_from_files
 from rebalance_radar.pipelines.storage.tables import TableCatalog
+from rebalance_radar.transforms.detectors.thresholds import CLUSTER_ANSWER
 from rebalance_radar.transforms.schemas import HEARTBEAT_EVENTS, HeartbeatEventKind
 
 CONF_KEYS = ("consumer_group_session_timeout_ms", "streams_group_session_timeout_ms")
-FROM_DESCRIBE_CONFIGS = "the cluster's DescribeConfigs answer"
+FROM_DESCRIBE_CONFIGS = CLUSTER_ANSWER
 FROM_BROKER_LOG = "the configuration listing in the broker's log"
 BROKER_CONFIG = HeartbeatEventKind.BROKER_CONFIG.value
 
@@ -52,10 +55,11 @@ class BrokerGroupSettings:
         return None if ms == [None, None] else cls(ms[0], ms[1], told_by)
 
 
-def described_by_cluster(settings: Mapping[str, Any], timeout_s: float) -> BrokerGroupSettings | None:
-    """What the cluster says (DescribeConfigs), or None with one sentence on stderr saying why not and what then."""
+def described_by_cluster(settings: Mapping[str, Any], timeout_s: float) -> DescribedSessionTimeouts | None:
+    """What the cluster says (DescribeConfigs of a broker and of the groups), or None with one sentence on stderr
+    saying why not and what then; groups whose configs could not be read are one sentence too."""
     try:
-        configs = describe_group_session_timeouts(settings, timeout_s)
+        described = describe_group_session_timeouts(settings, timeout_s)
     except BrokerConfigUnreadable as why:
         print(
             f"radar: the cluster did not say its group session timeouts ({why}); KIP-848 and streams members' "
@@ -64,7 +68,13 @@ def described_by_cluster(settings: Mapping[str, Any], timeout_s: float) -> Broke
             file=sys.stderr,
         )
         return None
-    return BrokerGroupSettings.of(configs, FROM_DESCRIBE_CONFIGS)
+    if described.groups_unread:
+        print(
+            f"radar: {described.groups_unread}; their KIP-848 and streams members' session timeouts are taken to be "
+            "the broker's.",
+            file=sys.stderr,
+        )
+    return described
 
 
 def from_broker_log(spark: SparkSession, config: RadarConfig) -> BrokerGroupSettings | None:
@@ -98,15 +108,24 @@ def from_broker_log(spark: SparkSession, config: RadarConfig) -> BrokerGroupSett
 
 def learnt_thresholds(spark: SparkSession, config: RadarConfig, cluster: Mapping[str, Any] | None) -> dict[str, Any]:
     """Threshold values from the cluster's answer (`cluster`: its client settings, when the detection reads it
-    live), else from the broker's log, unless radar's conf sets either session timeout (an operator's word is
-    final: then neither is asked)."""
-    if any(key in config.detect.threshold_overrides() for key in CONF_KEYS):
-        return {}
+    live), else from the broker's log. The groups that set their own session timeouts are read from the cluster
+    alone (a broker's log does not list them), and win over radar's conf; radar's conf wins over the broker's
+    values (an operator's word on the broker is final)."""
     described = None if cluster is None else described_by_cluster(cluster, config.kafka.connect_timeout_s)
-    settings = described or from_broker_log(spark, config)
+    learnt: dict[str, Any] = {}
+    if described is not None and described.groups:
+        learnt["group_session_timeout_overrides"] = tuple(
+            (group, own.get(GROUP_SESSION_CONFIGS[0]), own.get(GROUP_SESSION_CONFIGS[1]))
+            for group, own in sorted(described.groups.items())
+        )
+    if any(key in config.detect.threshold_overrides() for key in CONF_KEYS):
+        return learnt
+    settings = None if described is None else BrokerGroupSettings.of(described.broker, FROM_DESCRIBE_CONFIGS)
+    settings = settings or from_broker_log(spark, config)
     if settings is None:
-        return {}
+        return learnt
     return {
+        **learnt,
         "consumer_group_session_timeout_ms": settings.consumer_session_timeout_ms,
         "streams_group_session_timeout_ms": settings.streams_session_timeout_ms,
         "group_session_timeouts_from": settings.told_by,

@@ -5,9 +5,11 @@ and the topics and scenarios around it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,3 +200,29 @@ def run_group_scenario(
     for value, stamp in read_records(bootstrap, telemetry):
         events.extend(e for e in parse_telemetry_record(value, stamp).events if e.group_id == group)
     return ScenarioResult(group, telemetry, events, {m.out.stem: m.lines() for m in members}, shipped, snapshot)
+
+
+@contextlib.contextmanager
+def kip848_group_setting_its_session_timeout(
+    member_settings: dict[str, Any], admin_settings: dict[str, Any], group: str, topic: str, session_ms: int
+) -> Iterator[None]:
+    """A KIP-848 group with one member holding its assignment, which sets its own `consumer.session.timeout.ms`
+    (a Kafka 4.x group config, as `kafka-configs --entity-type groups --alter` sets it) while the block runs."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient(dict(admin_settings))
+    entry = ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    consumer = Consumer({**member_settings, "group.id": group, "group.protocol": "consumer"})
+    try:
+        consumer.subscribe([topic])
+
+        def assigned() -> bool:
+            consumer.poll(0.2)
+            return bool(consumer.assignment())
+
+        wait_for(assigned, 60, f"a KIP-848 member of {group} to be assigned {topic}")
+        yield
+    finally:
+        consumer.close()

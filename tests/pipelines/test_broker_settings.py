@@ -5,6 +5,7 @@ the detection starts, and a live run asks the cluster (DescribeConfigs of a brok
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,16 @@ from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.stages.broker_settings import (
+    CONF_KEYS,
     FROM_BROKER_LOG,
     FROM_DESCRIBE_CONFIGS,
     BrokerGroupSettings,
     described_by_cluster,
+    learnt_thresholds,
 )
+from tests.pipelines.group_member import kip848_group_setting_its_session_timeout
 from tests.pipelines.incident_tables import CONF, DumpedSilver
+from tests.pipelines.ingest_support import create_topic
 from tests.transforms.detectors.silver_rows import BASE_MS
 from tests.transforms.detectors.test_member_settings import G, broker_listing, kip848_member_fenced
 
@@ -54,20 +59,32 @@ def test_a_replayed_broker_listing_gives_kip848_members_the_brokers_session_time
 
 @pytest.mark.kafka
 def test_a_live_run_asks_the_cluster_for_its_group_session_timeouts(
-    kafka_broker: Any, radar_config: RadarConfig, capsys: pytest.CaptureFixture[str]
+    kafka_broker: Any, radar_config: RadarConfig, spark: SparkSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The embedded broker runs with conf/local.yml's `group.consumer.session.timeout.ms` (6 s); Kafka 4.x also has
-    the streams groups' config (default 45 s). A cluster that does not answer is one sentence, and no value."""
+    the streams groups' config, and a group may set its own (8 s here), which wins, also over radar's conf. A cluster
+    that does not answer is one sentence, and no value."""
     settings = client_settings(kafka_broker.bootstrap_servers)
-    found = describe_group_session_timeouts(settings, 15)
-    assert found["group.consumer.session.timeout.ms"] == radar_config.broker.group_consumer_session_timeout_ms
-    assert found.get("group.streams.session.timeout.ms", 45_000) > 0
-    described = described_by_cluster(settings, 15)
-    assert described == BrokerGroupSettings(
-        radar_config.broker.group_consumer_session_timeout_ms,
-        found.get("group.streams.session.timeout.ms"),
-        FROM_DESCRIBE_CONFIGS,
+    group, topic = f"own-timeout-{uuid.uuid4().hex[:6]}", f"own-timeout-{uuid.uuid4().hex[:6]}"
+    create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    with kip848_group_setting_its_session_timeout(settings, settings, group, topic, 8_000):
+        found = describe_group_session_timeouts(settings, 15)
+        learnt = learnt_thresholds(spark, radar_config, settings)
+        conf = radar_config.model_copy(update={"detect": radar_config.detect.with_thresholds(**{CONF_KEYS[0]: 15_000})})
+        learnt_beside_conf = learnt_thresholds(spark, conf, settings)
+    consumer_ms = radar_config.broker.group_consumer_session_timeout_ms
+    assert found.broker["group.consumer.session.timeout.ms"] == consumer_ms
+    assert found.broker.get("group.streams.session.timeout.ms", 45_000) > 0
+    assert found.groups[group] == {"group.consumer.session.timeout.ms": 8_000}
+    assert found.groups_unread is None
+    assert learnt["consumer_group_session_timeout_ms"] == consumer_ms
+    assert learnt["group_session_timeouts_from"] == FROM_DESCRIBE_CONFIGS
+    assert (group, 8_000, None) in learnt["group_session_timeout_overrides"]
+    assert set(learnt_beside_conf) == {"group_session_timeout_overrides"}  # the conf's broker value stands
+    assert BrokerGroupSettings.of(found.broker, FROM_DESCRIBE_CONFIGS) == BrokerGroupSettings(
+        consumer_ms, found.broker.get("group.streams.session.timeout.ms"), FROM_DESCRIBE_CONFIGS
     )
+    capsys.readouterr()
     assert described_by_cluster(client_settings("127.0.0.1:9"), 2) is None
     said = capsys.readouterr().err
     assert said.startswith("radar: the cluster did not say its group session timeouts (no answer within 2 s)"), said

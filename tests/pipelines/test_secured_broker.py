@@ -38,7 +38,7 @@ from rebalance_radar.pipelines.stages.broker_settings import described_by_cluste
 from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, PARTITION_END_OFFSETS, TABLES
-from tests.pipelines.group_member import CoordinatorLog, start_member
+from tests.pipelines.group_member import CoordinatorLog, kip848_group_setting_its_session_timeout, start_member
 from tests.pipelines.ingest_support import table, wait_for
 from tests.pipelines.radar_run_process import RadarRun, radar_command
 
@@ -90,10 +90,10 @@ class SecuredCluster:
 
 @pytest.fixture(scope="module")
 def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
-    """A SASL_SSL broker with five principals: `radar` (what `monitor_grants` gives), `app` (a consumer fleet with
+    """A SASL_SSL broker with seven principals: `radar` (what `monitor_grants` gives), `app` (a consumer fleet with
     the agent and the poller), `blind` (radar's grants but Read on __consumer_offsets), `mute` (radar's grants but
     Write on the telemetry topic), `nogroups` (may describe the cluster, no group), `notopics` (radar's grants but
-    Describe on the users' topics)."""
+    Describe on the users' topics), `noconfigs` (radar's grants but DescribeConfigs on the groups)."""
     tag = uuid.uuid4().hex[:6]
     telemetry, work = f"radar.telemetry.secured-{tag}", f"work-secured-{tag}"
     broker = EmbeddedKafka(
@@ -104,7 +104,7 @@ def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory)
         for future in admin.create_topics([NewTopic(telemetry, 1, 1), NewTopic(work, 2, 1)]).values():
             future.result(30)
         ensure_offsets_topic(broker.admin_bootstrap_servers, "__consumer_offsets")  # as on any cluster in use
-        names = ("radar", "app", "blind", "mute", "nogroups", "notopics")
+        names = ("radar", "app", "blind", "mute", "nogroups", "notopics", "noconfigs")
         users = {name: ScramUser(name, secrets.token_urlsafe(18)) for name in names}
         full = monitor_grants("radar", "__consumer_offsets", [telemetry])
         app = [
@@ -131,7 +131,12 @@ def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory)
             for g in full
             if not (g.resource == "topic" and g.name == "*")
         ]
-        broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups, *notopics])
+        noconfigs = [
+            Grant("User:noconfigs", g.resource, g.name, g.operation, g.prefixed)
+            for g in full
+            if not (g.resource == "group" and g.operation == "describe_configs")
+        ]
+        broker.add_users(list(users.values()), [*full, *app, *blind, *mute, *nogroups, *notopics, *noconfigs])
         yield SecuredCluster(broker, telemetry, work, users)
 
 
@@ -186,22 +191,35 @@ def test_wrong_credentials_and_a_missing_describe_on_groups_are_sentences(
     assert_no_password(output, secured, "the missing-describe error")
 
 
-def test_the_group_session_timeouts_need_describe_configs_on_the_cluster(
+def test_the_group_session_timeouts_need_describe_configs_on_the_cluster_and_the_groups(
     secured: SecuredCluster, radar_config: RadarConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`radar`'s grants read the broker's group session timeouts over SASL_SSL; a principal without DescribeConfigs
-    on the cluster gets one sentence naming the grant, and the run goes on without the value."""
+    """`radar`'s grants read the broker's group session timeouts and a group's own over SASL_SSL; a principal without
+    DescribeConfigs on the cluster, or on the groups, gets one sentence naming the grant, and the run goes on
+    without the value."""
     settings = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("radar"))
-    found = described_by_cluster(settings, 15)
-    assert found is not None
-    assert found.consumer_session_timeout_ms == radar_config.broker.group_consumer_session_timeout_ms
-    capsys.readouterr()
+    member = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("app"))
+    admin = {"bootstrap.servers": secured.broker.admin_bootstrap_servers}
+    group = f"app-own-timeout-{uuid.uuid4().hex[:6]}"
+    with kip848_group_setting_its_session_timeout(member, admin, group, secured.work_topic, 8_000):
+        found = described_by_cluster(settings, 15)
+        capsys.readouterr()
+        unread = described_by_cluster(
+            client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("noconfigs")), 15
+        )
+        said_unread = capsys.readouterr().err
+    assert found is not None and found.groups_unread is None
+    assert found.broker["group.consumer.session.timeout.ms"] == radar_config.broker.group_consumer_session_timeout_ms
+    assert found.groups[group] == {"group.consumer.session.timeout.ms": 8_000}
+    assert unread is not None and group not in unread.groups  # the broker's values, without the group's own
+    assert "could not be read" in said_unread and "grant User:noconfigs DescribeConfigs on those groups" in said_unread
+    assert said_unread.count("\n") == 1 and "Traceback" not in said_unread, said_unread
     refused = client_settings(secured.broker.bootstrap_servers, SECURITY, env=secured.env("nogroups"))
     assert described_by_cluster(refused, 15) is None
     said = capsys.readouterr().err
     assert "grant User:nogroups DescribeConfigs on the cluster" in said, said
     assert "Traceback" not in said
-    assert_no_password(said, secured, "the missing-DescribeConfigs sentence")
+    assert_no_password(said + said_unread, secured, "the missing-DescribeConfigs sentences")
 
 
 def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured: SecuredCluster) -> None:

@@ -17,10 +17,11 @@ from rebalance_radar.transforms.detectors.state import (
     BrokerSettings,
     ClientSettings,
     DepartedMember,
+    GroupConfig,
     GroupState,
     MemberState,
 )
-from rebalance_radar.transforms.detectors.thresholds import RADAR_CONF, DetectorThresholds
+from rebalance_radar.transforms.detectors.thresholds import CLUSTER_ANSWER, RADAR_CONF, DetectorThresholds
 
 MAX_CLIENTS = 256
 """Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
@@ -75,7 +76,8 @@ def learn_broker_config(state: GroupState, event: GroupEvent) -> None:
 
 def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> None:
     """The broker's group session timeouts the thresholds give (radar's conf, or what the detection read from the
-    broker at start), unless the broker's own listing was seen in this group's events."""
+    broker at start), unless the broker's own listing was seen in this group's events; and the group's own, which
+    win over both (Kafka 4.x group configs, read from the cluster at start)."""
     consumer, streams = thresholds.consumer_group_session_timeout_ms, thresholds.streams_group_session_timeout_ms
     if (consumer or streams) and (state.broker_settings is None or state.broker_settings.from_conf):
         state.broker_settings = BrokerSettings(
@@ -87,6 +89,9 @@ def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> Non
         )
     elif not (consumer or streams) and state.broker_settings is not None and state.broker_settings.from_conf:
         state.broker_settings = None  # taken out of the conf since
+    own = next((o for o in thresholds.group_session_timeout_overrides if o[0] == state.group_id), None)
+    # as the cluster said at this start: an override taken off the group since is gone
+    state.group_config = None if own is None else GroupConfig(own[1], own[2], CLUSTER_ANSWER)
 
 
 def prune_settings(state: GroupState, now_ms: int, keep_ms: int) -> None:
@@ -128,6 +133,13 @@ def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) 
     told = ""
     if broker is not None and broker.from_conf:
         told = f", from {broker.told_by or RADAR_CONF}"
+    own = state.group_config
+    if protocol == "consumer" and own is not None and own.consumer_session_timeout_ms:
+        told = f"the group's consumer.session.timeout.ms, from {own.told_by}"
+        return SessionTimeout(own.consumer_session_timeout_ms, told)
+    if protocol == "streams" and own is not None and own.streams_session_timeout_ms:
+        told = f"the group's streams.session.timeout.ms, from {own.told_by}"
+        return SessionTimeout(own.streams_session_timeout_ms, told)
     if protocol == "consumer" and broker is not None and broker.consumer_session_timeout_ms:
         return SessionTimeout(
             broker.consumer_session_timeout_ms, f"the broker's group.consumer.session.timeout.ms{told}"

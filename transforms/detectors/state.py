@@ -418,6 +418,20 @@ class BrokerSettings:
 
 
 @dataclass
+class GroupConfig:
+    """The session timeouts a group sets on itself (Kafka 4.x group configs), which the coordinator applies instead of
+    the broker's; as the cluster said when the detection started."""
+
+    __pydantic_config__ = STRICT
+
+    consumer_session_timeout_ms: int | None = None
+    """consumer.session.timeout.ms: its KIP-848 members' session timeout."""
+    streams_session_timeout_ms: int | None = None
+    """streams.session.timeout.ms: its KIP-1071 members' session timeout."""
+    told_by: str = ""
+
+
+@dataclass
 class GroupState:
     """Everything about one group the rules need, pruned by event time."""
 
@@ -470,6 +484,8 @@ class GroupState:
     """client id -> its configuration listing (`detectors.settings`), pruned with the members it names."""
     broker_settings: BrokerSettings | None = None
     """The coordinator's group settings, from its broker's configuration listing (None: not seen)."""
+    group_config: GroupConfig | None = None
+    """The session timeouts the group sets on itself, which win over the broker's (None: none, or not asked)."""
     detections: dict[str, HeldDetection] = field(default_factory=dict)
     """Open detections by id."""
     ended_incidents: dict[str, HeldDetection] = field(default_factory=dict)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 MINUTE_MS = 60_000
 RADAR_CONF = "radar's conf"
+CLUSTER_ANSWER = "the cluster's DescribeConfigs answer"
+"""Who told the detection what the cluster applies, asked live before it started."""
 """Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 
 
@@ -51,6 +53,11 @@ class DetectorThresholds:
     group_session_timeouts_from: str = field(default=RADAR_CONF, metadata={"learnt": True})
     """Where the two above came from, for the sentences: radar's conf, or what the detection read from the broker
     before it started (`pipelines.stages.broker_settings`). Not a conf key."""
+    group_session_timeout_overrides: tuple[tuple[str, int | None, int | None], ...] = field(
+        default=(), metadata={"learnt": True}
+    )
+    """(group id, consumer.session.timeout.ms, streams.session.timeout.ms) of the groups that set their own (Kafka 4.x
+    group configs, which win over the broker's), as the cluster said when the detection started. Not a conf key."""
     default_rebalance_timeout_ms: int = 300_000
     """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
     rebalance_storm_count: int = 5

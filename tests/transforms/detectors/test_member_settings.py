@@ -240,6 +240,39 @@ def test_the_brokers_session_timeout_given_in_radars_conf_is_used_until_its_list
     assert "It was silent" not in expiry["summary"] or "against the broker's" in expiry["summary"]
 
 
+def test_a_groups_own_session_timeout_wins_over_the_brokers_listing_and_radars_conf() -> None:
+    """Kafka 4.x group configs: the coordinator applies the group's consumer.session.timeout.ms, not the broker's;
+    another group keeps the broker's."""
+    s = Silver()
+    s._telemetry(broker_listing(BASE_MS - 60_000, consumer_session_ms=10_000), BASE_MS - 60_000)
+    gone = kip848_member_fenced(s, BASE_MS)
+    told = DetectorThresholds(
+        consumer_group_session_timeout_ms=15_000,
+        group_session_timeout_overrides=((G, 8_000, None), ("other", 3_000, None)),
+    )
+    (expiry,) = run(G, _for_group(s.rows, G), gone + 60_000, told).of_kind("heartbeat_expiration")
+    expected = (
+        "its 8 s session timeout (the group's consumer.session.timeout.ms, from the cluster's DescribeConfigs answer)"
+    )
+    assert expected in expiry["summary"], expiry["summary"]
+    elsewhere = DetectorThresholds(group_session_timeout_overrides=(("other", 3_000, None),))
+    (expiry,) = run(G, _for_group(s.rows, G), gone + 60_000, elsewhere).of_kind("heartbeat_expiration")
+    assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
+
+
+def test_a_group_override_taken_off_is_gone_when_the_tracker_restarts_without_it() -> None:
+    state = GroupState(cluster=CLUSTER, group_id=G, protocol="consumer")
+    told = DetectorThresholds(group_session_timeout_overrides=((G, 8_000, None),))
+    tracker = GroupTracker(CLUSTER, G, told, state)
+    member = MemberState(member_id="m-a")
+    assert session_timeout_of(tracker.state, member) == SessionTimeout(
+        8_000, "the group's consumer.session.timeout.ms, from the cluster's DescribeConfigs answer"
+    )
+    restored = GroupTracker.restore(tracker.snapshot(), DetectorThresholds())
+    assert restored.state.group_config is None
+    assert session_timeout_of(restored.state, member) is None  # assumed again, as the cluster no longer says it
+
+
 def test_a_zombies_remedy_says_how_long_its_poll_loop_took_when_its_client_said_it() -> None:
     a = Member("consumer-orders-1-aaa", [("orders", 0), ("orders", 1)], client_id="worker-a", host="10.0.0.1")
     b = Member("rdkafka-bbb", [("orders", 2), ("orders", 3)], client_id="worker-b", host="10.0.0.2")

@@ -20,7 +20,13 @@ from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.detectors.tracker import GroupTracker
 from rebalance_radar.transforms.schemas import DetectionKind, Severity
 
-TRACKER_WIDE = {"departed_member_ttl_ms", "group_idle_ttl_ms", "history_ms", "group_session_timeouts_from"}
+TRACKER_WIDE = {
+    "departed_member_ttl_ms",
+    "group_idle_ttl_ms",
+    "history_ms",
+    "group_session_timeouts_from",
+    "group_session_timeout_overrides",
+}
 """Thresholds of the tracker's own memory, and where the broker's session timeouts came from: not of a rule."""
 
 
