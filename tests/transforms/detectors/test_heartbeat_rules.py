@@ -305,3 +305,43 @@ def test_the_coordinators_rebalance_on_heartbeat_expiration_names_the_expired_me
     assert out.kinds() == ["heartbeat_expiration"]
     (rebalance,) = out.completed()
     assert (rebalance["cause"], rebalance["expired"]) == ("heartbeat_expiration", [B.member_id])
+
+
+@pytest.mark.parametrize("timeout_known", [True, False], ids=["broker_timeout_known", "timeout_unknown"])
+def test_a_kip848_member_heartbeating_until_its_removal_then_fenced_is_no_expiry(timeout_known: bool) -> None:
+    """The demo's stuck member: it heartbeats (the agent reports it) while its revocation hangs, the coordinator
+    removes it past its rebalance timeout, and its client then hears UNKNOWN_MEMBER_ID. That is no session expiry:
+    it was heard 0.5 s before its removal (a heartbeat_expiration "silent 0.1 s against its 6 s session timeout" was
+    raised before)."""
+    s = Silver()
+    t = BASE_MS
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
+    for member in ("m-a", "m-b"):
+        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
+        s.record(
+            "ConsumerGroupCurrentMemberAssignment",
+            {"groupId": G, "memberId": member},
+            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
+            t,
+        )
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    gone = t + 20_000
+    for i in range(0, 20_000, 1000):
+        s.agent("heartbeat", G, t + i, member_id="m-a", member_epoch=3)
+        s.agent("heartbeat", G, t + i + 500, member_id="m-b", member_epoch=3)
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
+    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
+    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.record(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"groupId": G, "memberId": "m-a"},
+        {"memberEpoch": 4, "previousMemberEpoch": 3, "state": 0},
+        gone + 500,
+    )
+    s.agent("heartbeat_failed", G, gone + 1500, member_id="m-b", error="UNKNOWN_MEMBER_ID")
+    told = DetectorThresholds(consumer_group_session_timeout_ms=6_000) if timeout_known else DetectorThresholds()
+    out = run(G, s.rows, gone + 20_000, told)
+    assert "heartbeat_expiration" not in out.kinds(), [d["summary"] for d in out.detections]
+    (rebalance,) = out.completed()
+    assert rebalance["expired"] == [] and rebalance["left"] == ["m-b"]

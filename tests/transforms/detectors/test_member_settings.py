@@ -338,3 +338,20 @@ def test_a_real_streams_crash_loops_expirations_name_the_brokers_streams_session
         "its 10 s session timeout (the broker's group.streams.session.timeout.ms, from radar's conf)" in d["summary"]
         for d in expiries
     )
+
+
+def test_the_silence_advice_names_the_setting_that_decides_whoever_told_it() -> None:
+    from rebalance_radar.transforms.detectors.rules.heartbeats import silence_advice
+
+    broker = SessionTimeout(
+        6_000, "the broker's group.consumer.session.timeout.ms, from the cluster's DescribeConfigs answer"
+    )
+    said = silence_advice(7_000, broker)
+    assert said is not None and "against the broker's group.consumer.session.timeout.ms of 6 s" in said
+    assert "(or the group's own consumer.session.timeout.ms) decides" in said, said  # no comma from the source
+    own = SessionTimeout(8_000, "the group's streams.session.timeout.ms, from the cluster's DescribeConfigs answer")
+    said = silence_advice(9_000, own)
+    assert said is not None and "against the group's own streams.session.timeout.ms of 8 s" in said, said
+    assert silence_advice(9_000, SessionTimeout(10_000, "its client's session.timeout.ms")) == (
+        "It was silent 9 s against a session.timeout.ms of 10 s."
+    )

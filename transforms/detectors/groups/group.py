@@ -38,6 +38,7 @@ from rebalance_radar.transforms.detectors.settings import (
     learn_client_config,
     note_poll_overrun,
     prune_settings,
+    session_timeout_of,
 )
 from rebalance_radar.transforms.detectors.state import (
     Attempt,
@@ -59,6 +60,9 @@ from rebalance_radar.transforms.detectors.state import (
 )
 from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import REBALANCES, HeartbeatEventKind, TelemetrySource
+
+ALIVE_WITHIN_MS = 1_000
+"""A member heard from this shortly before its removal was not removed for silence (its timeout unknown)."""
 
 K = HeartbeatEventKind
 HOUR_MS = 3_600_000
@@ -487,7 +491,7 @@ class Group:
         st = self.state
         timeout = gone.session_timeout_ms or self.thresholds.default_session_timeout_ms
         silent = gone.last_heartbeat_ms is not None and removed_by_ms - gone.last_heartbeat_ms > timeout
-        fenced = any(
+        fenced = not self._heard_shortly_before(gone, removed_by_ms) and any(
             s.kind == SignalKind.FENCED and s.subject == gone.member_id and s.at_ms >= removed_by_ms - SIGNAL_LEAD_MS
             for s in st.signals
         )
@@ -726,6 +730,15 @@ class Group:
             self._emit_rebalance(row)
             return
 
+    def _heard_shortly_before(self, gone: DepartedMember, removed_ms: int) -> bool:
+        """Its heartbeats were seen within half its session timeout of its removal (within a second when radar does
+        not know the timeout): it was removed for something else (a rebalance or revocation timeout, an
+        administrator), so its client's "fenced" is no session expiry."""
+        if gone.last_heartbeat_ms is None:
+            return False
+        known = session_timeout_of(self.state, gone)
+        return removed_ms - gone.last_heartbeat_ms < (known.ms / 2 if known is not None else ALIVE_WITHIN_MS)
+
     def _on_fenced_report(self, event: GroupEvent) -> None:
         """A client says it is no longer a member (UNKNOWN_MEMBER_ID, session timed out, partitions lost)."""
         st = self.state
@@ -735,7 +748,12 @@ class Group:
             return
         st.signals.append(Signal(at_ms=now, kind=SignalKind.FENCED, subject=who.member_id))
         window = self.thresholds.inferred_expiry_window_ms
-        if isinstance(who, DepartedMember) and who.how == DepartureKind.VANISHED and now - who.at_ms <= window:
+        if (
+            isinstance(who, DepartedMember)
+            and who.how == DepartureKind.VANISHED
+            and now - who.at_ms <= window
+            and not self._heard_shortly_before(who, who.at_ms)
+        ):
             who.how = DepartureKind.EXPIRED
             self._tell(MemberExpired(who, now, "inferred", (source_ref(event),)))
             self._reemit_departure_rebalance(who)

@@ -42,11 +42,17 @@ def silence_advice(silence_ms: int | None, known: SessionTimeout | None) -> str 
     if silence_ms is None or known is None:
         return None
     if known.source and known.source.startswith("the broker's group."):
-        setting = known.source.removeprefix("the broker's ").split(" ")[0]
+        setting = known.source.removeprefix("the broker's ").split(",")[0].split(" ")[0]
         group_setting = setting.removeprefix("group.")
         return (
             f"It was silent {seconds(silence_ms)} against the broker's {setting} of {seconds(known.ms)}: under this "
             f"protocol that setting (or the group's own {group_setting}) decides, not the client's session.timeout.ms."
+        )
+    if known.source and known.source.startswith("the group's "):
+        setting = known.source.removeprefix("the group's ").split(",")[0].split(" ")[0]
+        return (
+            f"It was silent {seconds(silence_ms)} against the group's own {setting} of {seconds(known.ms)}: under this "
+            "protocol that group config decides, not the broker's default nor the client's session.timeout.ms."
         )
     return f"It was silent {seconds(silence_ms)} against a session.timeout.ms of {seconds(known.ms)}."
 
