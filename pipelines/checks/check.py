@@ -98,6 +98,15 @@ def read_table(spark: SparkSession, config: RadarConfig, table: TableSchema) -> 
     return rows.where(F.col("cluster") == F.lit(config.cluster))
 
 
+SessionSource = SparkSession | Callable[[], SparkSession]
+"""A session, or what builds one the first time it is needed: a check whose tables are all small and local, with no
+alert to write, starts no JVM (`radar check` answers in a second when nothing fails)."""
+
+
+def _session(spark: SessionSource) -> SparkSession:
+    return spark() if callable(spark) else spark
+
+
 @dataclass(frozen=True)
 class CheckView:
     """The rows the suite validates (CHECK_VIEW's columns), and the tables that exist."""
@@ -321,6 +330,12 @@ def _rows_from_files(
     return rows.filter(pc.equal(rows["cluster"], config.cluster))
 
 
+def _absent_here(config: RadarConfig, table: TableSchema) -> bool:
+    """A local table not written yet: nothing to read, with Spark or without."""
+    location = TableCatalog(config).location(table)
+    return location is not None and not (location / "_delta_log").is_dir()
+
+
 def _utc_of_arrow(value: datetime | None) -> datetime | None:
     """A timestamp read from a Delta file in the driver as an aware UTC datetime: Spark's INT96 comes back naive
     and in UTC, a TIMESTAMP_MICROS column with its UTC zone."""
@@ -329,16 +344,23 @@ def _utc_of_arrow(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _ticks_due_since(spark: SparkSession, config: RadarConfig) -> datetime:
+def _ticks_due_since(spark: SessionSource, config: RadarConfig) -> datetime:
     """When the clock_ticks table was created: its first tick was due a tick period later."""
     from delta.tables import DeltaTable
 
     catalog = TableCatalog(config)
     location = catalog.location(CLOCK_TICKS)
+    if location is not None:
+        import deltalake
+
+        created_ms = deltalake.DeltaTable(str(location)).metadata().created_time
+        if created_ms is not None:
+            return datetime.fromtimestamp(created_ms / 1000, UTC)
+    session = _session(spark)
     table = (
-        DeltaTable.forPath(spark, str(location))
+        DeltaTable.forPath(session, str(location))
         if location is not None
-        else DeltaTable.forName(spark, catalog.name(CLOCK_TICKS))
+        else DeltaTable.forName(session, catalog.name(CLOCK_TICKS))
     )
     created = _utc(table.detail().first()["createdAt"])
     assert created is not None, "a Delta table always has a creation time"
@@ -346,7 +368,7 @@ def _ticks_due_since(spark: SparkSession, config: RadarConfig) -> datetime:
 
 
 def build_check_view(
-    spark: SparkSession, config: RadarConfig, now: datetime, *, driver_read_max_bytes: int = DRIVER_READ_MAX_BYTES
+    spark: SessionSource, config: RadarConfig, now: datetime, *, driver_read_max_bytes: int = DRIVER_READ_MAX_BYTES
 ) -> CheckView:
     """One row per group (open critical detections, telemetry age of active groups) and one per cluster (ingest
     quality, monitor lag), each metric null where it does not apply. Small: collected, then validated by GX. Local
@@ -359,8 +381,10 @@ def build_check_view(
         rows = _rows_from_files(config, table, driver_read_max_bytes)
         if rows is not None:
             files[table.name] = rows
-    read = {t.name: read_table(spark, config, t) for t in wanted if t.name not in files}
-    sources = ViewSources(spark, files, {name: rows for name, rows in read.items() if rows is not None})
+    in_spark = [t for t in wanted if t.name not in files and not _absent_here(config, t)]
+    session = _session(spark) if in_spark else None
+    read = {t.name: read_table(session, config, t) for t in in_spark if session is not None}
+    sources = ViewSources(session, files, {name: rows for name, rows in read.items() if rows is not None})
     present = sources.present | frozenset(logged)
     cluster = config.cluster
     groups: dict[str | None, dict[str, Any]] = {}
@@ -551,7 +575,7 @@ def _where(cluster: str, group_id: str | None) -> str:
     return f"group {group_id}" if group_id is not None else f"cluster {cluster}"
 
 
-def _load_alerts(spark: SparkSession, config: RadarConfig) -> list[Alert]:
+def _load_alerts(spark: SessionSource, config: RadarConfig) -> list[Alert]:
     """Alerts still open, or whose status is not delivered yet, of `config.cluster`. A small local table is read
     from its files in the driver (`delta_log.rows_from_files`): no snapshot and job every minute of `radar run`."""
     timestamps = ("first_seen", "last_seen", "updated_at", "resolved_at", "notified_at")
@@ -562,7 +586,9 @@ def _load_alerts(spark: SparkSession, config: RadarConfig) -> list[Alert]:
             for row in stored.to_pylist()
             if row["status"] == AlertStatus.OPEN or row["notified_at"] is None
         ]
-    rows = read_table(spark, config, ALERTS)
+    if _absent_here(config, ALERTS):
+        return []
+    rows = read_table(_session(spark), config, ALERTS)
     if rows is None:
         return []
     pending = rows.where((F.col("status") == str(AlertStatus.OPEN)) | F.col("notified_at").isNull())
@@ -590,7 +616,7 @@ def rules_of(config: RadarConfig) -> tuple[CheckRule, ...]:
 
 
 def run_checks(
-    spark: SparkSession,
+    spark: SessionSource,
     config: RadarConfig,
     *,
     now: datetime | None = None,
@@ -613,7 +639,7 @@ def run_checks(
     if on_databricks() and config.checks.secret_scope:
         from rebalance_radar.pipelines.stages.sources import databricks_secret_lookup
 
-        lookup = databricks_secret_lookup(spark)
+        lookup = databricks_secret_lookup(_session(spark))
     notifiers, unconfigured = resolve_notifiers(config.checks, env, lookup)
     # read-only, several Spark jobs (seconds on 2 cores beside a live run): taken as one turn it held a detection
     # batch up to its end (live p95 10 s); beside the detection batches, each of those waits for one job at most
@@ -686,9 +712,10 @@ def run_checks(
     # the write leaves the failure to the next run, which opens and posts it again (at least once, never lost)
     written = {a.alert_id: a for a in changes.rows} | {a.alert_id: a for a in notified}
     if written:
+        session = _session(spark)
         with turn():
-            ensure_tables(spark, config, [ALERTS])
-            _write_alerts(spark, config, list(written.values()))
+            ensure_tables(session, config, [ALERTS])
+            _write_alerts(session, config, list(written.values()))
     return CheckReport(
         checked_at=now,
         results=tuple(results),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -475,7 +476,9 @@ def _check(args: argparse.Namespace) -> int:
     from rebalance_radar.pipelines.runtime.session import build_spark_session
 
     config = _config(args)
-    report = run_checks(build_spark_session(config), config)
+    # Spark only when a table is too big or remote to read from its files, or an alert changed: a healthy check
+    # of a local data dir starts no JVM
+    report = run_checks(functools.cache(lambda: build_spark_session(config)), config)
     console = output_console()
     render_check_report(report, console)
     run = read_run_status(config.data_dir)

@@ -32,6 +32,7 @@ from rebalance_radar.transforms.schemas import (
     TableSchema,
 )
 from rebalance_radar.transforms.wire.errors import DecodeErrorKind
+from tests.pipelines.radar_run_process import radar_without_a_jvm
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -313,6 +314,11 @@ def test_radar_check_exit_codes(spark, radar_config: RadarConfig, tmp_path: Path
     _write(spark, config, DETECTIONS, [_detection("g1", "open", severity="warning")])
     assert main(args) == 0
     assert "open_critical_detections" in capsys.readouterr().out
+    # nothing fails, so no alert to write: the reads come from the table's files and no JVM starts
+    healthy = radar_without_a_jvm("--data-dir", str(tmp_path), "check")
+    assert healthy.returncode == 0, healthy.stderr
+    assert "open_critical_detections" in healthy.stdout and "passed" in healthy.stdout
+    assert "Traceback" not in healthy.stderr
     _write(spark, config, DETECTIONS, [_detection("g1", "open")])
     assert main(args) == 1
     out = capsys.readouterr().out
