@@ -139,6 +139,29 @@ class Silver:
         raw_key, raw = encode_coordinator_record(record_type, key, None if value is None else 0, value)
         return self._decoded(raw_key, raw, t_ms)
 
+    def kip848_group(self, group: str, epoch: int, members: Sequence[str], t_ms: int) -> None:
+        """A KIP-848 group at `epoch` whose `members` (each its own client id) all reached it, as its coordinator
+        writes it."""
+        self.record("ConsumerGroupMetadata", {"groupId": group}, {"epoch": epoch, "metadataHash": 0}, t_ms)
+        for member in members:
+            self.record(
+                "ConsumerGroupMemberMetadata", {"groupId": group, "memberId": member}, {"clientId": member}, t_ms
+            )
+            self.record(
+                "ConsumerGroupCurrentMemberAssignment",
+                {"groupId": group, "memberId": member},
+                {"memberEpoch": epoch, "previousMemberEpoch": epoch - 1, "state": 0},
+                t_ms,
+            )
+        self.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": group}, {"assignmentEpoch": epoch}, t_ms)
+
+    def kip848_removal(self, group: str, member: str, epoch: int, t_ms: int) -> None:
+        """The coordinator's tombstones of a removed KIP-848 member, and the group's next `epoch`."""
+        self.record("ConsumerGroupCurrentMemberAssignment", {"groupId": group, "memberId": member}, None, t_ms)
+        self.record("ConsumerGroupMemberMetadata", {"groupId": group, "memberId": member}, None, t_ms)
+        self.record("ConsumerGroupMetadata", {"groupId": group}, {"epoch": epoch, "metadataHash": 0}, t_ms)
+        self.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": group}, {"assignmentEpoch": epoch}, t_ms)
+
     # --- telemetry -----------------------------------------------------------------------------------------
 
     def _telemetry(self, value: bytes, t_ms: int) -> list[dict[str, Any]]:

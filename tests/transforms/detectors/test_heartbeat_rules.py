@@ -62,22 +62,10 @@ def test_broker_expiry_line_opens_then_resolves_naming_silence_timeout_and_gener
 def test_kip848_fenced_session_expired_line() -> None:
     s = Silver()
     t = BASE_MS
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
-    for member in ("m-a", "m-b"):
-        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
-        s.record(
-            "ConsumerGroupCurrentMemberAssignment",
-            {"groupId": G, "memberId": member},
-            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
-            t,
-        )
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    s.kip848_group(G, 3, ("m-a", "m-b"), t)
     gone = t + 50_000
     s.broker(f"[GroupId {G}] Member m-b fenced from the group because its session expired.", gone)
-    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.kip848_removal(G, "m-b", 4, gone)
     s.record(
         "ConsumerGroupCurrentMemberAssignment",
         {"groupId": G, "memberId": "m-a"},
@@ -225,25 +213,13 @@ def test_rare_reports_are_not_silence() -> None:
 def test_kip848_member_removed_silently_after_its_heartbeats_stopped_is_an_inferred_expiry() -> None:
     s = Silver()
     t = BASE_MS
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
-    for member in ("m-a", "m-b"):
-        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
-        s.record(
-            "ConsumerGroupCurrentMemberAssignment",
-            {"groupId": G, "memberId": member},
-            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
-            t,
-        )
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    s.kip848_group(G, 3, ("m-a", "m-b"), t)
     for i in range(0, 100_000, 5000):
         s.agent("heartbeat", G, t + i, member_id="m-a", member_epoch=3)
         if i <= 10_000:
             s.agent("heartbeat", G, t + i, member_id="m-b", member_epoch=3)
     gone = t + 10_000 + 46_000
-    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.kip848_removal(G, "m-b", 4, gone)
     s.record(
         "ConsumerGroupCurrentMemberAssignment",
         {"groupId": G, "memberId": "m-a"},
@@ -315,24 +291,12 @@ def test_a_kip848_member_heartbeating_until_its_removal_then_fenced_is_no_expiry
     raised before)."""
     s = Silver()
     t = BASE_MS
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
-    for member in ("m-a", "m-b"):
-        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
-        s.record(
-            "ConsumerGroupCurrentMemberAssignment",
-            {"groupId": G, "memberId": member},
-            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
-            t,
-        )
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    s.kip848_group(G, 3, ("m-a", "m-b"), t)
     gone = t + 20_000
     for i in range(0, 20_000, 1000):
         s.agent("heartbeat", G, t + i, member_id="m-a", member_epoch=3)
         s.agent("heartbeat", G, t + i + 500, member_id="m-b", member_epoch=3)
-    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.kip848_removal(G, "m-b", 4, gone)
     s.record(
         "ConsumerGroupCurrentMemberAssignment",
         {"groupId": G, "memberId": "m-a"},

@@ -65,22 +65,10 @@ def consumer_listing(t_ms: int, client_id: str, group: str, max_poll_interval_ms
 
 def kip848_member_fenced(s: Silver, t: int) -> int:
     """Two KIP-848 members at epoch 3; m-b's session expires at t + 50 s (the coordinator's own line)."""
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 3, "metadataHash": 0}, t)
-    for member in ("m-a", "m-b"):
-        s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": member}, {"clientId": member}, t)
-        s.record(
-            "ConsumerGroupCurrentMemberAssignment",
-            {"groupId": G, "memberId": member},
-            {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0},
-            t,
-        )
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 3}, t)
+    s.kip848_group(G, 3, ("m-a", "m-b"), t)
     gone = t + 50_000
     s.broker(f"[GroupId {G}] Member m-b fenced from the group because its session expired.", gone)
-    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMemberMetadata", {"groupId": G, "memberId": "m-b"}, None, gone)
-    s.record("ConsumerGroupMetadata", {"groupId": G}, {"epoch": 4, "metadataHash": 0}, gone)
-    s.record("ConsumerGroupTargetAssignmentMetadata", {"groupId": G}, {"assignmentEpoch": 4}, gone)
+    s.kip848_removal(G, "m-b", 4, gone)
     return gone
 
 
