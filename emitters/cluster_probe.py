@@ -279,7 +279,7 @@ def _group_overrides(
                 GROUP_OVERRIDES[name]: int(entry.value)
                 for name, entry in entries.items()
                 if name in GROUP_OVERRIDES
-                and ConfigSource(entry.source) == ConfigSource.GROUP_CONFIG
+                and int(getattr(entry.source, "value", entry.source)) == ConfigSource.GROUP_CONFIG.value
                 and str(entry.value).isdigit()
             }
             if own:

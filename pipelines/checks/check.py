@@ -35,7 +35,12 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from rebalance_radar.expectations.rules import CHECK_VIEW, CheckRule, RuleOverride, configured_rules
 from rebalance_radar.pipelines.config import ChecksConfig, ConfigError, RadarConfig
 from rebalance_radar.pipelines.stages.detection_turn import write_turn
-from rebalance_radar.pipelines.storage.delta_log import DRIVER_READ_MAX_BYTES, record_count_where, rows_from_files
+from rebalance_radar.pipelines.storage.delta_log import (
+    DRIVER_READ_MAX_BYTES,
+    created_at,
+    record_count_where,
+    rows_from_files,
+)
 from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables, upsert_by_key
 from rebalance_radar.transforms.alerts import (
     Alert,
@@ -350,12 +355,9 @@ def _ticks_due_since(spark: SessionSource, config: RadarConfig) -> datetime:
 
     catalog = TableCatalog(config)
     location = catalog.location(CLOCK_TICKS)
-    if location is not None:
-        import deltalake
-
-        created_ms = deltalake.DeltaTable(str(location)).metadata().created_time
-        if created_ms is not None:
-            return datetime.fromtimestamp(created_ms / 1000, UTC)
+    created = None if location is None else created_at(location)
+    if created is not None:
+        return created
     session = _session(spark)
     table = (
         DeltaTable.forPath(session, str(location))

@@ -63,6 +63,14 @@ def _table(location: Path, version: int | None = None) -> DeltaTable | None:
     return table
 
 
+def created_at(location: Path) -> datetime | None:
+    """When the local table at `location` was created (its metadata's creation time), or None where delta-rs cannot
+    say (no table, a reader feature it lacks): Spark says then."""
+    table = _table(location)
+    created_ms = None if table is None else table.metadata().created_time
+    return None if created_ms is None else datetime.fromtimestamp(created_ms / 1000, UTC)
+
+
 def _files_of(table: DeltaTable) -> list[LiveFile]:
     """The table's add actions, a row each, with their statistics by kind (`min.<column>`, `max.<column>`,
     `null_count.<column>` in delta-rs's flattened form; a null statistic is one Delta did not keep)."""
