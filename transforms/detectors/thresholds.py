@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 MINUTE_MS = 60_000
 RADAR_CONF = "radar's conf"
+"""Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 CLUSTER_ANSWER = "the cluster's DescribeConfigs answer"
 """Who told the detection what the cluster applies, asked live before it started."""
-"""Who gave the broker's group session timeouts when `detect.thresholds` set them."""
 
 
 @dataclass(frozen=True)
