@@ -105,7 +105,7 @@ def read_table(spark: SparkSession, config: RadarConfig, table: TableSchema) -> 
 
 SessionSource = SparkSession | Callable[[], SparkSession]
 """A session, or what builds one the first time it is needed: a check whose tables are all small and local, with no
-alert to write, starts no JVM (`radar check` answers in a second when nothing fails)."""
+alert to write, starts no JVM (a healthy `radar check` of a local data dir)."""
 
 
 def _session(spark: SessionSource) -> SparkSession:
