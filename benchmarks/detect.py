@@ -17,8 +17,9 @@ group (state store memory / keys), and the healthy fleet's detection count (expe
 
 Without `--live`:
 synthetic heartbeat_events rows (members of many groups, 10 ms apart in event time) are written to a fresh data
-dir, then the detection query (the real `transforms.detectors` tracker) runs once (availableNow). Prints one
-JSON object.
+dir, then the detection query (the real `transforms.detectors` tracker) runs once (availableNow), and again with
+`FloorTracker` bound in its place (`floor`: Spark's stateful Python operator reading every row and keeping nothing,
+what detection costs before any rule runs; `ratio_to_floor` says what the rules add). Prints one JSON object.
 
 Either way the JSON is also written to `benchmarks/results/detect-<UTC start>.json` (`benchmarks.result_file`; its
 `mode` is `live` or `throughput`).
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -96,6 +98,38 @@ def run_query(spark: SparkSession, config: RadarConfig, binding: TrackerBinding,
         "batches_ms": batch_ms,
         "rows_per_s": round(rows / (batch_ms / 1000), 1) if batch_ms else None,
     }
+
+
+class FloorTracker:
+    """The tracker's contract (`TrackerBinding`) with no rules: each packed row is parsed, as the real tracker parses
+    it when the watermark reaches it, and nothing is kept or emitted."""
+
+    def __init__(self, cluster: str, group_id: str, thresholds: Any) -> None:
+        self.rows = 0
+
+    @classmethod
+    def restore(cls, snapshot: bytes, thresholds: Any) -> FloorTracker:
+        return cls("", "", thresholds)
+
+    def snapshot(self) -> bytes:
+        return b""
+
+    def accept_packed(self, rows: Any) -> None:
+        for _, text in rows:
+            json.loads(text)
+            self.rows += 1
+
+    def next_wakeup(self) -> None:
+        return None
+
+    def is_expired(self, watermark_ms: int) -> bool:
+        return False
+
+    def advance_to(self, watermark_ms: int) -> None:
+        return None
+
+    def preview(self) -> tuple[()]:
+        return ()
 
 
 LIVE_INCIDENT_KINDS = ("heartbeat_at_risk", "heartbeat_expiration", "zombie_commit")
@@ -378,12 +412,21 @@ def main() -> int:
     write_heartbeats(spark, config, args.rows, args.groups, start_ms + 10_000)
     large = run_query(spark, config, binding, "large")  # a fresh checkpoint: reads both appends
     detections = spark.read.format("delta").load(str(TableCatalog(config).location(DETECTIONS))).count()
+    floor = run_query(spark, config, TrackerBinding(FloorTracker, binding.thresholds), "floor")  # the same rows
     result = {
         "tracker": "rebalance_radar.transforms.detectors",
         "rows": args.rows,
         "groups": args.groups,
         "first_query_100_rows": small,
         "throughput": large,
+        "floor": floor,
+        "ratio_to_floor": round(large["rows_per_s"] / floor["rows_per_s"], 3)
+        if large["rows_per_s"] and floor["rows_per_s"]
+        else None,
+        "cores": os.cpu_count(),
+        "floor_rows_per_s_per_core": round(floor["rows_per_s"] / (os.cpu_count() or 1), 1)
+        if floor["rows_per_s"]
+        else None,
         "detections": detections,
         "data_dir": str(config.data_dir),
     }
