@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_origin
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from rebalance_radar.emitters.kafka_settings import (
     ClientSettings,
@@ -77,7 +86,9 @@ class KafkaConfig(FrozenSection):
     bootstrap_servers: str | None = None
     offsets_topic: str = "__consumer_offsets"
     telemetry_topics: tuple[str, ...] = ("radar.telemetry",)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    # Where a new checkpoint starts reading: the topics' start, their end, or a moment (ISO 8601 with its zone, e.g.
+    # 2026-12-03T04:00:00Z: each partition from its first record at or after it; a partition with none, from its end).
+    starting_offsets: Literal["earliest", "latest"] | AwareDatetime = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
     # A Kafka partition's range of more records than this is read by several tasks (Spark's maxRecordsPerPartition):
     # a backlog is decoded on every core, while a live micro-batch stays one task per partition with no shuffle.

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +314,12 @@ def run_demo(
             broker = stack.enter_context(EmbeddedKafka(config.broker, config.data_dir, spark=config.spark))
             from_start = True
         else:
-            from_start = False  # a shared broker's log holds other groups' history: ship from now on
+            # A shared broker's logs hold other groups' history: ship its log, and read its topics, from now on (a
+            # moment rather than `latest`, which Spark resolves only once its first batch runs, after the script
+            # has started).
+            from_start = False
+            now = datetime.now(UTC)
+            config = config.model_copy(update={"kafka": config.kafka.model_copy(update={"starting_offsets": now})})
         bootstrap = broker.bootstrap_servers
         create_topics(bootstrap, config.kafka.telemetry_topics)
         stack.callback(start_shipper(broker.log_file, bootstrap, telemetry, from_start=from_start).stop)

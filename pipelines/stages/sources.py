@@ -15,6 +15,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO
@@ -95,7 +96,6 @@ def kafka_source_options(
     options.update(
         {
             "subscribe": ",".join(topics),
-            "startingOffsets": config.kafka.starting_offsets,
             "failOnDataLoss": "false",
             "kafka.isolation.level": "read_committed",
             "includeHeaders": "false",
@@ -103,11 +103,23 @@ def kafka_source_options(
             **CONSUMER_FETCH_OPTIONS,
         }
     )
+    options.update(starting_options(config.kafka.starting_offsets))
     if config.kafka.max_offsets_per_trigger:
         options["maxOffsetsPerTrigger"] = str(config.kafka.max_offsets_per_trigger)
     if config.kafka.max_records_per_task:
         options["maxRecordsPerPartition"] = str(config.kafka.max_records_per_task)
     return options
+
+
+def starting_options(starting: str | datetime) -> dict[str, str]:
+    """Spark's options for where a new checkpoint starts: `earliest`/`latest`, or a moment (`startingTimestamp`, in
+    ms), where a partition with no record since then starts at its end rather than failing the query."""
+    if isinstance(starting, datetime):
+        return {
+            "startingTimestamp": str(int(starting.timestamp() * 1000)),
+            "startingOffsetsByTimestampStrategy": "latest",
+        }
+    return {"startingOffsets": starting}
 
 
 def secret_lookup_of(spark: SparkSession, config: RadarConfig) -> SecretLookup | None:

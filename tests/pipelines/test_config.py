@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from rebalance_radar.pipelines.config import (
     kafka_client_options,
     load_config,
 )
+from rebalance_radar.pipelines.stages.sources import starting_options
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -91,6 +93,22 @@ def test_env_override_takes_a_comma_separated_list(raw: str, topics: tuple[str, 
     """YAML reads `a,b` as one string: a list field splits it (it was rejected as "not a valid tuple")."""
     config = load_config("conf/local.yml", env={"RADAR__KAFKA__TELEMETRY_TOPICS": raw})
     assert config.kafka.telemetry_topics == topics
+
+
+def test_starting_offsets_take_a_moment_with_its_zone() -> None:
+    """A new checkpoint can start at a moment (the last hour of a long `__consumer_offsets`); one without a zone
+    would mean another instant on every machine, so it is refused at load."""
+    config = load_config("conf/local.yml", env={"RADAR__KAFKA__STARTING_OFFSETS": "2026-12-03T04:00:00+01:00"})
+    assert config.kafka.starting_offsets == datetime(2026, 12, 3, 3, 0, tzinfo=UTC)
+    assert starting_options(config.kafka.starting_offsets) == {
+        "startingTimestamp": "1796266800000",
+        "startingOffsetsByTimestampStrategy": "latest",
+    }
+    assert starting_options(load_config("conf/local.yml", env={}).kafka.starting_offsets) == {
+        "startingOffsets": "earliest"
+    }
+    with pytest.raises(ConfigError, match=r"kafka\.starting_offsets.*timezone"):
+        load_config("conf/local.yml", env={"RADAR__KAFKA__STARTING_OFFSETS": "2026-12-03T04:00:00"})
 
 
 def test_env_override_with_a_typo_is_an_error() -> None:

@@ -82,7 +82,7 @@ def short_demo(
     data_dir = tmp_path_factory.mktemp("demo")
     telemetry = f"telemetry-demo-{time.time_ns()}"
     config = isolated_config(radar_config, data_dir, telemetry_topics=(telemetry,))
-    return run_demo(config, "short", data_dir / "report.html", broker=kafka_broker, spark=spark, catch_up_s=60.0)
+    return run_demo(config, "short", data_dir / "report.html", broker=kafka_broker, spark=spark, catch_up_s=180.0)
 
 
 @pytest.mark.kafka

@@ -6,6 +6,7 @@ record larger than one is still read."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,38 @@ def test_a_record_larger_than_a_fetch_is_read_with_its_neighbours(
         .collect()
     )
     assert [(r["offset"], r["size"]) for r in rows] == list(enumerate(sizes))
+
+
+def test_a_new_checkpoint_starts_at_a_moment_and_a_partition_quiet_since_then_at_its_end(
+    spark: SparkSession, kafka_broker: object, radar_config: RadarConfig, tmp_path: Path
+) -> None:
+    """`kafka.starting_offsets` as a moment: each partition from its first record at or after it; a partition with
+    none (Spark's default strategy fails the query there) starts at its end and reads what comes next."""
+    bootstrap = kafka_broker.bootstrap_servers  # type: ignore[attr-defined]
+    topic = f"moment-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2)
+    moment = datetime.now(UTC)
+    at = int(moment.timestamp() * 1000)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, value, timestamp in ((0, b"old-0", at - 60_000), (1, b"old-1", at - 60_000), (0, b"new-0", at)):
+        producer.produce(topic, value=value, partition=partition, timestamp=timestamp)
+    assert producer.flush(30) == 0
+    config = isolated_config(radar_config, tmp_path / "moment", starting_offsets=moment)
+    checkpoint = config.checkpoint_dir / "moment"
+
+    def read_once() -> list[bytes]:
+        seen: list[bytes] = []
+        query = (
+            kafka_stream(spark, config, [topic], bootstrap)
+            .writeStream.foreachBatch(lambda batch, _id: seen.extend(r.value for r in batch.collect()))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return seen
+
+    assert read_once() == [b"new-0"]
+    producer.produce(topic, value=b"next-1", partition=1)
+    assert producer.flush(30) == 0
+    assert read_once() == [b"next-1"]
