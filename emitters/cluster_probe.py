@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from rebalance_radar.emitters.kafka_settings import ConfigError, masked
+from rebalance_radar.transforms.schemas import GROUP_CONSUMER_SESSION_TIMEOUT, GROUP_STREAMS_SESSION_TIMEOUT
 
 
 class ClusterUnreachable(ConfigError):
@@ -187,8 +188,8 @@ def probe_access(
 GROUP_SESSION_CONFIGS = ("group.consumer.session.timeout.ms", "group.streams.session.timeout.ms")
 """The broker configs that are every KIP-848 / KIP-1071 member's session timeout (Kafka 3.7+ / 4.1+)."""
 GROUP_OVERRIDES = {
-    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
-    "streams.session.timeout.ms": "group.streams.session.timeout.ms",
+    GROUP_CONSUMER_SESSION_TIMEOUT: "group.consumer.session.timeout.ms",
+    GROUP_STREAMS_SESSION_TIMEOUT: "group.streams.session.timeout.ms",
 }
 """A group's own config (Kafka 4.x group configs) that overrides the broker's, by the broker config it overrides."""
 DESCRIBED_PER_REQUEST = 100  # group resources in one DescribeConfigs request
@@ -242,14 +243,22 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
         entry = entries.get(name)
         if entry is not None and entry.value is not None and str(entry.value).isdigit():
             broker[name] = int(entry.value)
-    groups, unread = _group_overrides(admin, settings, timeout_s)
-    return DescribedSessionTimeouts(broker, groups, unread)
+    overrides = group_session_overrides(admin, settings, timeout_s)
+    return DescribedSessionTimeouts(broker, overrides.groups, overrides.unread)
 
 
-def _group_overrides(
-    admin: AdminClient, settings: Mapping[str, Any], timeout_s: float
-) -> tuple[dict[str, dict[str, int]], str | None]:
-    """The session timeouts the listed non-classic groups set on themselves, and why some could not be read."""
+@dataclass(frozen=True, slots=True)
+class GroupSessionOverrides:
+    """The session timeouts the listed non-classic groups set on themselves (group id -> broker config name -> ms),
+    the groups whose configs were read (with an override or none), and why others could not be (None: all were)."""
+
+    groups: dict[str, dict[str, int]]
+    read: frozenset[str]
+    unread: str | None = None
+
+
+def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], timeout_s: float) -> GroupSessionOverrides:
+    """What the cluster says of its non-classic groups' own session timeouts (`GroupSessionOverrides`)."""
     from confluent_kafka import ConsumerGroupType
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
@@ -257,12 +266,13 @@ def _group_overrides(
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
     except KafkaException as error:
         grant = f"grant {principal_of(settings)} Describe on groups"
-        return {}, f"the groups could not be listed ({_error_text(error)}; {grant})"
+        return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed ({_error_text(error)}; {grant})")
     except TimeoutError:
-        return {}, f"the groups could not be listed within {timeout_s:g} s"
+        return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed within {timeout_s:g} s")
     # a classic member states its own session timeout when it joins; the others' come from the group or the broker
     names = sorted({g.group_id for g in listed.valid if g.type != ConsumerGroupType.CLASSIC})
     found: dict[str, dict[str, int]] = {}
+    read: set[str] = set()
     failed: dict[str, list[str]] = {}
     for at in range(0, len(names), DESCRIBED_PER_REQUEST):
         resources = [ConfigResource(ResourceType.GROUP, name) for name in names[at : at + DESCRIBED_PER_REQUEST]]
@@ -282,16 +292,19 @@ def _group_overrides(
                 and int(getattr(entry.source, "value", entry.source)) == ConfigSource.GROUP_CONFIG.value
                 and str(entry.value).isdigit()
             }
+            read.add(resource.name)
             if own:
                 found[resource.name] = own
     if not failed:
-        return found, None
+        return GroupSessionOverrides(found, frozenset(read))
     reasons = "; ".join(f"{len(groups)} with {why}" for why, groups in sorted(failed.items()))
     first = sorted(g for groups in failed.values() for g in groups)[:3]
     grant = f"grant {principal_of(settings)} DescribeConfigs on those groups" if "authoriz" in reasons.lower() else ""
-    return found, (
+    return GroupSessionOverrides(
+        found,
+        frozenset(read),
         f"the configs of {sum(map(len, failed.values()))} group(s) could not be read ({reasons}; e.g. "
-        f"{', '.join(first)}){': ' + grant if grant else ''}"
+        f"{', '.join(first)}){': ' + grant if grant else ''}",
     )
 
 

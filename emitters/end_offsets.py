@@ -28,19 +28,23 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from rebalance_radar.emitters.cluster_probe import client_logger
+from rebalance_radar.emitters.cluster_probe import GROUP_OVERRIDES, client_logger, group_session_overrides
 from rebalance_radar.emitters.telemetry_producer import TelemetryProducer
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
 from rebalance_radar.transforms.telemetry.end_offsets import (
     EndOffsetsPoll,
     PartitionEndOffset,
     end_offsets_record,
 )
+from rebalance_radar.transforms.telemetry.json_events import SCHEMA_V1, RadarEventV1
 
 DENIED_ERRORS = frozenset({"TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
 NOT_IN_METADATA = frozenset({"NOENT", "UNKNOWN_TOPIC_OR_PART"})
 """librdkafka's errors for a partition whose topic its metadata does not hold (refused or deleted)."""
 NO_OFFSET = -1001
 """librdkafka's OFFSET_INVALID: the group has no committed offset for the partition."""
+GROUP_CONFIGS_EVERY_S = 60.0
+"""How often a poller asks for the non-classic groups' own session timeouts (DescribeConfigs, 100 groups a request)."""
 
 
 def error_name(failure: BaseException | Any) -> str:
@@ -73,11 +77,13 @@ class EndOffsetsPoller:
         watched: Callable[[str], bool] = lambda group: True,
         emitter: str | None = None,
         timeout_s: float = 10.0,
+        group_configs_every_s: float = GROUP_CONFIGS_EVERY_S,
     ) -> None:
         """`settings`: the cluster's client settings from the one builder (`emitters.kafka_settings`); `watched`
         says which listed groups to poll (radar's own source groups are left out by the caller)."""
         from confluent_kafka.admin import AdminClient
 
+        self.settings = dict(settings)
         self.admin = AdminClient({**settings, "logger": client_logger()})
         self.producer = TelemetryProducer(settings, topic, client_id="radar-end-offsets", flush_timeout_s=timeout_s)
         self.topic = topic
@@ -90,8 +96,15 @@ class EndOffsetsPoller:
         """topic -> the error that refused its end offsets (named in `problem()`)."""
         self.last_error: str | None = None
         self.rounds = 0
+        self.group_configs_every_s = group_configs_every_s
+        self.published_configs: dict[str, dict[str, int]] | None = None
+        """group id -> its own session timeouts as last published (None: not asked yet)."""
+        self._configs_due_at = 0.0  # time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="radar-end-offsets", daemon=True)
+
+    def wanted(self, group_id: str) -> bool:
+        return (not self.groups or group_id in self.groups) and self.watched(group_id)
 
     def group_ids(self) -> list[str]:
         """The watched groups the cluster lists (the given ones only once they exist): librdkafka's admin
@@ -99,9 +112,7 @@ class EndOffsetsPoller:
         consumer-group handle an admin client does not have, and the process dies: confluent-kafka-javascript#374)."""
         listed = self.admin.list_consumer_groups(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
         existing = sorted(g.group_id for g in listed.valid)
-        if self.groups:
-            return [g for g in existing if g in self.groups]
-        return [g for g in existing if self.watched(g)]
+        return [g for g in existing if self.wanted(g)]
 
     def committed(self, group_id: str) -> list[TopicPartition]:
         """The group's committed partitions (one group per request: librdkafka takes one)."""
@@ -202,9 +213,43 @@ class EndOffsetsPoller:
                         self.denied_topics.setdefault(part.topic, part.error)
             poll = EndOffsetsPoll(now_ms, self.emitter, group_id, parts)
             self.producer.send(end_offsets_record(poll), group_id.encode())
+        if time.monotonic() >= self._configs_due_at:
+            self._configs_due_at = time.monotonic() + self.group_configs_every_s
+            self.publish_group_configs()
         self.producer.serve()
         self.rounds += 1
         return EndOffsetsRound(len(by_group), len(wanted), failed)
+
+    def publish_group_configs(self) -> int:
+        """A `group_config` event for each non-classic group whose own session timeouts differ from what this
+        poller last published (every such group, the first time): the detection reads them once, when it starts, so
+        a group created or altered later reaches its tracker this way. Groups whose configs could not be read are
+        left as they were (the detection's start named them). Returns the events sent."""
+        found = group_session_overrides(self.admin, self.settings, self.timeout_s)
+        if found.unread:
+            self.last_error = found.unread
+        first = self.published_configs is None
+        published = self.published_configs or {}
+        to_group_config = {broker_name: name for name, broker_name in GROUP_OVERRIDES.items()}
+        now_ms = int(time.time() * 1000)
+        sent = 0
+        for group_id in sorted(found.read):
+            own = found.groups.get(group_id, {})
+            if not self.wanted(group_id) or (not first and published.get(group_id, {}) == own):
+                continue
+            event = RadarEventV1(
+                schema=SCHEMA_V1,
+                event=HeartbeatEventKind.GROUP_CONFIG,
+                ts=now_ms,
+                group_id=group_id,
+                reason=f"described by {self.emitter}",
+                details={to_group_config[name]: str(ms) for name, ms in sorted(own.items())},
+            )
+            self.producer.send(event.to_json_bytes(), group_id.encode())
+            published[group_id] = own
+            sent += 1
+        self.published_configs = published
+        return sent
 
     def problem(self) -> str | None:
         """One sentence naming the topics the principal may not describe (the others keep being polled)."""

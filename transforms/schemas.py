@@ -705,6 +705,14 @@ class HeartbeatEventKind(StrEnum):
     """A client's configuration listing at start (`ConsumerConfig values:` ...): its group, timeouts, poll bounds."""
     BROKER_CONFIG = "broker_config"
     """A broker's `KafkaConfig values:` listing at start: the group session timeouts it enforces (group_id null)."""
+    GROUP_CONFIG = "group_config"
+    """A group's own session timeouts as the cluster describes them (Kafka 4.x group configs), published by radar's
+    poller when they change while it runs (details empty: the group sets none any more)."""
+
+
+GROUP_CONSUMER_SESSION_TIMEOUT = "consumer.session.timeout.ms"
+GROUP_STREAMS_SESSION_TIMEOUT = "streams.session.timeout.ms"
+"""A group's own session timeouts (Kafka 4.x group configs), by Kafka's names, as `group_config` events carry them."""
 
 
 class TelemetrySource(StrEnum):

@@ -13,6 +13,7 @@ those are asked of the cluster too, and win over everything.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -111,8 +112,11 @@ def learnt_thresholds(spark: SparkSession, config: RadarConfig, cluster: Mapping
     live), else from the broker's log. The groups that set their own session timeouts are read from the cluster
     alone (a broker's log does not list them), and win over radar's conf; radar's conf wins over the broker's
     values (an operator's word on the broker is final)."""
+    asked_at_ms = int(time.time() * 1000)  # a group's `group_config` event of the run is newer than this answer
     described = None if cluster is None else described_by_cluster(cluster, config.kafka.connect_timeout_s)
     learnt: dict[str, Any] = {}
+    if described is not None:
+        learnt["group_configs_read_at_ms"] = asked_at_ms
     if described is not None and described.groups:
         learnt["group_session_timeout_overrides"] = tuple(
             (group, own.get(GROUP_SESSION_CONFIGS[0]), own.get(GROUP_SESSION_CONFIGS[1]))

@@ -80,7 +80,8 @@ def test_a_live_run_asks_the_cluster_for_its_group_session_timeouts(
     assert learnt["consumer_group_session_timeout_ms"] == consumer_ms
     assert learnt["group_session_timeouts_from"] == FROM_DESCRIBE_CONFIGS
     assert (group, 8_000, None) in learnt["group_session_timeout_overrides"]
-    assert set(learnt_beside_conf) == {"group_session_timeout_overrides"}  # the conf's broker value stands
+    # the conf's broker value stands; when the cluster answered, for the groups' events of the run
+    assert set(learnt_beside_conf) == {"group_session_timeout_overrides", "group_configs_read_at_ms"}
     assert BrokerGroupSettings.of(found.broker, FROM_DESCRIBE_CONFIGS) == BrokerGroupSettings(
         consumer_ms, found.broker.get("group.streams.session.timeout.ms"), FROM_DESCRIBE_CONFIGS
     )

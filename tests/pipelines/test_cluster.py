@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.stages.ingest import OFFSETS_QUERY
+from rebalance_radar.pipelines.stages.streams import failure_log_of
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import (
     DETECTIONS,
@@ -230,7 +231,8 @@ def test_radar_run_on_the_cluster_detects_a_stalled_member_and_loses_nothing_whe
 ) -> None:
     run: LiveRun = cluster_runs.live.result()
     config, group, bootstrap = run.config, run.group, kafka_broker.bootstrap_servers
-    assert run.returncode == 0, run.output[-3000:]
+    failures = failure_log_of(config)  # a failed query's whole error (the output has its first sentence)
+    assert run.returncode == 0, run.output[-3000:] + (failures.read_text()[-6000:] if failures.is_file() else "")
     assert "Traceback" not in run.output, run.output[-3000:]
     assert run.workers_left == 1  # the run went on with the Worker it had left
     detected = table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()

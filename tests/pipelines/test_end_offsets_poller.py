@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from rebalance_radar.emitters.end_offsets import EndOffsetsPoller, IsolatedEndOffsetsPoller
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.transforms.telemetry.end_offsets import EndOffsetsPoll, parse_end_offsets
+from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
 from tests.pipelines.group_member import create_topics, read_records
 from tests.polling import wait_for
 
@@ -91,3 +92,46 @@ def test_the_poller_process_of_a_run_is_restarted_after_a_crash_and_says_so(kafk
     assert said.endswith("restarted"), said
     assert poller.process is not None and poller.process.poll() == 0  # stopped: its own clean exit
     assert {p.group_id for p in polls(bootstrap, telemetry)} == {group}
+
+
+def test_a_groups_own_session_timeout_set_and_dropped_while_radar_runs_is_published_as_it_changes(
+    kafka_broker: Any,
+) -> None:
+    """Kafka 4.x group configs altered while the poller runs (`kafka-configs --entity-type groups --alter`): the first
+    round says the group's configs as they are (none), each change one `group_config` event, no change nothing."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    data, telemetry, group = f"gc-data-{suffix}", f"gc-tel-{suffix}", f"gc-group-{suffix}"
+    create_topics(bootstrap, {data: 1, telemetry: 1})
+    settings = client_settings(bootstrap)
+    admin = AdminClient(dict(settings))
+
+    def alter(operation: AlterConfigOpType) -> None:
+        entry = ConfigEntry("consumer.session.timeout.ms", "8000", incremental_operation=operation)
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    member = Consumer({**settings, "group.id": group, "group.protocol": "consumer"})
+    poller = EndOffsetsPoller(settings, telemetry, groups=[group], emitter="radar-run@test", group_configs_every_s=0)
+    try:
+        member.subscribe([data])
+
+        def assigned() -> bool:
+            member.poll(0.2)
+            return bool(member.assignment())
+
+        wait_for(assigned, 60, f"a KIP-848 member of {group} to be assigned {data}")
+        sent = [poller.publish_group_configs()]
+        alter(AlterConfigOpType.SET)
+        sent += [poller.publish_group_configs(), poller.publish_group_configs()]
+        alter(AlterConfigOpType.DELETE)
+        sent.append(poller.publish_group_configs())
+    finally:
+        poller.stop()
+        member.close()
+    events = [RadarEventV1.model_validate_json(value) for value, _ in read_records(bootstrap, telemetry)]
+    assert sent == [1, 1, 0, 1]
+    assert [(e.event, e.group_id) for e in events] == [("group_config", group)] * 3
+    assert [e.details for e in events] == [{}, {"consumer.session.timeout.ms": "8000"}, {}]

@@ -22,6 +22,7 @@ from rebalance_radar.transforms.detectors.state import (
     MemberState,
 )
 from rebalance_radar.transforms.detectors.thresholds import CLUSTER_ANSWER, RADAR_CONF, DetectorThresholds
+from rebalance_radar.transforms.schemas import GROUP_CONSUMER_SESSION_TIMEOUT, GROUP_STREAMS_SESSION_TIMEOUT
 
 MAX_CLIENTS = 256
 """Listings kept per group at most (the newest): a crash loop of clients with generated ids logs one per start."""
@@ -89,9 +90,25 @@ def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> Non
         )
     elif not (consumer or streams) and state.broker_settings is not None and state.broker_settings.from_conf:
         state.broker_settings = None  # taken out of the conf since
+    current, read_at = state.group_config, thresholds.group_configs_read_at_ms
+    if current is not None and current.at_ms > read_at:
+        return  # the cluster said it during the run, after what it said at start (`learn_group_config`)
     own = next((o for o in thresholds.group_session_timeout_overrides if o[0] == state.group_id), None)
     # as the cluster said at this start: an override taken off the group since is gone
-    state.group_config = None if own is None else GroupConfig(own[1], own[2], CLUSTER_ANSWER)
+    state.group_config = None if own is None else GroupConfig(own[1], own[2], CLUSTER_ANSWER, read_at)
+
+
+def learn_group_config(state: GroupState, event: GroupEvent) -> None:
+    """The group's own session timeouts as radar's poller found them while the run went on (a group created, or its
+    configs altered, after the detection started); an event older than the one kept changes nothing."""
+    if state.group_config is not None and state.group_config.at_ms > event.event_time_ms:
+        return
+    state.group_config = GroupConfig(
+        _ms(event, GROUP_CONSUMER_SESSION_TIMEOUT),
+        _ms(event, GROUP_STREAMS_SESSION_TIMEOUT),
+        CLUSTER_ANSWER,
+        event.event_time_ms,
+    )
 
 
 def prune_settings(state: GroupState, now_ms: int, keep_ms: int) -> None:

@@ -420,7 +420,7 @@ class BrokerSettings:
 @dataclass
 class GroupConfig:
     """The session timeouts a group sets on itself (Kafka 4.x group configs), which the coordinator applies instead of
-    the broker's; as the cluster said when the detection started."""
+    the broker's; as the cluster said when the detection started, or later in the run (both None: it sets none)."""
 
     __pydantic_config__ = STRICT
 
@@ -429,6 +429,8 @@ class GroupConfig:
     streams_session_timeout_ms: int | None = None
     """streams.session.timeout.ms: its KIP-1071 members' session timeout."""
     told_by: str = ""
+    at_ms: int = 0
+    """When the cluster said so: its answer when the detection started, or a `group_config` event of the run."""
 
 
 @dataclass

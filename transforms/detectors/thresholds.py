@@ -58,6 +58,9 @@ class DetectorThresholds:
     )
     """(group id, consumer.session.timeout.ms, streams.session.timeout.ms) of the groups that set their own (Kafka 4.x
     group configs, which win over the broker's), as the cluster said when the detection started. Not a conf key."""
+    group_configs_read_at_ms: int = field(default=0, metadata={"learnt": True})
+    """When the cluster gave those (epoch ms; 0: it was not asked): a group's `group_config` event from later in the
+    run is newer and stands, an older one gives way to the answer. Not a conf key."""
     default_rebalance_timeout_ms: int = 300_000
     """Rebalance timeout when no record carries one (max.poll.interval.ms default)."""
     rebalance_storm_count: int = 5

@@ -343,3 +343,60 @@ def test_the_silence_advice_names_the_setting_that_decides_whoever_told_it() -> 
     assert silence_advice(9_000, SessionTimeout(10_000, "its client's session.timeout.ms")) == (
         "It was silent 9 s against a session.timeout.ms of 10 s."
     )
+
+
+def group_config_event(s: Silver, t_ms: int, consumer_session_ms: int | None) -> None:
+    """A `group_config` event as radar's poller publishes it (`EndOffsetsPoller.publish_group_configs`)."""
+    details = {} if consumer_session_ms is None else {"consumer.session.timeout.ms": str(consumer_session_ms)}
+    event = RadarEventV1.model_validate(
+        {"schema": "radar.event/1", "event": "group_config", "ts": t_ms, "group_id": G, "details": details}
+    )
+    s._telemetry(event.to_json_bytes(), t_ms)
+
+
+def test_a_group_config_said_during_the_run_wins_over_the_answer_at_start_and_an_older_one_does_not() -> None:
+    """A group that sets its own session timeout after the detection started (or is created then) is told by the
+    poller's `group_config` event; one that drops it, too; an event older than the start's answer gives way."""
+    read_at = BASE_MS - 120_000
+    start = DetectorThresholds(group_configs_read_at_ms=read_at)
+    set_later = Silver()
+    set_later._telemetry(broker_listing(BASE_MS - 300_000, consumer_session_ms=10_000), BASE_MS - 300_000)
+    group_config_event(set_later, BASE_MS - 30_000, 8_000)
+    gone = kip848_member_fenced(set_later, BASE_MS)
+    (expiry,) = run(G, _for_group(set_later.rows, G), gone + 60_000, start).of_kind("heartbeat_expiration")
+    own = "its 8 s session timeout (the group's consumer.session.timeout.ms, from the cluster's DescribeConfigs answer)"
+    assert own in expiry["summary"], expiry["summary"]
+
+    told_at_start = DetectorThresholds(
+        group_session_timeout_overrides=((G, 8_000, None),), group_configs_read_at_ms=read_at
+    )
+    dropped = Silver()
+    dropped._telemetry(broker_listing(BASE_MS - 300_000, consumer_session_ms=10_000), BASE_MS - 300_000)
+    group_config_event(dropped, BASE_MS - 30_000, None)
+    gone = kip848_member_fenced(dropped, BASE_MS)
+    (expiry,) = run(G, _for_group(dropped.rows, G), gone + 60_000, told_at_start).of_kind("heartbeat_expiration")
+    assert "its 10 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"]
+
+    older = Silver()
+    group_config_event(older, read_at - 60_000, 3_000)
+    gone = kip848_member_fenced(older, BASE_MS)
+    (expiry,) = run(G, older.rows, gone + 60_000, told_at_start).of_kind("heartbeat_expiration")
+    assert own in expiry["summary"], expiry["summary"]
+
+
+def test_a_group_config_learnt_during_the_run_survives_the_trackers_restore() -> None:
+    """The tracker is restored from its snapshot every micro-batch with the start's thresholds: what the cluster
+    said later stays."""
+    s = Silver()
+    group_config_event(s, BASE_MS, 8_000)
+    start = DetectorThresholds(group_configs_read_at_ms=BASE_MS - 120_000)
+    tracker = GroupTracker(CLUSTER, G, start, GroupState(cluster=CLUSTER, group_id=G, protocol="consumer"))
+    tracker.accept(events_of(s.rows))
+    tracker.advance_to(BASE_MS + 10_000)
+    restored = GroupTracker.restore(tracker.snapshot(), start)
+    assert session_timeout_of(restored.state, MemberState(member_id="m-a")) == SessionTimeout(
+        8_000, "the group's consumer.session.timeout.ms, from the cluster's DescribeConfigs answer"
+    )
+    # the next start's answer is newer than the event: it decides (here, no override any more)
+    later = DetectorThresholds(group_configs_read_at_ms=BASE_MS + 60_000)
+    assert GroupTracker.restore(tracker.snapshot(), later).state.group_config is None

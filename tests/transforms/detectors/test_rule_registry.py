@@ -26,6 +26,7 @@ TRACKER_WIDE = {
     "history_ms",
     "group_session_timeouts_from",
     "group_session_timeout_overrides",
+    "group_configs_read_at_ms",
 }
 """Thresholds of the tracker's own memory, and where the broker's session timeouts came from: not of a rule."""
 

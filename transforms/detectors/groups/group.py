@@ -36,6 +36,7 @@ from rebalance_radar.transforms.detectors.membership import attribute
 from rebalance_radar.transforms.detectors.settings import (
     learn_broker_config,
     learn_client_config,
+    learn_group_config,
     note_poll_overrun,
     prune_settings,
     session_timeout_of,
@@ -540,6 +541,8 @@ class Group:
             learn_client_config(st, event)
         elif kind == K.BROKER_CONFIG:
             learn_broker_config(st, event)
+        elif kind == K.GROUP_CONFIG:
+            learn_group_config(st, event)
         elif kind == K.HEARTBEAT or (kind == K.HEARTBEAT_FAILED and event.error in LIVENESS_ERRORS):
             self._on_heartbeat(event)
         elif kind in (K.COMMIT, K.COMMIT_FAILED):
