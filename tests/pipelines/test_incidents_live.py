@@ -1,8 +1,11 @@
 """Live evidence of a cross-group incident: a three-node KRaft cluster from the embedded broker's artifacts
 (`tests.pipelines.kraft_cluster`), three consumer groups whose coordinator is one node and a fourth coordinated
 elsewhere, each node's log shipped to a telemetry topic. The node that coordinates the three is stopped (SIGTERM:
-a controlled shutdown) and started again; the cluster's `__consumer_offsets` and telemetry are captured into a dump
-and `radar replay` writes `incidents`: one incident must name that node, with exactly those three groups.
+a controlled shutdown) and started again; a window later a deployment rolls across three more groups coordinated
+elsewhere (in each, the pod's consumer is replaced by the next pod's, as a Kubernetes rollout does; its first pods
+joined the three together at the start, a wave of its own). The cluster's `__consumer_offsets` and telemetry are
+captured into a dump and `radar replay` writes `incidents`: one incident must name that node, with exactly those
+three groups, and two (the start, the rollout) the deployment's client-id prefix, with its three.
 
 The recording runs beside the others (`tests.pipelines.concurrent_recordings`): the cluster is its own, and only the
 replay needs the run's SparkSession.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from rebalance_radar.emitters.log_shipper import start_shipper
 from rebalance_radar.pipelines.config import KafkaConfig, RadarConfig
 from rebalance_radar.pipelines.formats.capture import run_capture
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
+from rebalance_radar.transforms.incidents.linking import IncidentSettings
 from rebalance_radar.transforms.schemas import INCIDENTS, IncidentCause
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.ingest_support import isolated_config, table
@@ -34,6 +39,11 @@ pytestmark = [pytest.mark.incidents, pytest.mark.kafka, pytest.mark.spark, pytes
 
 OFFSETS_PARTITIONS = 10  # kraft_cluster's offsets.topic.num.partitions
 MOVED_GROUPS = 3
+WAVE_GROUPS = 3
+DEPLOYMENT = "checkout"
+"""The deployment rolling out: its pods' client ids are `checkout-7f9c8d6b5-<pod>`, as a Kubernetes pod is named."""
+WAVE_AFTER_S = IncidentSettings().window_ms / 1000 + 5
+"""The wave starts a window after the restart's last rebalance: two incidents, not one chain."""
 
 
 def java_string_hash(text: str) -> int:
@@ -59,6 +69,7 @@ class Restart:
     broker: int
     moved: list[str]
     elsewhere: str
+    wave: list[str]
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -93,6 +104,54 @@ def _members(bootstrap: str, topic: str, groups: list[str], stop: threading.Even
     return threads
 
 
+class Pod:
+    """One pod of the deployment: a librdkafka consumer of `group` named `checkout-7f9c8d6b5-<pod>`, polling in a
+    thread until `stop()` closes it (a LeaveGroup)."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        self.client_id = f"{DEPLOYMENT}-7f9c8d6b5-{uuid.uuid4().hex[:5]}"
+        self.assigned = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(bootstrap, topic, group), name=f"pod-{group}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, group: str) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": self.client_id,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+                "log_level": 0,
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not self._stop.is_set():
+                consumer.poll(0.2)
+                if consumer.assignment():
+                    self.assigned.set()
+        finally:
+            consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def _roll_out(bootstrap: str, topic: str, pods: dict[str, Pod]) -> None:
+    """The rollout, group after group: the next pod joins, and once the group has rebalanced (the new pod is
+    assigned) the old one leaves."""
+    for group, old in list(pods.items()):
+        new = Pod(bootstrap, topic, group)
+        wait_for(new.assigned.is_set, timeout_s=60, what=f"the new pod of {group} assigned")
+        old.stop()
+        pods[group] = new
+
+
 def _loaded_elsewhere(cluster: KraftCluster, broker: int, groups: list[str]) -> bool:
     """Whether the other nodes' coordinators have loaded every one of `groups` (the move is done)."""
     text = "".join(
@@ -113,6 +172,7 @@ def record_broker_restart(context: RecordingContext) -> Restart:
     shippers = []
     stop = threading.Event()
     threads: list[threading.Thread] = []
+    pods: dict[str, Pod] = {}
     try:
         cluster.start()
         timings["cluster_start_s"] = time.monotonic() - began
@@ -137,26 +197,35 @@ def record_broker_restart(context: RecordingContext) -> Restart:
                 elsewhere = group
             if len(moved) == MOVED_GROUPS and elsewhere:
                 break
+        wave = [g for g in (f"wave-g{i}" for i in range(100)) if leaders[offsets_partition(g)] != broker][:WAVE_GROUPS]
         shippers = [start_shipper(node.log_file, bootstrap, telemetry, from_start=True) for node in cluster.nodes]
         threads = _members(bootstrap, topic, [*moved, elsewhere], stop)
+        pods.update({group: Pod(bootstrap, topic, group) for group in wave})
+        wait_for(lambda: all(p.assigned.is_set() for p in pods.values()), timeout_s=60, what="every pod assigned")
         timings["groups_ready_s"] = time.monotonic() - began
         restart_began = time.monotonic()
         cluster.stop_node(broker)
         wait_for(lambda: _loaded_elsewhere(cluster, broker, moved), timeout_s=60, what="the groups moved")
         cluster.start_node(broker)
         timings["restart_s"] = time.monotonic() - restart_began
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
+        time.sleep(WAVE_AFTER_S)  # kept, the scenario: the rollout comes a while after the restart
+        wave_began = time.monotonic()
+        _roll_out(bootstrap, topic, pods)
+        timings["wave_s"] = time.monotonic() - wave_began
         for shipper in shippers:
             shipper.stop()
         shippers = []
+        # captured while every member is still in its group: their leaving would be one more chain of rebalances
         dump = root / "restart.jsonl"
         run_capture(KafkaConfig(), bootstrap, ["__consumer_offsets", telemetry], dump, env={})
         timings["recording_s"] = time.monotonic() - began
-        return Restart(dump, broker, sorted(moved), elsewhere, timings)
+        return Restart(dump, broker, sorted(moved), elsewhere, sorted(wave), timings)
     finally:
         stop.set()
+        for pod in pods.values():
+            pod.stop()
+        for thread in threads:
+            thread.join(timeout=30)
         for shipper in shippers:
             shipper.stop()
         cluster.stop()
@@ -198,6 +267,23 @@ def test_a_restarted_broker_is_one_incident_naming_it_with_its_groups(
     print(f"incidents: {len(rows)} rows; timings {restart.timings}")
 
 
+def test_a_rollout_across_groups_is_a_deployment_wave_naming_its_client_id_prefix(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]],
+) -> None:
+    """The deployment's first pods joining its three groups together are a wave too (its start), and the rollout
+    after the restart another one: each names the prefix, with exactly those groups."""
+    restart, _, rows = replayed
+    waves = [r for r in rows if r["cause_kind"] == IncidentCause.DEPLOYMENT_WAVE]
+    waves.sort(key=lambda r: r["window_start"])
+    (moved,) = [r for r in rows if r["cause_kind"] == IncidentCause.BROKER_RESTART]
+    assert len(waves) == 2 and len(rows) == 3, rows  # nothing else rebalanced together
+    for wave in waves:
+        assert sorted(wave["groups"]) == restart.wave
+        assert f"client-id prefixes {DEPLOYMENT}" in wave["cause"], wave["cause"]
+        assert wave["broker"] is None
+    assert waves[0]["window_end"] < moved["window_start"] < moved["window_end"] < waves[1]["window_start"]
+
+
 def test_replaying_again_writes_the_same_incidents(
     replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]], spark: Any
 ) -> None:
@@ -223,15 +309,21 @@ def test_radar_detections_shows_the_incident_first_without_a_jvm(
     from tests.pipelines.radar_run_process import radar_without_a_jvm
 
     restart, config, rows = replayed
+    (moved,) = [r for r in rows if r["cause_kind"] == IncidentCause.BROKER_RESTART]
     local = load_local_incidents(config, group=restart.moved[0])
-    assert local is not None
-    assert [r["incident_id"] for r in local] == [r["incident_id"] for r in load_incidents(spark, config)]
+    assert local is not None and [r["incident_id"] for r in local] == [moved["incident_id"]]
+    everything = load_local_incidents(config)
+    assert everything is not None
+    assert [r["incident_id"] for r in everything] == [r["incident_id"] for r in load_incidents(spark, config)]
     assert load_local_incidents(config, group=restart.elsewhere) == []
     done = radar_without_a_jvm("detections", "--data-dir", str(config.data_dir))
     assert done.returncode == 0, done.stderr[-2000:]
-    first = done.stdout.strip().splitlines()[0]
-    assert first.startswith(f"incident {rows[0]['incident_id']}") and "broker_restart, 3 groups" in first, done.stdout
-    assert f"broker {restart.broker} " in first and "groups moved to broker" in first
+    incidents = [line for line in done.stdout.strip().splitlines() if line.startswith("incident ")]
+    assert done.stdout.startswith("incident ") and "deployment_wave, 3 groups" in incidents[0], done.stdout  # newest
+    assert len(incidents) == 3, done.stdout
+    (line,) = [line for line in incidents if line.startswith(f"incident {moved['incident_id']}")]
+    assert "broker_restart, 3 groups" in line and f"broker {restart.broker} " in line, done.stdout
+    assert "groups moved to broker" in line
 
 
 def test_radar_report_shows_the_incident_before_the_groups(
@@ -242,8 +334,9 @@ def test_radar_report_shows_the_incident_before_the_groups(
     _, config, _ = replayed
     out = tmp_path / "report.html"
     data = run_report(config, out)
-    assert data is not None and len(data.incidents) == 1
+    assert data is not None and len(data.incidents) == 3  # the restart, the deployment's start and its rollout
     page = out.read_text()
     incidents_at = page.index("<h2>incidents across groups</h2>")
     assert incidents_at < page.index("<h2>groups</h2>")
-    assert "broker_restart</b>" in page[incidents_at : page.index("<h2>groups</h2>")]
+    shown = page[incidents_at : page.index("<h2>groups</h2>")]
+    assert "broker_restart</b>" in shown and "deployment_wave</b>" in shown
