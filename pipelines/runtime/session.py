@@ -95,6 +95,9 @@ def session_conf(config: RadarConfig, jars: list[Path]) -> dict[str, str]:
         "spark.default.parallelism": str(config.spark.shuffle_partitions),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # set as the SparkContext starts: a JVM radar did not launch (spark-submit's, with its INFO profile) is quiet
+        # from then on, not only once the session is built
+        "spark.log.level": config.spark.log_level,
         "spark.sql.adaptive.enabled": "false",
         # Delta's VACUUM lists files in a job of this many tasks (default 10,000: minutes on 2 cores for a tiny table)
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(config.spark.shuffle_partitions),

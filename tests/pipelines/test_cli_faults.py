@@ -408,6 +408,41 @@ def test_replay_works_with_a_broken_python3_first_on_path(concurrent_recordings:
     assert list(temp.iterdir()) == []
 
 
+@lane_run
+def replay_under_spark_submit_without_the_jars(context: RecordingContext) -> subprocess.CompletedProcess[str]:
+    """`spark-submit <radar's cli> replay` as OPERATIONS.md shows it, but without `--jars`: its JVM, its master."""
+    import pyspark
+
+    from rebalance_radar.pipelines.cli import commands
+
+    tmp_path = context.tmp_path_factory.mktemp("spark-submit")
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    return subprocess.run(
+        [str(submit), commands.__file__, "replay", "--input", str(SAMPLE), "--data-dir", str(tmp_path / "data")],
+        env=radar_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_submit_without_the_connector_jars_is_one_sentence_after_sparks_start_lines(
+    concurrent_recordings: ConcurrentRecordings,
+) -> None:
+    """spark-submit's JVM logs at INFO with Spark's default profile before radar's Python runs; radar's level
+    (`spark.log.level`) applies as the SparkContext starts, so its sentence follows a few start lines, not pages of
+    INFO and a Java stack."""
+    done = concurrent_recordings.result(replay_under_spark_submit_without_the_jars, timeout_s=1200)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said[-3000:]
+    assert "pass the connector jars to spark-submit with --jars (`radar jars --spark-jars` prints them)" in said
+    assert not [line for line in said.splitlines() if line.startswith("\tat ") or "Traceback" in line], said
+    assert len([line for line in done.stderr.splitlines() if " INFO " in line]) <= 4, done.stderr
+
+
 # --- 6. the console ---
 
 
