@@ -202,18 +202,21 @@ def run_group_scenario(
     return ScenarioResult(group, telemetry, events, {m.out.stem: m.lines() for m in members}, shipped, snapshot)
 
 
-@contextlib.contextmanager
-def kip848_group_setting_its_session_timeout(
-    member_settings: dict[str, Any], admin_settings: dict[str, Any], group: str, topic: str, session_ms: int
-) -> Iterator[None]:
-    """A KIP-848 group with one member holding its assignment, which sets its own `consumer.session.timeout.ms`
-    (a Kafka 4.x group config, as `kafka-configs --entity-type groups --alter` sets it) while the block runs."""
+def alter_group_session_timeout(admin_settings: dict[str, Any], group: str, session_ms: int | None) -> None:
+    """Set (or, None, delete) a group's own `consumer.session.timeout.ms`, a Kafka 4.x group config, as
+    `kafka-configs --entity-type groups --alter` does."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-    admin = AdminClient(dict(admin_settings))
-    entry = ConfigEntry("consumer.session.timeout.ms", str(session_ms), incremental_operation=AlterConfigOpType.SET)
+    operation = AlterConfigOpType.DELETE if session_ms is None else AlterConfigOpType.SET
+    entry = ConfigEntry("consumer.session.timeout.ms", str(session_ms or ""), incremental_operation=operation)
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin = AdminClient(dict(admin_settings))  # held until the answer: its futures fail once it is collected
     admin.incremental_alter_configs([resource])[resource].result(30)
+
+
+@contextlib.contextmanager
+def kip848_member(member_settings: dict[str, Any], group: str, topic: str) -> Iterator[Consumer]:
+    """A KIP-848 member of `group` holding its assignment of `topic` while the block runs."""
     consumer = Consumer({**member_settings, "group.id": group, "group.protocol": "consumer"})
     try:
         consumer.subscribe([topic])
@@ -223,6 +226,17 @@ def kip848_group_setting_its_session_timeout(
             return bool(consumer.assignment())
 
         wait_for(assigned, 60, f"a KIP-848 member of {group} to be assigned {topic}")
-        yield
+        yield consumer
     finally:
         consumer.close()
+
+
+@contextlib.contextmanager
+def kip848_group_setting_its_session_timeout(
+    member_settings: dict[str, Any], admin_settings: dict[str, Any], group: str, topic: str, session_ms: int
+) -> Iterator[None]:
+    """A KIP-848 group with one member holding its assignment, which sets its own `consumer.session.timeout.ms`
+    while the block runs."""
+    alter_group_session_timeout(admin_settings, group, session_ms)
+    with kip848_member(member_settings, group, topic):
+        yield

@@ -16,7 +16,7 @@ from rebalance_radar.emitters.end_offsets import EndOffsetsPoller, IsolatedEndOf
 from rebalance_radar.emitters.kafka_settings import client_settings
 from rebalance_radar.transforms.telemetry.end_offsets import EndOffsetsPoll, parse_end_offsets
 from rebalance_radar.transforms.telemetry.json_events import RadarEventV1
-from tests.pipelines.group_member import create_topics, read_records
+from tests.pipelines.group_member import alter_group_session_timeout, create_topics, kip848_member, read_records
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.lag]
@@ -99,38 +99,21 @@ def test_a_groups_own_session_timeout_set_and_dropped_while_radar_runs_is_publis
 ) -> None:
     """Kafka 4.x group configs altered while the poller runs (`kafka-configs --entity-type groups --alter`): the first
     round says the group's configs as they are (none), each change one `group_config` event, no change nothing."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     bootstrap = kafka_broker.bootstrap_servers
     suffix = time.time_ns()
     data, telemetry, group = f"gc-data-{suffix}", f"gc-tel-{suffix}", f"gc-group-{suffix}"
     create_topics(bootstrap, {data: 1, telemetry: 1})
     settings = client_settings(bootstrap)
-    admin = AdminClient(dict(settings))
-
-    def alter(operation: AlterConfigOpType) -> None:
-        entry = ConfigEntry("consumer.session.timeout.ms", "8000", incremental_operation=operation)
-        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
-        admin.incremental_alter_configs([resource])[resource].result(30)
-
-    member = Consumer({**settings, "group.id": group, "group.protocol": "consumer"})
     poller = EndOffsetsPoller(settings, telemetry, groups=[group], emitter="radar-run@test", group_configs_every_s=0)
     try:
-        member.subscribe([data])
-
-        def assigned() -> bool:
-            member.poll(0.2)
-            return bool(member.assignment())
-
-        wait_for(assigned, 60, f"a KIP-848 member of {group} to be assigned {data}")
-        sent = [poller.publish_group_configs()]
-        alter(AlterConfigOpType.SET)
-        sent += [poller.publish_group_configs(), poller.publish_group_configs()]
-        alter(AlterConfigOpType.DELETE)
-        sent.append(poller.publish_group_configs())
+        with kip848_member(settings, group, data):
+            sent = [poller.publish_group_configs()]
+            alter_group_session_timeout(settings, group, 8_000)
+            sent += [poller.publish_group_configs(), poller.publish_group_configs()]
+            alter_group_session_timeout(settings, group, None)
+            sent.append(poller.publish_group_configs())
     finally:
         poller.stop()
-        member.close()
     events = [RadarEventV1.model_validate_json(value) for value, _ in read_records(bootstrap, telemetry)]
     assert sent == [1, 1, 0, 1]
     assert [(e.event, e.group_id) for e in events] == [("group_config", group)] * 3
