@@ -43,6 +43,8 @@ NOT_IN_METADATA = frozenset({"NOENT", "UNKNOWN_TOPIC_OR_PART"})
 """librdkafka's errors for a partition whose topic its metadata does not hold (refused or deleted)."""
 NO_OFFSET = -1001
 """librdkafka's OFFSET_INVALID: the group has no committed offset for the partition."""
+TO_GROUP_CONFIG = {broker_name: name for name, broker_name in GROUP_OVERRIDES.items()}
+"""The broker config a group's own config overrides -> that group config's name (as `group_config` events say it)."""
 GROUP_CONFIGS_EVERY_S = 60.0
 """How often a poller asks for the non-classic groups' own session timeouts (DescribeConfigs, 100 groups a request)."""
 
@@ -230,7 +232,6 @@ class EndOffsetsPoller:
             self.last_error = found.unread
         first = self.published_configs is None
         published = self.published_configs or {}
-        to_group_config = {broker_name: name for name, broker_name in GROUP_OVERRIDES.items()}
         now_ms = int(time.time() * 1000)
         sent = 0
         for group_id in sorted(found.read):
@@ -243,7 +244,7 @@ class EndOffsetsPoller:
                 ts=now_ms,
                 group_id=group_id,
                 reason=f"described by {self.emitter}",
-                details={to_group_config[name]: str(ms) for name, ms in sorted(own.items())},
+                details={TO_GROUP_CONFIG[name]: str(ms) for name, ms in sorted(own.items())},
             )
             self.producer.send(event.to_json_bytes(), group_id.encode())
             published[group_id] = own

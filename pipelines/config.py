@@ -86,8 +86,8 @@ class KafkaConfig(FrozenSection):
     bootstrap_servers: str | None = None
     offsets_topic: str = "__consumer_offsets"
     telemetry_topics: tuple[str, ...] = ("radar.telemetry",)
-    # Where a new checkpoint starts reading: the topics' start, their end, or a moment (ISO 8601 with its zone, e.g.
-    # 2026-12-03T04:00:00Z: each partition from its first record at or after it; a partition with none, from its end).
+    # Where a new checkpoint starts reading: the topics' start, their end, or a moment (ISO 8601 with its zone, as
+    # YYYY-MM-DDThh:mm:ssZ): each partition from its first record at or after it; a partition with none, from its end.
     starting_offsets: Literal["earliest", "latest"] | AwareDatetime = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, gt=0)
     # A Kafka partition's range of more records than this is read by several tasks (Spark's maxRecordsPerPartition):

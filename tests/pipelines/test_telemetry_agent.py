@@ -240,7 +240,7 @@ def test_a_stalled_poll_reports_the_background_heartbeats_until_the_overrun(over
         e for e in overruns.events if e["event"] == "heartbeat" and e["details"].get("liveness") == "background"
     ]
     # every stalled membership is reported; on a loaded host a membership whose own poll loop was only starved for a
-    # moment is reported too, rightly (the CI run of 3e13b5a: one more member id, the rejoin after an overrun)
+    # moment (a rejoin after an overrun) is reported too, rightly
     assert set(stalled_as) <= {e["member_id"] for e in background}, background
     assert len([e for e in background if e["member_id"] in stalled_as]) >= len(stalled_as)
     ages = [int(e["details"]["poll_age_ms"]) for e in background]
