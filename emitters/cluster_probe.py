@@ -255,12 +255,14 @@ class GroupSessionOverrides:
     groups: dict[str, dict[str, int]]
     read: frozenset[str]
     unread: str | None = None
+    kept_by_cluster: bool = True
+    """False: the cluster refused group config resources as Kafka before 4.0 does (no group has configs of its own,
+    and asking again cannot change that until its brokers are upgraded)."""
 
 
 def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], timeout_s: float) -> GroupSessionOverrides:
     """What the cluster says of its non-classic groups' own session timeouts (`GroupSessionOverrides`)."""
     from confluent_kafka import ConsumerGroupType
-    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
     try:
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
@@ -269,8 +271,19 @@ def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], tim
         return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed ({_error_text(error)}; {grant})")
     except TimeoutError:
         return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed within {timeout_s:g} s")
-    # a classic member states its own session timeout when it joins; the others' come from the group or the broker
+    # a classic member states its own session timeout when it joins; the others' come from the group or the broker.
+    # UNKNOWN is kept: librdkafka lists a streams group so, and a broker that predates group types (3.6) every group.
     names = sorted({g.group_id for g in listed.valid if g.type != ConsumerGroupType.CLASSIC})
+    return described_session_overrides(admin, names, settings, timeout_s)
+
+
+def described_session_overrides(
+    admin: AdminClient, names: Sequence[str], settings: Mapping[str, Any], timeout_s: float
+) -> GroupSessionOverrides:
+    """The session timeouts these groups set on themselves, asked with DescribeConfigs in requests of
+    `DESCRIBED_PER_REQUEST` groups."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
     found: dict[str, dict[str, int]] = {}
     read: set[str] = set()
     failed: dict[str, list[str]] = {}
@@ -280,6 +293,8 @@ def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], tim
             try:
                 entries = future.result(timeout_s)
             except KafkaException as error:
+                if _no_group_resources(error):
+                    return GroupSessionOverrides({}, frozenset(names), kept_by_cluster=False)
                 failed.setdefault(_error_text(error).rstrip("."), []).append(resource.name)
                 continue
             except TimeoutError:
@@ -306,6 +321,13 @@ def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], tim
         f"the configs of {sum(map(len, failed.values()))} group(s) could not be read ({reasons}; e.g. "
         f"{', '.join(first)}){': ' + grant if grant else ''}",
     )
+
+
+def _no_group_resources(error: KafkaException) -> bool:
+    """Kafka 3.x (3.6, 3.8 and 3.9 tried) answers DescribeConfigs of a group resource with INVALID_REQUEST: it keeps
+    no group configs."""
+    first = error.args[0] if error.args else None
+    return isinstance(first, KafkaError) and first.code() == KafkaError.INVALID_REQUEST
 
 
 def _error_text(error: KafkaException) -> str:

@@ -28,7 +28,12 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from rebalance_radar.emitters.cluster_probe import GROUP_OVERRIDES, client_logger, group_session_overrides
+from rebalance_radar.emitters.cluster_probe import (
+    GROUP_OVERRIDES,
+    GroupSessionOverrides,
+    client_logger,
+    group_session_overrides,
+)
 from rebalance_radar.emitters.telemetry_producer import TelemetryProducer
 from rebalance_radar.transforms.schemas import HeartbeatEventKind
 from rebalance_radar.transforms.telemetry.end_offsets import (
@@ -101,6 +106,7 @@ class EndOffsetsPoller:
         self.group_configs_every_s = group_configs_every_s
         self.published_configs: dict[str, dict[str, int]] | None = None
         """group id -> its own session timeouts as last published (None: not asked yet)."""
+        self.cluster_keeps_group_configs = True
         self._configs_due_at = 0.0  # time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="radar-end-offsets", daemon=True)
@@ -226,8 +232,17 @@ class EndOffsetsPoller:
         """A `group_config` event for each non-classic group whose own session timeouts differ from what this
         poller last published (every such group, the first time): the detection reads them once, when it starts, so
         a group created or altered later reaches its tracker this way. Groups whose configs could not be read are
-        left as they were (the detection's start named them). Returns the events sent."""
-        found = group_session_overrides(self.admin, self.settings, self.timeout_s)
+        left as they were (the detection's start named them); a cluster that keeps no group configs (Kafka 3.x) is
+        not asked again. Returns the events sent."""
+        if not self.cluster_keeps_group_configs:
+            return 0
+        return self.publish_overrides(group_session_overrides(self.admin, self.settings, self.timeout_s))
+
+    def publish_overrides(self, found: GroupSessionOverrides) -> int:
+        """`publish_group_configs` once the cluster has answered."""
+        if not found.kept_by_cluster:  # Kafka 3.x: nothing to publish now or later, and no request a minute
+            self.cluster_keeps_group_configs = False
+            return 0
         if found.unread:
             self.last_error = found.unread
         first = self.published_configs is None
