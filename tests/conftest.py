@@ -67,10 +67,19 @@ def _starts_a_jvm(item: pytest.Item) -> bool:
     return bool(marked) or bool(set(getattr(item, "fixturenames", ())) & JVM_FIXTURES)
 
 
+BROKER_START_CAP_S = 240.0  # a cap, not a wait: a broker that answers sooner is used at once
+
+
 @pytest.fixture(scope="session")
 def radar_config(tmp_path_factory: pytest.TempPathFactory) -> RadarConfig:
-    """conf/local.yml with this environment's RADAR__* overrides, its data dir in a temporary folder."""
-    return load_config(DEFAULT_CONF_PATH, env=os.environ).with_data_dir(tmp_path_factory.mktemp("radar"))
+    """conf/local.yml with this environment's RADAR__* overrides, its data dir in a temporary folder. The suite's
+    brokers may take up to `BROKER_START_CAP_S` to start: the recordings start several at once beside the session's
+    JVM, and on a loaded CI host a broker registered just after the conf's 90 s."""
+    config = load_config(DEFAULT_CONF_PATH, env=os.environ).with_data_dir(tmp_path_factory.mktemp("radar"))
+    broker = config.broker.model_copy(
+        update={"startup_timeout_s": max(config.broker.startup_timeout_s, BROKER_START_CAP_S)}
+    )
+    return config.model_copy(update={"broker": broker})
 
 
 @pytest.fixture(scope="session")

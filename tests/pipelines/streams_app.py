@@ -37,8 +37,10 @@ def streams_artifacts(version: str) -> ArtifactSet:
     )
 
 
-def streams_classpath(config: RadarConfig) -> str:
-    return ":".join(str(path) for path in resolve_artifact_set(streams_artifacts(config.broker.version), config).paths)
+def streams_classpath(config: RadarConfig, version: str | None = None) -> str:
+    """kafka-streams `version` (default: the broker's) and its logging, resolved into the jar cache."""
+    artifacts = streams_artifacts(version or config.broker.version)
+    return ":".join(str(path) for path in resolve_artifact_set(artifacts, config).paths)
 
 
 def start_streams_instance(
@@ -53,18 +55,20 @@ def start_streams_instance(
     client_id: str | None = None,
     run_s: int = 300,
     protocol: str = "streams",
+    version: str | None = None,
 ) -> tuple[MemberProcess, Path]:
     """One instance (one JVM, one stream thread) of the application `application_id`, with a state directory of
     its own (a restarted container without a volume: a new process id); returns it and its log file
     (`<out_dir>/<name>.log`). `client_id` defaults to `name`; `protocol` is its `group.protocol` (`classic`: the
-    consumer group protocol, Streams' own assignor and its follow-up rebalances)."""
+    consumer group protocol, Streams' own assignor and its follow-up rebalances); `version` is its kafka-streams
+    version (default: the broker's; an older one speaks only the classic protocol)."""
     java = shutil.which("java")
     assert java is not None, "java is not on PATH"
     log_file = out_dir / f"{name}.log"
     settings = out_dir / f"{name}.log4j2.properties"
     settings.write_text(log4j2_properties(log_file, "INFO", pattern=LOG_PATTERN))
     state_dir = Path(tempfile.mkdtemp(prefix=f"{name}-state-", dir=out_dir))
-    classpath = streams_classpath(config)
+    classpath = streams_classpath(config, version)
     command = [
         java, "-Xmx256m", *QUICK_JVM, f"-Dlog4j2.configurationFile={settings}",
         "-cp", f"{compiled_classes(SOURCE, classpath)}:{classpath}", MAIN_CLASS,

@@ -1,7 +1,8 @@
 """A real Kafka Streams application (Apache Kafka's kafka-streams, `StreamsApp.java`) on the streams rebalance
 protocol (KIP-1071, `group.protocol=streams`) against the run's broker, beside the consumer fleet's live scenarios:
 a healthy application (two instances form the group, a third scales out, then each leaves cleanly; again on the
-classic protocol, where Streams' own assignor adds follow-up rebalances) and a crash
+classic protocol, where Streams' own assignor adds follow-up rebalances), a rolling upgrade's version probing
+(classic: a kafka-streams 3.0 leader and an instance of the broker's version) and a crash
 loop (one instance SIGKILLed and started again, a new process each time, five times in under a minute). The
 broker's coordinator lines and every instance's own log are shipped to a telemetry topic, as a user ships them;
 then detection reads `__consumer_offsets` and that topic through Spark's Kafka source, as `radar run` does, and the
@@ -33,7 +34,8 @@ from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources
 from rebalance_radar.pipelines.stages.sources import kafka_stream
 from rebalance_radar.pipelines.storage.tables import TableCatalog
-from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
+from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind, HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.client_log import parse_client_log_line
 from tests.pipelines.concurrent_recordings import (
     ConcurrentRecordings,
     RecordingContext,
@@ -50,6 +52,8 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 SOURCE_PARTITIONS = 4  # four tasks: two instances get two each, a third takes some
 CRASH_RESTARTS = 5
 CRASHING_CLIENT_ID = "crashing-streams-instance"
+# kafka-streams 3.0's assignor speaks subscription version 10, 4.3's version 11: an old leader makes a version probe
+OLD_STREAMS_VERSION = "3.0.2"
 START_TIMEOUT_S = 90.0  # a new JVM to RUNNING: seconds on an idle host, more beside the suite's other JVMs
 # Kafka 4.3's GroupMetadataManager: a streams member's LeaveGroup heartbeat (epoch -1), and its session's expiry
 LEFT = re.compile(r"\[GroupId (?P<group>[^\]]+)\]\[MemberId [^\]]+\] Member (?P<member>\S+) left the streams group")
@@ -112,11 +116,12 @@ class Application:
         self.instances: list[MemberProcess] = []
         self.shippers: list[LogShipper] = []
 
-    def start(self, name: str, client_id: str | None = None) -> MemberProcess:
-        """An instance, up (RUNNING) before this returns, its whole log shipped as a user ships an application's."""
+    def start(self, name: str, client_id: str | None = None, version: str | None = None) -> MemberProcess:
+        """An instance (of kafka-streams `version`, default the broker's), up (RUNNING) before this returns, its whole
+        log shipped as a user ships an application's."""
         instance, log = start_streams_instance(
             self.context.config, self.recording.out_dir, f"{self.scenario}-{name}", self.context.bootstrap,
-            self.application_id, self.source, self.sink, client_id=client_id, protocol=self.protocol,
+            self.application_id, self.source, self.sink, client_id=client_id, protocol=self.protocol, version=version,
         )  # fmt: skip
         self.instances.append(instance)
         self.recording.client_logs[f"{self.scenario}-{name}"] = log
@@ -171,6 +176,20 @@ def crash_loop(app: Application) -> None:
     app.stop()
 
 
+def version_probing(app: Application) -> None:
+    """A rolling upgrade's first step: an instance of kafka-streams `OLD_STREAMS_VERSION` leads the group, then an
+    instance of the broker's version joins. The leader cannot read the newer subscription and answers with version
+    probing; the new instance downgrades its subscription and asks for one more rebalance at once. The new instance
+    then leaves cleanly. The old one runs until the recording ends: kafka-streams 3.0 never leaves on close, and its
+    expiry a session later is after the recording."""
+    app.start("V1", version=OLD_STREAMS_VERSION)
+    time.sleep(2.0)  # kept, the scenario: the old instance leads a stable group before the upgrade starts
+    upgraded = app.start("V2")
+    time.sleep(3.0)  # kept, the scenario: both work a moment in the probed generation
+    upgraded.stop()
+    time.sleep(2.0)
+
+
 Scenario = tuple[str, str, Callable[[Application], None]]  # (name, group.protocol, what its instances do)
 
 
@@ -215,8 +234,13 @@ def record_streams_app(context: RecordingContext) -> StreamsRecording:
 @lane_run
 def record_classic_streams_app(context: RecordingContext) -> StreamsRecording:
     """The healthy application again on the classic protocol, in the lane (`concurrent_recordings.lane_run`): its
-    three JVMs' start-up stays out of the recordings' crowded first minutes."""
-    return record_applications(context, "classic-streams-app", [("classic", "classic", healthy)])
+    three JVMs' start-up stays out of the recordings' crowded first minutes. Beside it, a rolling upgrade's
+    version probing."""
+    return record_applications(
+        context,
+        "classic-streams-app",
+        [("classic", "classic", healthy), ("version-probing", "classic", version_probing)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -271,6 +295,30 @@ def test_a_healthy_classic_streams_application_raises_nothing_through_its_follow
     followups = [r for r in rebalances if r["cause"] == "enforced"]
     assert followups, [(r["generation"], r["cause"], r["cause_detail"]) for r in rebalances]
     assert recording.of("classic") == [], [(d["kind"], d["member_id"], d["summary"]) for d in recording.of("classic")]
+
+
+def test_a_rolling_upgrades_version_probing_is_read_from_both_instances_and_raises_nothing(
+    recording: StreamsRecording,
+) -> None:
+    """The old leader's and the new instance's own lines about the probe are version-probing events; the group's
+    rebalances follow the probe (the new member's join, the leader's re-join for the downgraded subscription, the
+    new member's leave), and an upgrade is no incident."""
+    probe_lines = {
+        name: [line for line in recording.client_logs[f"version-probing-{name}"].read_text().splitlines()
+               if "version probing" in line]
+        for name in ("V1", "V2")
+    }  # fmt: skip
+    assert probe_lines["V1"] and probe_lines["V2"], "the upgrade made no version probe"  # the clients' own word
+    for name, lines in probe_lines.items():
+        kinds = {e.event for line in lines for e in parse_client_log_line(line, 0).events}
+        assert HeartbeatEventKind.VERSION_PROBING in kinds, (name, lines)
+    group = recording.groups["version-probing"]
+    rebalances = sorted((r for r in recording.rebalances if r["group_id"] == group), key=lambda r: r["generation"])
+    said = [(r["from_generation"], r["generation"], r["cause"], (r["cause_detail"] or "")[:90]) for r in rebalances]
+    assert len(rebalances) >= 4, said  # formed; the new member joins; the probe's second rebalance; it leaves
+    assert any("re-joining group during" in (r["cause_detail"] or "") for r in rebalances), said
+    found = recording.of("version-probing")
+    assert found == [], [(d["kind"], d["member_id"], d["summary"]) for d in found]
 
 
 def test_streams_crash_loop_is_membership_flapping(recording: StreamsRecording) -> None:
