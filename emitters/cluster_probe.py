@@ -256,7 +256,7 @@ class GroupSessionOverrides:
     read: frozenset[str]
     unread: str | None = None
     kept_by_cluster: bool = True
-    """False: the cluster refused group config resources as Kafka before 4.0 does (no group has configs of its own,
+    """False: the cluster refused group config resources as Kafka 3.x does (no group has configs of its own,
     and asking again cannot change that until its brokers are upgraded)."""
 
 
