@@ -1,6 +1,6 @@
 """A real Spark standalone cluster for the `cluster` tests: a Master and Workers started from pyspark's own
 `bin/spark-class` (nothing downloaded), each Worker in a process group of its own so a test can kill it with its
-executors, as a lost machine would be; all of them niced below the driver (`CLUSTER_NICENESS`).
+executors, as a lost machine would be.
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ import pyspark
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-CLUSTER_NICENESS = 10
-"""The Master, the Workers and their executors (which inherit it) yield the cores to the driver: here they share
-one machine with it, which a real cluster's machines do not, and a driver starved of CPU misses Spark's fixed 10 s
-for its Python workers to connect back (docs/local-stack-traps.md)."""
 
 
 def free_port() -> int:
@@ -49,7 +45,7 @@ class StandaloneCluster:
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_WORKER_DIR": str(self.folder / f"{name}-work")}
         log = (self.folder / f"{name}.log").open("wb")
         return subprocess.Popen(
-            ["nice", "-n", str(CLUSTER_NICENESS), str(SPARK_HOME / "bin" / "spark-class"), *args],
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
