@@ -6,8 +6,8 @@ Each tuning piece can be turned off (`spark.local_tuning`), and stays only while
 what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or live detection's p95
 (`benchmarks/detect.py --live`); their results in `benchmarks/results/` have the numbers:
 
-- `worker_daemon`: Spark's Python workers start from a daemon that imports radar's worker modules once, without
-  Spark's archives on their import path (a launcher script does the same for the workers Spark starts without it);
+- `worker_daemon`: Spark's Python workers start from a daemon that imports radar's worker modules once (without
+  Spark's archives on their path, as every Python process of a JVM radar launches: `pipelines.runtime.python_startup`);
 - `shell_free_fs`: Hadoop's local file system without a `chmod` process per file (classes compiled once with javac);
 - `quick_start`: a short command's JVM compiles with C1 only;
 - `class_archive`: a short command's JVM maps a class-data archive of its classpath (dumped by the first one);
@@ -15,8 +15,7 @@ what a user waits for: a replay of the sample (`benchmarks/local_tuning.py`) or 
 - `checkpoint_rename`: checkpoint files are committed by Hadoop's FileSystem rename, not FileContext's.
 
 The daemon itself is this module run as `python -m rebalance_radar.pipelines.runtime.local_runtime`
-(`spark.python.daemon.module`): only the standard library is imported at module level, so the archives are dropped
-before pyspark is first imported.
+(`spark.python.daemon.module`): only the standard library is imported at module level.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -36,7 +34,6 @@ import time
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,20 +58,14 @@ DAEMON_MODULE = "rebalance_radar.pipelines.runtime.local_runtime"
 SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enabled"
 
 
-def local_session_conf(
-    config: RadarConfig, jars: Sequence[Path] = (), *, quick_start: bool = False
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The Spark settings and the environment (PYSPARK_PYTHON) a local session adds to the generic ones, per the
+def local_session_conf(config: RadarConfig, jars: Sequence[Path] = (), *, quick_start: bool = False) -> dict[str, str]:
+    """The Spark settings a local session adds to the generic ones, per the
     pieces `spark.local_tuning` leaves on. `quick_start`: the JVM serves one short command (it maps the class-data
     archive of its classpath, `jars` and the local file system's, or dumps it at exit)."""
     tuning = config.spark.local_tuning
     cache_dir = _cache_dir(config)
     conf: dict[str, str] = {}
-    env: dict[str, str] = {}
     if tuning.worker_daemon:
-        worker = worker_python(cache_dir.parent / "python-launchers")
-        env["PYSPARK_PYTHON"] = worker
-        conf["spark.pyspark.python"] = worker
         conf["spark.python.daemon.module"] = DAEMON_MODULE
         conf[SIMPLIFIED_TRACEBACK] = "false"
     socket_dir = python_socket_dir() if tuning.unix_sockets else None
@@ -98,7 +89,7 @@ def local_session_conf(
         java_options.append(_archive.java_options)
     if java_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
-    return conf, env
+    return conf
 
 
 _archive: ClassArchive | None = None  # the class-data archive of the session `local_session_conf` set up
@@ -339,89 +330,6 @@ class JvmStderrFilter:
 
 
 # --- worker_daemon -------------------------------------------------------------------------------------------
-
-SPARK_ARCHIVES = ("spark-core_*.jar", "pyspark*.zip", "py4j*.zip")
-"""The file names of the archives Spark adds to its workers' path (shell patterns: the launcher matches them too)."""
-
-
-def is_spark_archive(entry: str) -> bool:
-    """An archive Spark itself adds to its workers' path: the spark-core jar, pyspark's and py4j's zips. (Not a zip
-    of the Python distribution, `python311.zip`, nor a package a job ships as a py-file, a jar among them.)"""
-    name = Path(entry).name
-    return any(fnmatchcase(name, pattern) for pattern in SPARK_ARCHIVES)
-
-
-def path_without_archives(entries: list[str]) -> list[str]:
-    """`sys.path` less Spark's archives."""
-    return [entry for entry in entries if not is_spark_archive(entry)]
-
-
-def drop_archives_from_import_path() -> None:
-    """Remove the archives from `sys.path` and their importers from `sys.path_importer_cache` (the cache is what
-    `invalidate_caches` walks)."""
-    sys.path[:] = path_without_archives(sys.path)
-    for entry in [e for e in sys.path_importer_cache if is_spark_archive(e)]:
-        del sys.path_importer_cache[entry]
-
-
-def archives_are_redundant() -> bool:
-    """True when pyspark and py4j import from a directory (site-packages) once the archives are gone: only then
-    can they be dropped (a Spark distribution without a pip-installed pyspark has them only in its zips)."""
-    from importlib.machinery import PathFinder
-
-    directories = path_without_archives(sys.path)
-    for package in ("pyspark", "py4j"):
-        spec = PathFinder.find_spec(package, directories)
-        if spec is None or spec.origin is None or not Path(spec.origin).is_file():
-            return False
-    return True
-
-
-def launcher_script(python: str) -> str:
-    """A POSIX shell script that runs `python` with Spark's archives left out of `PYTHONPATH` (unset when nothing
-    else is on it)."""
-    return "\n".join(
-        [
-            "#!/bin/sh",
-            "# rebalance-radar (pipelines/runtime/local_runtime.py): Spark's Python workers without Spark's archives",
-            "set -f",  # the entries are names, not patterns to expand
-            "kept=",
-            "IFS=:",
-            "for entry in $PYTHONPATH; do",
-            '  case "${entry##*/}" in',
-            f"    {'|'.join(SPARK_ARCHIVES)}) ;;",
-            '    *) kept="${kept:+$kept:}$entry" ;;',
-            "  esac",
-            "done",
-            "unset IFS",
-            "set +f",
-            'if [ -n "$kept" ]; then PYTHONPATH=$kept; export PYTHONPATH; else unset PYTHONPATH; fi',
-            f'exec {shlex.quote(python)} "$@"',
-            "",
-        ]
-    )
-
-
-def worker_python(cache_dir: Path) -> str:
-    """The interpreter a local session's Python workers run (PYSPARK_PYTHON): this one, through the launcher in
-    `cache_dir` (written once, named by its content) when pyspark and py4j import without the archives; else this
-    interpreter itself, as Spark starts it by default (slower to start, nothing else differs)."""
-    if os.name != "posix" or not archives_are_redundant():
-        return sys.executable
-    script = launcher_script(sys.executable)
-    launcher = cache_dir / f"python-{hashlib.sha256(script.encode()).hexdigest()[:12]}"
-    if os.access(launcher, os.X_OK):
-        return str(launcher)
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        partial = launcher.with_name(f"{launcher.name}.{os.getpid()}.partial")
-        partial.write_text(script, encoding="utf-8")
-        partial.chmod(0o755)
-        os.replace(partial, launcher)  # only ever complete under its final name
-    except OSError:
-        return sys.executable
-    return str(launcher)
-
 
 WORKER_MODULES = (
     "pyarrow",
@@ -735,8 +643,6 @@ def quiet_hang_ups() -> None:
 
 
 if __name__ == "__main__":
-    if archives_are_redundant():
-        drop_archives_from_import_path()
     import_worker_modules()
     from pyspark.daemon import manager  # imports the worker's own modules (`pyspark.worker`) too
 

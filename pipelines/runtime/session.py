@@ -12,6 +12,7 @@ sentence when a configured format does not resolve.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -25,6 +26,7 @@ from rebalance_radar.pipelines.config import REPO_ROOT, ConfigError, RadarConfig
 from rebalance_radar.pipelines.runtime.console import quiet_python_logging, write_log4j2_properties
 from rebalance_radar.pipelines.runtime.jvm import default_cache_dir, spark_connector_jars
 from rebalance_radar.pipelines.runtime.phases import phase
+from rebalance_radar.pipelines.runtime.python_startup import driver_jvm_environment
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -274,24 +276,26 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         with phase("connector jars"):
             conf = session_conf(config, spark_connector_jars(config))
         builder = SparkSession.builder.master(master).appName(config.spark.app_name)
+    launched_here = not submitted  # radar launches the driver JVM, so its environment is radar's to set
     if local:
         from rebalance_radar.pipelines.runtime import local_runtime
 
         with phase("local runtime"):
             jars = [Path(jar) for jar in conf["spark.jars"].split(",") if jar]
-            local_conf, local_env = local_runtime.local_session_conf(config, jars, quick_start=quick_start)
+            local_conf = local_runtime.local_session_conf(config, jars, quick_start=quick_start)
         conf = with_extra_conf(with_local_conf(conf, local_conf), config.spark.extra_conf)
-        os.environ.update(local_env)
-        with phase("jvm launch"):
+    else:
+        conf = with_extra_conf(conf, config.spark.extra_conf)
+    # the interpreter of the Python functions pyspark sends to the JVM, read from the environment
+    os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
+    if local:
+        with phase("jvm launch"), driver_jvm_environment():
             local_runtime.launch_jvm(config, conf)
         global _local_runtime_used
         _local_runtime_used = True
-    else:
-        conf = with_extra_conf(conf, config.spark.extra_conf)
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with phase("spark session"):
+    with phase("spark session"), driver_jvm_environment() if launched_here else contextlib.nullcontext():
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(config.spark.log_level)
     try:

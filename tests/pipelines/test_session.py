@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyspark
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
@@ -25,11 +26,10 @@ from rebalance_radar.pipelines.runtime.local_runtime import (
     LOCAL_FILESYSTEM_CONF,
     WORKER_MODULES,
     codegen_compilations,
-    is_spark_archive,
     local_session_conf,
     python_socket_dir,
-    worker_python,
 )
+from rebalance_radar.pipelines.runtime.python_startup import STARTUP_DIR
 from rebalance_radar.pipelines.runtime.session import (
     CODEGEN_CACHE_ENTRIES,
     build_spark_session,
@@ -122,7 +122,7 @@ def test_the_local_file_system_classes_stay_on_a_configured_class_path(
     """`fs.file.impl` names classes from the compiled jar: a class path the user configures keeps the jar on it, or
     the JVM would not start (spark-submit reads files through Hadoop before anything else)."""
     config = radar_config.with_data_dir(tmp_path)
-    local, _ = local_session_conf(config)
+    local = local_session_conf(config)
     jar = local["spark.driver.extraClassPath"]
     assert {key: local[key] for key in LOCAL_FILESYSTEM_CONF} == LOCAL_FILESYSTEM_CONF
     theirs = with_extra_conf(local, {"spark.driver.extraClassPath": "/opt/theirs.jar"})
@@ -163,8 +163,6 @@ def _worker_import_facts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
     import sys
     from pathlib import Path
 
-    import pyspark
-
     for _ in batches:
         pass
     preloaded = [name for name in WORKER_MODULES if name in sys.modules]  # this test module imports none of them
@@ -193,7 +191,6 @@ def test_python_workers_import_without_sparks_archives(spark: SparkSession) -> N
     """The workers run the local runtime's daemon: no spark-core jar, pyspark or py4j zip on their path (each task
     re-read their directories), pyspark imported from a directory, the one the driver imports it from, and the
     modules radar's tasks use already imported, and frozen, when a worker starts."""
-    import pyspark
 
     schema = (
         "path array<string>, pyspark string, preloaded array<string>, arrow_in_daemon boolean, "
@@ -222,51 +219,59 @@ def test_the_jvm_writes_both_its_streams_to_the_filter_not_to_this_processs_own(
     assert os.readlink(jvm_fds / "1") == os.readlink(jvm_fds / "2") == filtered
 
 
-def test_an_archive_spark_adds_is_told_from_the_pythons_own() -> None:
-    assert is_spark_archive("/x/pyspark/jars/spark-core_2.13-4.1.4.jar")
-    assert is_spark_archive("/x/pyspark/python/lib/pyspark.zip")
-    assert is_spark_archive("/x/pyspark/python/lib/py4j-0.10.9.9-src.zip")
-    assert not is_spark_archive("/usr/lib/python311.zip")
-    assert not is_spark_archive("/tmp/spark-1/userFiles-2/graphframes-0.8.3-spark3.5-s_2.12.jar")  # a py-file
-    assert not is_spark_archive("/x/site-packages")
+SPARK_HOME = Path(pyspark.__file__).parent  # pip's pyspark: the folder Spark's scripts export as SPARK_HOME
 
 
-_PATH_REPORT = (
-    "import json, os, sys, pyspark; print(json.dumps([sys.path, pyspark.__file__, os.environ.get('PYTHONPATH')]))"
-)
+def is_spark_archive(entry: str) -> bool:
+    """An archive Spark puts on its Python processes' path: a file inside SPARK_HOME (pyspark's and py4j's zips, the
+    spark-core jar)."""
+    path = Path(entry)
+    return path.is_file() and SPARK_HOME in path.resolve().parents
 
 
-def test_the_workers_launcher_leaves_only_sparks_archives_off_the_import_path(tmp_path: Path) -> None:
-    """The interpreter Spark's Python processes run: Spark's own archives dropped from PYTHONPATH (a worker started
-    without the daemon imported pyspark from its zip, compiling it again), every other entry kept in order, and
-    pyspark then imported from where the driver imports it."""
-    import pyspark
+_PATH_REPORT = "import json, sys, pyspark; print(json.dumps([sys.path, pyspark.__file__]))"
 
-    launchers = tmp_path / "launchers"
-    launcher = worker_python(launchers)
-    assert launcher != sys.executable and os.access(launcher, os.X_OK)
-    assert worker_python(launchers) == launcher and len(list(launchers.iterdir())) == 1  # written once
-    spark_lib = Path(pyspark.__file__).parent / "python" / "lib"
-    archives = [*map(str, sorted(spark_lib.glob("*.zip"))), str(tmp_path / "jars" / "spark-core_2.13-4.1.4.jar")]
-    assert len(archives) == 3 and all(is_spark_archive(a) for a in archives)
-    mine = [str(tmp_path / "my modules"), str(tmp_path / "glob*"), str(tmp_path / "python311.zip")]
-    for entry in mine[:2]:
-        Path(entry).mkdir()
-    interleaved = [archives[0], mine[0], archives[1], mine[1], archives[2], mine[2]]
 
-    def run(pythonpath: str) -> list[object]:
-        env = {**os.environ, "PYTHONPATH": pythonpath}
-        done = subprocess.run([launcher, "-c", _PATH_REPORT], env=env, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
+def _start_python(pythonpath: list[Path], spark_home: Path) -> tuple[list[str], str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath)), "SPARK_HOME": str(spark_home)}
+    done = subprocess.run([sys.executable, "-c", _PATH_REPORT], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    path, imported_from = json.loads(done.stdout)
+    return path, imported_from
 
-    path, imported_from, pythonpath = run(os.pathsep.join(interleaved))
-    assert pythonpath == os.pathsep.join(mine)
-    assert [entry for entry in path if entry in mine or is_spark_archive(entry)] == mine
-    assert imported_from == pyspark.__file__
-    path, imported_from, pythonpath = run(os.pathsep.join(archives))
-    assert pythonpath is None and not [entry for entry in path if is_spark_archive(entry)]
-    assert imported_from == pyspark.__file__
+
+def test_the_start_up_hook_leaves_out_only_the_archives_of_the_installed_pyspark(tmp_path: Path) -> None:
+    """A Python process of a JVM radar launched, on Spark's PYTHONPATH (its archives, the function's entries, the
+    JVM's own): Spark's archives of the installed pyspark are left out (each start compiled pyspark from the zip),
+    every other entry kept in order, pyspark imported from SPARK_HOME, and a `sitecustomize` the hook hides still
+    runs."""
+    archives = [*sorted(SPARK_HOME.glob("python/lib/*.zip")), *SPARK_HOME.glob("jars/spark-core_*.jar")]
+    assert len(archives) == 3 and all(is_spark_archive(str(a)) for a in archives)
+    mine = [tmp_path / "my modules", tmp_path / "python311.zip"]
+    mine[0].mkdir()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    ran = tmp_path / "theirs-ran"
+    (theirs / "sitecustomize.py").write_text(f"open({str(ran)!r}, 'w').close()\n", encoding="utf-8")
+    pythonpath = [archives[0], mine[0], archives[1], archives[2], STARTUP_DIR, mine[1], theirs]
+
+    path, imported_from = _start_python(pythonpath, SPARK_HOME)
+    assert [entry for entry in path if is_spark_archive(entry)] == []
+    assert [entry for entry in path if Path(entry) in (*mine, theirs)] == [*map(str, mine), str(theirs)]
+    assert imported_from == str(SPARK_HOME / "__init__.py")
+    assert ran.exists()
+
+
+def test_the_start_up_hook_keeps_a_spark_distributions_own_archives(tmp_path: Path) -> None:
+    """Where SPARK_HOME is not the pyspark installed beside it (a Spark distribution), its zip is its pyspark: kept,
+    and imported from."""
+    distribution = tmp_path / "spark-dist"
+    (distribution / "python" / "lib").mkdir(parents=True)
+    zipped = distribution / "python" / "lib" / "pyspark.zip"
+    shutil.copy(SPARK_HOME / "python" / "lib" / "pyspark.zip", zipped)
+    path, imported_from = _start_python([zipped, STARTUP_DIR], distribution)
+    assert str(zipped) in path
+    assert imported_from == str(zipped / "pyspark" / "__init__.py")
 
 
 class _ImportPathReporter(StatefulProcessor):
