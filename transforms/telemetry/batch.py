@@ -23,6 +23,7 @@ from rebalance_radar.transforms.schemas import (
     QuarantineStage,
     quarantine_row,
 )
+from rebalance_radar.transforms.telemetry.client_groups import ClientGroups
 from rebalance_radar.transforms.telemetry.clock import parse_clock_tick
 from rebalance_radar.transforms.telemetry.end_offsets import parse_end_offsets
 from rebalance_radar.transforms.telemetry.events import EVENT_COLUMNS, RecordDetector
@@ -63,17 +64,25 @@ def _event_row(event: Any) -> dict[str, Any]:
 
 
 def parse_telemetry_batch(
-    batch: pa.RecordBatch, schema: pa.Schema, tz: str = "UTC", detectors: tuple[RecordDetector, ...] = DEFAULT_DETECTORS
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    tz: str = "UTC",
+    detectors: tuple[RecordDetector, ...] = DEFAULT_DETECTORS,
+    client_groups: ClientGroups | None = None,
 ) -> pa.RecordBatch:
-    """Parse one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp). The cyclic garbage
-    collector waits until the batch is done (`transforms.cyclic_gc`: 15k records from `benchmarks.telemetry`'s
-    broker log, client log and librdkafka stats generators, one core, 32.0k → 37.6k records/s, mean of four runs)."""
+    """Parse one Arrow batch of Kafka rows (key, value, topic, partition, offset, timestamp); `client_groups` carries
+    what the task's earlier batches said of which client is in which group (`telemetry.client_groups`). The cyclic
+    garbage collector waits until the batch is done (`transforms.cyclic_gc`; `benchmarks/telemetry.py` measures it)."""
     with cyclic_gc_paused():
-        return _parse_telemetry_batch(batch, schema, tz, detectors)
+        return _parse_telemetry_batch(batch, schema, tz, detectors, client_groups or ClientGroups())
 
 
 def _parse_telemetry_batch(
-    batch: pa.RecordBatch, schema: pa.Schema, tz: str, detectors: tuple[RecordDetector, ...]
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    tz: str,
+    detectors: tuple[RecordDetector, ...],
+    client_groups: ClientGroups,
 ) -> pa.RecordBatch:
     keys = batch.column("key").to_pylist()
     values = batch.column("value").to_pylist()
@@ -135,6 +144,7 @@ def _parse_telemetry_batch(
             quarantine.append(
                 quarantine_row(QuarantineStage.PARSE_TELEMETRY, "unrecognised", outcome.reason, key=key, value=value)
             )
+    client_groups.attribute(events)
     take = pa.array(index, pa.int64())
     arrays = [
         batch.column(name).take(take).cast(schema.field(i).type)
@@ -157,6 +167,7 @@ def _parse_telemetry_batch(
 def parse_telemetry_batches(
     batches: Iterator[pa.RecordBatch], schema: pa.Schema, tz: str = "UTC"
 ) -> Iterator[pa.RecordBatch]:
-    """The `mapInArrow` body for telemetry topics."""
+    """The `mapInArrow` body for telemetry topics (one task's batches, which share what they say of clients' groups)."""
+    client_groups = ClientGroups()
     for batch in batches:
-        yield parse_telemetry_batch(batch, schema, tz)
+        yield parse_telemetry_batch(batch, schema, tz, client_groups=client_groups)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
-from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parsed_batch_ddl
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.batch import parse_telemetry_batch, parse_telemetry_batches, parsed_batch_ddl
+from rebalance_radar.transforms.telemetry.client_groups import GROUP_FROM, GROUP_FROM_CLIENT_ID
 from tests.cyclic_collections import cyclic_collections
 
 LINES = [
@@ -73,3 +77,53 @@ def test_no_cyclic_collection_runs_while_a_batch_is_parsed(arrow_schema: pa.Sche
     assert gc.isenabled()
     assert len(collections) <= 1  # at most the one due as the collector comes back on
     assert out.num_rows == batch.num_rows
+
+
+RECORDED = Path(__file__).resolve().parents[2] / "data" / "streams-app"
+PROBED_GROUP = "streams-version-probing-1796292453257086861"  # the recording's application id
+
+
+def test_a_streams_client_with_its_own_client_id_has_its_group_from_its_consumers_lines(
+    arrow_schema: pa.Schema,
+) -> None:
+    """A recorded version probe (kafka-streams 3.0.2 leader V1, 4.3.1 newcomer V2, each with `client.id` set): the
+    assignor's, the threads' and the clients' lines name no group, their consumers' lines do; every event of both
+    clients is the application's group, the version probes among them, and says where the group came from."""
+    for name in ("version-probing-V1.log", "version-probing-V2.log"):
+        lines = [line for line in (RECORDED / name).read_bytes().splitlines() if line.strip()]
+        rows = [row["event"] for row in parse_telemetry_batch(_telemetry_batch(lines), arrow_schema).to_pylist()]
+        events = [event for event in rows if event is not None and (event["client_id"] or "").startswith("version")]
+        probes = [event for event in events if event["event"] == HeartbeatEventKind.VERSION_PROBING.value]
+        assert probes, name
+        assert {event["group_id"] for event in events} == {PROBED_GROUP}, name
+        attributed = [event for event in events if (GROUP_FROM, GROUP_FROM_CLIENT_ID) in event["details"]]
+        assert all(probe in attributed for probe in probes), name
+        assert len(attributed) < len(events), name  # the consumers' own lines named it themselves
+
+
+CONSUMER_LINE = (
+    b"2026-12-03 10:07:51,300 INFO  [app-StreamThread-1] org.apache.kafka.clients.consumer.internals."
+    b"ConsumerCoordinator - [Consumer clientId=app-StreamThread-1-consumer, groupId=%s] (Re-)joining group"
+)
+PROBE_LINE = (
+    b"2026-12-03 10:07:51,312 INFO  [app-StreamThread-1] org.apache.kafka.streams.processor.internals."
+    b"StreamsPartitionAssignor - stream-thread [app-StreamThread-1-consumer] Received a future (version probing) "
+    b"subscription (version: 11). Sending assignment back (with supported version 10)."
+)
+
+
+def test_a_later_batch_of_the_task_is_attributed_and_a_client_id_of_two_groups_is_not(
+    arrow_schema: pa.Schema,
+) -> None:
+    """What a task's earlier batch said of a client holds for its later batches; a client id two groups' lines
+    named (two applications with the same `client.id`) gives neither."""
+    first = _telemetry_batch([CONSUMER_LINE % b"orders"])
+    later = _telemetry_batch([PROBE_LINE])
+    out = [batch.to_pylist() for batch in parse_telemetry_batches(iter([first, later]), arrow_schema)]
+    (probe,) = [row["event"] for row in out[1]]
+    assert (probe["event"], probe["group_id"]) == (HeartbeatEventKind.VERSION_PROBING.value, "orders")
+    both = _telemetry_batch([CONSUMER_LINE % b"orders", CONSUMER_LINE % b"payments", PROBE_LINE])
+    probe = parse_telemetry_batch(both, arrow_schema).to_pylist()[-1]["event"]
+    assert probe["event"] == HeartbeatEventKind.VERSION_PROBING.value and probe["group_id"] is None
+    alone = parse_telemetry_batch(_telemetry_batch([PROBE_LINE]), arrow_schema).to_pylist()[0]["event"]
+    assert alone["group_id"] is None  # nothing named its group
