@@ -38,7 +38,7 @@ ALL_ON = "all_on"
 # Each variant: the environment that turns one piece off (RADAR__ overrides, as a user would set them).
 VARIANTS: dict[str, dict[str, str]] = {
     ALL_ON: {},
-    # the worker daemon module, its launcher (PYSPARK_PYTHON) and its preloaded imports
+    # the worker daemon module and its preloaded imports
     "no_worker_daemon": {"RADAR__SPARK__LOCAL_TUNING__WORKER_DAEMON": "false"},
     # Hadoop's local file system without a `chmod` process per file
     "no_shell_free_fs": {"RADAR__SPARK__LOCAL_TUNING__SHELL_FREE_FS": "false"},
