@@ -394,7 +394,7 @@ class EmbeddedKafka:
                 )
             # A new client each attempt: one whose first answer came late has learnt the broker's advertised
             # address, and a broker advertised through a tap (`advertise_through`) is not reachable there until
-            # the tap starts, after this; that client then asked only there until the deadline (CI, 2026-11-29).
+            # the tap starts, after this; that client then asked only there until the deadline.
             admin = AdminClient(
                 {"bootstrap.servers": self.admin_bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 0}
             )  # refused connections while starting are expected

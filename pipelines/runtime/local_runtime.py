@@ -59,9 +59,9 @@ SIMPLIFIED_TRACEBACK = "spark.sql.execution.pyspark.udf.simplifiedTraceback.enab
 
 
 def local_session_conf(config: RadarConfig, jars: Sequence[Path] = (), *, quick_start: bool = False) -> dict[str, str]:
-    """The Spark settings a local session adds to the generic ones, per the
-    pieces `spark.local_tuning` leaves on. `quick_start`: the JVM serves one short command (it maps the class-data
-    archive of its classpath, `jars` and the local file system's, or dumps it at exit)."""
+    """The Spark settings a local session adds to the generic ones, per the pieces `spark.local_tuning` leaves on.
+    `quick_start`: the JVM serves one short command (it maps the class-data archive of its classpath, `jars` and the
+    local file system's, or dumps it at exit)."""
     tuning = config.spark.local_tuning
     cache_dir = _cache_dir(config)
     conf: dict[str, str] = {}
