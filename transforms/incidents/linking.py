@@ -5,7 +5,8 @@ In order of what explains best:
    where to: a burst of moves (events no more than `window_ms` apart) whose groups number `min_groups` or more is
    one incident. It names the broker the groups moved away from (the one that unloaded them, else the previous owner
    of their `__consumer_offsets` partitions or the groups themselves); `broker_restart` when that broker's
-   coordinator stopped or started within the window, else `coordinator_moved`. A coordinator move alone need not
+   coordinator stopped or started within the window, or started again later within `max_span_ms` (a broker's start,
+   its logs recovered, can take minutes), else `coordinator_moved`. A coordinator move alone need not
    rebalance a classic group (its members find the new coordinator and heartbeat on): the moved groups are the
    incident, with whatever rebalances and detections they had in the window as evidence.
 2. Deployment waves. The other rebalances, chained while no more than `window_ms` apart: where `min_groups` or more
@@ -146,6 +147,21 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
             and lo <= e.time_ms <= hi
             and not (e.kind == K.COORDINATOR_STARTED and e.broker in lost and e.time_ms < start)
         ]
+        # a broker that lost groups and starts again later than a window, within a span, is back from its restart:
+        # a broker's start (log recovery, a loaded host) can take minutes; its first start then, once
+        for broker in sorted(lost):
+            back = next(
+                (
+                    e
+                    for e in lifecycle
+                    if e.kind == K.COORDINATOR_STARTED
+                    and e.broker == broker
+                    and hi < e.time_ms <= end_ms + settings.max_span_ms
+                ),
+                None,
+            )
+            if back is not None and not any(e.kind == K.COORDINATOR_STARTED and e.broker == broker for e in near):
+                near.append(back)
         cycled = {e.broker for e in near}
         named = max(lost, key=lambda b: (len(lost[b]), b)) if lost else None
         if named is None and len(cycled) == 1:

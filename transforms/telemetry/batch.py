@@ -144,7 +144,7 @@ def _parse_telemetry_batch(
             quarantine.append(
                 quarantine_row(QuarantineStage.PARSE_TELEMETRY, "unrecognised", outcome.reason, key=key, value=value)
             )
-    client_groups.attribute(events)
+    client_groups.attribute(events, [keys[i] for i in index])
     take = pa.array(index, pa.int64())
     arrays = [
         batch.column(name).take(take).cast(schema.field(i).type)

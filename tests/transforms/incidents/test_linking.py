@@ -274,3 +274,27 @@ def test_a_restart_whose_stop_line_never_reached_the_log_is_still_a_restart_and_
     assert row["cause"].startswith("broker 2 restarted: the coordinator of 3 groups moved to broker 1, 3")
     assert row["window_start"] == at(T0 + 1_215)  # its first group move, not the cluster's start at 09:21:50
     assert row["window_end"] == at(T0 + 12_228)
+
+
+def test_a_broker_that_starts_again_minutes_after_its_groups_left_was_restarted_and_one_that_never_does_was_not() -> (
+    None
+):
+    """A restarted broker's start can come well after a window (its logs recovered; a loaded host: 69 s in a CI
+    recording): its first start within `max_span_ms` of the move names the restart, with that start as evidence."""
+    moved = [
+        event(0, K.COORDINATOR_LOADED, "2", offsets_partition=4),
+        event(100, K.GROUP_LOADED, "2", "orders", offsets_partition=4),
+        event(200, K.GROUP_LOADED, "2", "billing", offsets_partition=4),
+        event(300_000, K.GROUP_UNLOADED, "2", "orders", offsets_partition=4),
+        event(300_001, K.GROUP_UNLOADED, "2", "billing", offsets_partition=4),
+        event(300_100, K.GROUP_LOADED, "3", "orders", offsets_partition=4),
+        event(300_100, K.GROUP_LOADED, "3", "billing", offsets_partition=4),
+    ]
+    late_start = event(300_100 + 69_000, K.COORDINATOR_STARTED, "2")
+    row = incident_rows_of([], [], [*moved, late_start])[-1]
+    assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "2"
+    assert row["cause"].startswith("broker 2 restarted: the coordinator of 2 groups moved to broker 3")
+    assert row["window_end"] == at(T0 + 300_100 + 69_000)
+    too_late = event(300_100 + 601_000, K.COORDINATOR_STARTED, "2")  # past `max_span_ms`: another story
+    row = incident_rows_of([], [], [*moved, too_late])[-1]
+    assert row["cause_kind"] == IncidentCause.COORDINATOR_MOVED
