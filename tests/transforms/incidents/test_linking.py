@@ -142,17 +142,21 @@ def test_an_incident_stays_open_while_its_window_can_grow() -> None:
     assert row["status"] == IncidentStatus.OPEN
 
 
-def test_a_coordinator_move_without_a_restart_names_the_broker_the_groups_left() -> None:
-    events = [
-        event(0, K.COORDINATOR_LOADED, "1", offsets_partition=4),
-        event(100, K.GROUP_LOADED, "1", "orders", offsets_partition=4),
-        event(200, K.GROUP_LOADED, "1", "billing", offsets_partition=4),
-        event(300_000, K.GROUP_UNLOADED, "1", "orders", offsets_partition=4),
-        event(300_001, K.GROUP_UNLOADED, "1", "billing", offsets_partition=4),
-        event(300_100, K.GROUP_LOADED, "3", "orders", offsets_partition=4),
-        event(300_100, K.GROUP_LOADED, "3", "billing", offsets_partition=4),
+def two_groups_moving(away_from: str, to: str) -> list[dict]:
+    """Groups orders and billing, loaded on `away_from`, unloaded there 300 s later and loaded on `to`."""
+    return [
+        event(0, K.COORDINATOR_LOADED, away_from, offsets_partition=4),
+        event(100, K.GROUP_LOADED, away_from, "orders", offsets_partition=4),
+        event(200, K.GROUP_LOADED, away_from, "billing", offsets_partition=4),
+        event(300_000, K.GROUP_UNLOADED, away_from, "orders", offsets_partition=4),
+        event(300_001, K.GROUP_UNLOADED, away_from, "billing", offsets_partition=4),
+        event(300_100, K.GROUP_LOADED, to, "orders", offsets_partition=4),
+        event(300_100, K.GROUP_LOADED, to, "billing", offsets_partition=4),
     ]
-    rows = incident_rows_of([], [], events)
+
+
+def test_a_coordinator_move_without_a_restart_names_the_broker_the_groups_left() -> None:
+    rows = incident_rows_of([], [], two_groups_moving("1", "3"))
     assert [r["cause_kind"] for r in rows] == [IncidentCause.COORDINATOR_MOVED, IncidentCause.COORDINATOR_MOVED]
     moved = rows[1]
     assert moved["broker"] == "1" and moved["groups"] == ["billing", "orders"]
@@ -281,15 +285,7 @@ def test_a_broker_that_starts_again_minutes_after_its_groups_left_was_restarted_
 ):
     """A restarted broker's start can come well after a window (its logs recovered; a loaded host: 69 s in a CI
     recording): its first start within `max_span_ms` of the move names the restart, with that start as evidence."""
-    moved = [
-        event(0, K.COORDINATOR_LOADED, "2", offsets_partition=4),
-        event(100, K.GROUP_LOADED, "2", "orders", offsets_partition=4),
-        event(200, K.GROUP_LOADED, "2", "billing", offsets_partition=4),
-        event(300_000, K.GROUP_UNLOADED, "2", "orders", offsets_partition=4),
-        event(300_001, K.GROUP_UNLOADED, "2", "billing", offsets_partition=4),
-        event(300_100, K.GROUP_LOADED, "3", "orders", offsets_partition=4),
-        event(300_100, K.GROUP_LOADED, "3", "billing", offsets_partition=4),
-    ]
+    moved = two_groups_moving("2", "3")
     late_start = event(300_100 + 69_000, K.COORDINATOR_STARTED, "2")
     row = incident_rows_of([], [], [*moved, late_start])[-1]
     assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "2"
