@@ -276,7 +276,6 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         with phase("connector jars"):
             conf = session_conf(config, spark_connector_jars(config))
         builder = SparkSession.builder.master(master).appName(config.spark.app_name)
-    launched_here = not submitted  # radar launches the driver JVM, so its environment is radar's to set
     if local:
         from rebalance_radar.pipelines.runtime import local_runtime
 
@@ -295,7 +294,9 @@ def build_spark_session(config: RadarConfig, *, quick_start: bool = False) -> Sp
         _local_runtime_used = True
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with phase("spark session"), driver_jvm_environment() if launched_here else contextlib.nullcontext():
+    # a cluster master's driver JVM is launched here, by the builder: its environment is radar's to set
+    launches_jvm = not submitted and not local
+    with phase("spark session"), driver_jvm_environment() if launches_jvm else contextlib.nullcontext():
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(config.spark.log_level)
     try:

@@ -149,18 +149,17 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
         ]
         # a broker that lost groups and starts again later than a window, within a span, is back from its restart:
         # a broker's start (log recovery, a loaded host) can take minutes; its first start then, once
-        for broker in sorted(lost):
-            back = next(
-                (
-                    e
-                    for e in lifecycle
-                    if e.kind == K.COORDINATOR_STARTED
-                    and e.broker == broker
-                    and hi < e.time_ms <= end_ms + settings.max_span_ms
-                ),
-                None,
+        started_near = {e.broker for e in near if e.kind == K.COORDINATOR_STARTED}
+        for broker in sorted(set(lost) - started_near):
+            later = (
+                e
+                for e in lifecycle
+                if e.kind == K.COORDINATOR_STARTED
+                and e.broker == broker
+                and hi < e.time_ms <= end_ms + settings.max_span_ms
             )
-            if back is not None and not any(e.kind == K.COORDINATOR_STARTED and e.broker == broker for e in near):
+            back = next(later, None)
+            if back is not None:
                 near.append(back)
         cycled = {e.broker for e in near}
         named = max(lost, key=lambda b: (len(lost[b]), b)) if lost else None
