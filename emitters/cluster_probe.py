@@ -232,7 +232,7 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
         resource = ConfigResource(ResourceType.BROKER, str(nodes[0].id))
         entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
     except KafkaException as error:
-        detail = _error_text(error)
+        detail = _error_text(error, timeout_s)
         if "authoriz" in detail.lower():
             detail += f" (grant {principal_of(settings)} DescribeConfigs on the cluster)"
         raise BrokerConfigUnreadable(detail) from None
@@ -268,7 +268,8 @@ def group_session_overrides(admin: AdminClient, settings: Mapping[str, Any], tim
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s)
     except KafkaException as error:
         grant = f"grant {principal_of(settings)} Describe on groups"
-        return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed ({_error_text(error)}; {grant})")
+        why = _error_text(error, timeout_s)
+        return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed ({why}; {grant})")
     except TimeoutError:
         return GroupSessionOverrides({}, frozenset(), f"the groups could not be listed within {timeout_s:g} s")
     # a classic member states its own session timeout when it joins; the others' come from the group or the broker.
@@ -295,7 +296,7 @@ def described_session_overrides(
             except KafkaException as error:
                 if _no_group_resources(error):
                     return GroupSessionOverrides({}, frozenset(names), kept_by_cluster=False)
-                failed.setdefault(_error_text(error).rstrip("."), []).append(resource.name)
+                failed.setdefault(_error_text(error, timeout_s).rstrip("."), []).append(resource.name)
                 continue
             except TimeoutError:
                 failed.setdefault(f"no answer within {timeout_s:g} s", []).append(resource.name)
@@ -330,5 +331,10 @@ def _no_group_resources(error: KafkaException) -> bool:
     return isinstance(first, KafkaError) and first.code() == KafkaError.INVALID_REQUEST
 
 
-def _error_text(error: KafkaException) -> str:
-    return error.args[0].str() if error.args and isinstance(error.args[0], KafkaError) else str(error)
+def _error_text(error: KafkaException, timeout_s: float) -> str:
+    """The error in Kafka's words; a request librdkafka gave up on (no broker, or no controller, answered within the
+    timeout) reads as the timeout does when Python's wait ends first, since both mean the same to the user."""
+    first = error.args[0] if error.args else None
+    if isinstance(first, KafkaError) and first.code() == KafkaError._TIMED_OUT:
+        return f"no answer within {timeout_s:g} s"
+    return first.str() if isinstance(first, KafkaError) else str(error)
