@@ -222,6 +222,45 @@ def test_the_epoch_a_validated_topology_bumps_is_a_planned_rebalance(records: bo
     assert (last["topology_epoch"], last["assignment"]) == (0, {"a": "0_0,0_1"})
 
 
+def test_a_founder_whose_first_logged_bump_comes_seconds_after_its_join_joined_the_first_rebalance() -> None:
+    """4.3.1 logs no bump to epoch 1: the founder's join is followed by the topology's topic check and then "Bumped
+    streams group epoch to 2", seconds later on a loaded broker (more than a join's usual lead on its bump). Every
+    join before the first bump seen is that bump's: the founder is in the first rebalance's `joined`."""
+    s = Silver()
+    coordinator = StreamsCoordinator(s, records=False)
+    t = BASE_MS
+    coordinator.join("a", t)
+    coordinator.line("a", "Member initialized the topology with epoch 0", t + 260)
+    coordinator.line("a", "Configuring the topology 0", t + 340)
+    coordinator.line(
+        "a",
+        "Valid topic configuration found in 98ms, but internal topics are missing for topology epoch 0: "
+        f"{APP}-counts-changelog",
+        t + 450,
+    )
+    coordinator.epoch = 1  # the founder's own bump, not logged
+    coordinator.bump("a", t + 4_500)
+    coordinator.epoch = 1
+    coordinator.stable("a", "", t + 4_600)
+    coordinator.epoch = 2
+    validated = t + 6_500
+    coordinator.line("a", "Configuring the topology 0", validated)
+    coordinator.line("a", "Valid topic configuration found in 0ms, topology epoch 0 is now initialized.", validated)
+    coordinator.bump("a", validated)
+    coordinator.stable("a", "0-0@3, 0-1@3", validated + 2_000)
+    coordinator.join("b", validated + 9_000)
+    coordinator.bump("b", validated + 9_000)
+    coordinator.stable("a", "0-0@3", validated + 9_400)
+    coordinator.stable("b", "0-1@4", validated + 9_400)
+
+    out = run(APP, s.rows, validated + 3_600_000)
+    assert out.kinds() == []
+    formed, scaled = out.completed()
+    assert (formed["from_generation"], formed["generation"], formed["joined"]) == (1, 3, ["a"])
+    assert (scaled["from_generation"], scaled["generation"], scaled["joined"]) == (3, 4, ["b"])
+    assert (formed["cause"], scaled["cause"]) == ("member_joined", "member_joined")
+
+
 def test_a_kip848_consumer_group_seen_through_the_coordinator_log_alone_converges_too() -> None:
     """The epoch model is KIP-848's as well: joins, an expiry and a leave, each closed by the members' new
     assignment state at the epoch the target assignment was computed for (GroupMetadataManager 4.x wording)."""

@@ -901,13 +901,16 @@ class Group:
         if st.generation is not None and epoch <= st.generation:
             return  # a line older than what the group already showed
         st.group_epoch = max(st.group_epoch or epoch, epoch)
-        if st.generation is None and st.rebalance is None:
+        forming = st.generation is None and st.rebalance is None
+        if forming:
             st.generation = epoch - 1
         reb = st.rebalance or self._start_rebalance(now, event)
         absorbed: set[str] = set()
         for signal in st.signals:
             member_id = signal.subject
-            recent = 0 <= now - signal.at_ms <= EPOCH_BATCH_MS
+            # the first bump seen takes every join before it: a streams group's founder joins, then its first
+            # logged bump waits for the topology's topics to be checked (seconds on a loaded broker)
+            recent = 0 <= now - signal.at_ms <= EPOCH_BATCH_MS or (forming and signal.at_ms <= now)
             if recent and signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
                 note_change(reb, MembershipChange.JOINED)
