@@ -21,7 +21,6 @@ STREAMS_CONSUMER = re.compile(r"^((.+)-StreamThread-\d+)-consumer$")
 GROUP_FROM = "group_from"
 """The detail an attributed event carries: the group came from the client id's other lines."""
 GROUP_FROM_CLIENT_ID = "client_id"
-NO_GROUP = "null"  # how a consumer with no group (Streams' restore and global consumers) prints its group id
 
 
 class ClientGroups:
@@ -33,8 +32,6 @@ class ClientGroups:
 
     def learn(self, source: bytes | None, client_id: str, group_id: str) -> None:
         """A line named both: the client id, and for a Streams thread's consumer its thread and its client too."""
-        if group_id == NO_GROUP:
-            return
         names = [client_id]
         streams = STREAMS_CONSUMER.match(client_id)
         if streams is not None:

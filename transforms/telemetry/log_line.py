@@ -205,6 +205,8 @@ def split_log_line(
         prefix = _CONSUMER_PREFIX.search(message)
         if prefix is not None:
             instance_id, client_id, group_id = prefix.groups()
+            if group_id == "null":  # a consumer with no group (Streams' restore and global consumers, assign())
+                group_id = None
     elif "stream-thread [" in message:
         prefix = _STREAM_THREAD_PREFIX.search(message)
         if prefix is not None:

@@ -27,7 +27,7 @@ def test_a_streams_threads_client_and_assignor_take_the_group_of_the_threads_con
 
 def test_another_source_a_second_group_or_no_group_gives_none() -> None:
     groups = ClientGroups()
-    named = [row("rdkafka#consumer-1", "orders"), row("app-StreamThread-1-restore-consumer", "null")]
+    named = [row("rdkafka#consumer-1", "orders"), row("app-StreamThread-1-restore-consumer")]
     groups.attribute(named, [b"host-a", b"host-a"])
     elsewhere = [row("rdkafka#consumer-1")]  # librdkafka's default name, on another host
     assert groups.attribute(elsewhere, [b"host-b"]) == 0 and elsewhere[0]["group_id"] is None

@@ -54,6 +54,18 @@ def test_json_wrapped_client_line_with_epoch_seconds_and_full_log4j_text() -> No
     assert (event.event, event.event_time) == (K.REBALANCE_STABLE, 1_751_289_194_999)
 
 
+def test_a_consumer_with_no_group_names_none() -> None:
+    """Kafka prints a group-less consumer (Streams' restore consumer, `assign()`) as `groupId=null`: no group named
+    "null" is made of it."""
+    line = b"[Consumer clientId=app-StreamThread-1-restore-consumer, groupId=null] consumer poll timeout has expired."
+    (event,) = parse_telemetry_record(line, TS).events
+    assert (event.event, event.client_id, event.group_id) == (
+        K.POLL_TIMEOUT,
+        "app-StreamThread-1-restore-consumer",
+        None,
+    )
+
+
 def test_record_time_is_used_when_the_line_has_none() -> None:
     (event,) = parse_telemetry_record(b"Stabilized group g generation 4", TS).events
     assert event.event_time == TS
