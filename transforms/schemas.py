@@ -699,6 +699,8 @@ class HeartbeatEventKind(StrEnum):
     ASSIGNMENT = "assignment"
     STATE_CHANGE = "state_change"
     """A client's own state machine moved (KafkaStreams, StreamThread, a KIP-848/1071 membership manager)."""
+    SUBSCRIPTION = "subscription"
+    """A member of a KIP-848 group changed the topics (or the regex) it subscribes to, as the coordinator logs it."""
     TOPOLOGY = "topology"
     """A streams group's topology was configured, initialized or validated by the coordinator (KIP-1071)."""
     CLIENT_CONFIG = "client_config"

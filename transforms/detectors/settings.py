@@ -134,10 +134,11 @@ def settings_of(state: GroupState, member: MemberState | DepartedMember) -> Clie
 
 
 def group_protocol(state: GroupState) -> str | None:
-    """The group's protocol: from its records, else from its clients' listings (a Streams application's own
-    `group.protocol` decides for its consumers, which print `classic`)."""
-    if state.protocol:
-        return state.protocol
+    """The group's protocol: from its records, else from its coordinator's lines (KIP-848/1071), else from its
+    clients' listings (a Streams application's own `group.protocol` decides for its consumers, which print
+    `classic`)."""
+    if state.protocol or state.log_protocol:
+        return state.protocol or state.log_protocol
     protocols = {s.protocol for s in state.client_settings.values() if s.config == "StreamsConfig" and s.protocol}
     protocols = protocols or {s.protocol for s in state.client_settings.values() if s.protocol}
     return protocols.pop() if len(protocols) == 1 else None

@@ -316,6 +316,8 @@ class SignalKind(StrEnum):
     """KIP-848: a member record written before the epoch bump it belongs to."""
     DEPARTED = "departed"
     """KIP-848: a member removed before the epoch bump it belongs to."""
+    SUBSCRIBED = "subscribed"
+    """KIP-848: a member that already held an assignment changed its subscription (the epoch bump follows)."""
 
 
 @dataclass
@@ -453,6 +455,9 @@ class GroupState:
     authoritative: bool = False
     """Membership comes from the coordinator's records (else from telemetry alone)."""
     streams: bool = False
+    log_protocol: str | None = None
+    """Without the group's records: the KIP-848/1071 protocol its coordinator's lines name (`consumer`, `streams`),
+    which decides whose session timeout its members have."""
     topology_epoch: int | None = None
     """KIP-1071: the topology epoch the coordinator last initialized or validated (from its log; None: not seen)."""
     members: dict[str, MemberState] = field(default_factory=dict)

@@ -392,6 +392,14 @@ def _joins_consumer_group(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     return line.event(Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), details=details)
 
 
+def _subscription_updated(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
+    details = _coordinator_details(line)
+    details.update({"protocol": _KIP848_ONLY_PROTOCOL, f"subscribed_{m.group('what')}": m.group("to")})
+    return line.event(
+        Kind.SUBSCRIPTION, SOURCE, group_id=_group(None, line), member_id=m.group("member"), details=details
+    )
+
+
 def _static_member_replaced(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
     details.update(cause="static_member_replaced", new_member_id=m.group(3))
@@ -971,6 +979,11 @@ RULES = RuleTable.of(
             "joins the consumer group",
             re.compile(r"Member (\S+) joins the consumer group(?: using the (\w+) protocol)?"),
             _joins_consumer_group,
+        ),
+        MessageRule(  # KIP-848 3.7-3.9 at INFO (4.x at DEBUG); a new member's first subscription is logged so too
+            "updated its subscribed",
+            re.compile(r"Member (?P<member>\S+) updated its subscribed (?P<what>topics|regex) to: (?P<to>.*?)\.?\s*$"),
+            _subscription_updated,
         ),
         MessageRule(
             "group epoch to",

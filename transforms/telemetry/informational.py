@@ -11,6 +11,8 @@ import re
 
 CONFIG_LISTING = "configuration listing, no group event"
 KNOWN_NARRATION = "known client narration, no group event"
+COORDINATOR_NARRATION = "known coordinator narration, no group event"
+KNOWN_REASONS = frozenset({CONFIG_LISTING, KNOWN_NARRATION, COORDINATOR_NARRATION})
 
 _INFORMATIONAL: tuple[tuple[re.Pattern[str], str], ...] = (
     # AbstractConfig.logAll (2.x-4.x): "<Class> values: " then "\t<key> = <value>" per setting (shippers strip the tab)
@@ -56,6 +58,9 @@ _INFORMATIONAL: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:Resetting|Setting) offset for partition \S+ to "), KNOWN_NARRATION),
     (re.compile(r"Found no committed offset for partition "), KNOWN_NARRATION),
     (re.compile(r"Seeking to \S+ offset of partition "), KNOWN_NARRATION),
+    # the group coordinator's metadata bookkeeping before an epoch bump, which is logged on its own line (KIP-848:
+    # 3.7-3.9 "Computed new subscription metadata: {...}.", 4.1+ "Computed new metadata hash: H." of a consumer group)
+    (re.compile(r"\[GroupId [^\]]+\] Computed new (?:subscription metadata|metadata hash): "), COORDINATOR_NARRATION),
 )
 
 

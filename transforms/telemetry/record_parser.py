@@ -24,7 +24,7 @@ from rebalance_radar.transforms.telemetry.broker_log import looks_like_broker_lo
 from rebalance_radar.transforms.telemetry.client_log import looks_like_client_log, parse_client_message
 from rebalance_radar.transforms.telemetry.config_listing import listing_header, parse_config_listing
 from rebalance_radar.transforms.telemetry.events import HeartbeatEvent, ParseOutcome, RecordContext, RecordDetector
-from rebalance_radar.transforms.telemetry.informational import CONFIG_LISTING, KNOWN_NARRATION, informational_reason
+from rebalance_radar.transforms.telemetry.informational import CONFIG_LISTING, KNOWN_REASONS, informational_reason
 from rebalance_radar.transforms.telemetry.json_events import is_radar_event, parse_radar_event
 from rebalance_radar.transforms.telemetry.librdkafka_log import looks_like_librdkafka_log, parse_librdkafka_message
 from rebalance_radar.transforms.telemetry.librdkafka_stats import is_librdkafka_stats, parse_librdkafka_stats
@@ -182,7 +182,7 @@ def text_record_detector(value: bytes, context: RecordContext) -> ParseOutcome |
     if events:
         return ParseOutcome(tuple(events), events[0].source)
     # a multi-line event (a stack trace joined to its line) is known or not by its first line
-    known = first_reason if first_reason in (CONFIG_LISTING, KNOWN_NARRATION) else None
+    known = first_reason if first_reason in KNOWN_REASONS else None
     return ParseOutcome.unrecognised(sources[0] if sources else None, known or "no line of the record was recognised")
 
 

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from rebalance_radar.transforms.schemas import HeartbeatEventKind
+from rebalance_radar.transforms.telemetry.informational import COORDINATOR_NARRATION
 from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
+from rebalance_radar.transforms.telemetry.record_parser import parse_telemetry_record
 from tests.transforms.detectors.silver_rows import BASE_MS, Silver, run
 
 APP = "wordcount"
@@ -311,3 +314,80 @@ def test_a_kip848_consumer_group_seen_through_the_coordinator_log_alone_converge
     ]
     assert all(r["assignment"] is None and r["topology_epoch"] is None for r in out.completed())
     assert out.kinds() == ["heartbeat_expiration"]
+
+
+def test_a_kip848_group_on_a_kafka_3_9_broker_reads_as_on_4x() -> None:
+    """tests/data/kafka-3.9-kip848: a 3.9.2 broker (KIP-848 preview) and three Java 3.9.2 members: A stalls past its
+    max.poll.interval.ms (3.9 logs that leave as any other), comes back, C joins and is SIGKILLed (fenced on
+    expiry after the broker's 6 s), A and B close. librdkafka cannot take part: 3.9 offers ConsumerGroupHeartbeat
+    v0 only."""
+    from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
+
+    s = Silver()
+    lines = (RECORDED.parent / "kafka-3.9-kip848" / "broker.log").read_text().splitlines()
+    at, narration = BASE_MS, 0
+    for line in lines:
+        found = timestamp_ms_in_text(line, 0)
+        assert found is not None
+        at = found
+        outcome = parse_telemetry_record(line.encode(), at)
+        if outcome.recognised:
+            s._telemetry(line.encode(), at)
+        else:  # only the bookkeeping before a bump ("Computed new subscription metadata: ...") gives no event
+            assert outcome.reason == COORDINATOR_NARRATION, line
+            narration += 1
+    assert narration == 2
+    # each member's first subscription, right after its join, is no change of it
+    assert len([r for r in s.rows if r["event"] == HeartbeatEventKind.SUBSCRIPTION.value]) == 4
+    a, b, c = "hWQFy4z9SFWjubPJeMfxhA", "LjhRmWueSbaxez4yqbVx7g", "pgY0QxjNQHazN-Rsx1dK0A"
+    out = run("g39", s.rows, at + 3_600_000, DetectorThresholds(consumer_group_session_timeout_ms=6_000))
+    moves = [
+        (r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"], r["expired"])
+        for r in out.completed()
+    ]
+    assert moves == [
+        (0, 1, "member_joined", [a], [], []),
+        (1, 3, "member_joined", [b], [a], []),  # B's epoch 2 had not converged when A left
+        (3, 4, "member_joined", [a], [], []),
+        (4, 5, "member_joined", [c], [], []),
+        (5, 6, "heartbeat_expiration", [], [], [c]),
+        (6, 7, "member_left", [], sorted([a, b]), []),
+    ]
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert expiry["member_id"] == c and "6 s session timeout" in expiry["summary"], expiry["summary"]
+    assert out.kinds() == ["heartbeat_expiration"]
+
+
+def test_a_kip848_member_that_changes_its_subscription_is_a_subscription_change() -> None:
+    """The 3.7-3.9 coordinator logs a member's subscription at INFO: after its join (its first, no change), and when a
+    member that holds partitions subscribes to other topics, which bumps the group epoch with no one coming or
+    going."""
+    s = Silver()
+    t = BASE_MS
+    group = "orders"
+
+    def line(text: str, at: int) -> None:
+        s.broker(f"[GroupId {group}] {text}", at)
+
+    def converged(epoch: int, previous: int, at: int) -> None:
+        line(f"Bumped group epoch to {epoch}.", at)
+        line(f"Computed a new target assignment for epoch {epoch} with 'uniform' assignor in 1ms.", at)
+        line(
+            f"Member a new assignment state: epoch={epoch}, previousEpoch={previous}, state=STABLE, "
+            "assignedPartitions=[x-0] and revokedPartitions=[].",
+            at + 200,
+        )
+
+    line("Member a joins the consumer group using the consumer protocol.", t)
+    line("Member a updated its subscribed topics to: [orders].", t)
+    converged(1, 0, t)
+    changed = t + 60_000
+    line("Member a updated its subscribed topics to: [orders, payments].", changed)
+    converged(2, 1, changed)
+
+    out = run(group, s.rows, changed + 3_600_000)
+    assert [(r["from_generation"], r["generation"], r["cause"]) for r in out.completed()] == [
+        (0, 1, "member_joined"),
+        (1, 2, "subscription_change"),
+    ]
+    assert out.kinds() == []

@@ -74,7 +74,7 @@ class ClassicGroup(Group):
         """N -> N+2 is healthy (a stabilised generation that was never persisted); more were never completed."""
         return skipped - 2 if skipped > 2 else 0
 
-    def subscription_changed(self, after: dict[str, MemberInfo] | None) -> bool:
+    def subscription_changed(self, reb: OpenRebalance, after: dict[str, MemberInfo] | None, now_ms: int) -> bool:
         if after is None:
             return False
         return len({tuple(i.subscribed) for i in after.values() if i.subscribed}) > 1

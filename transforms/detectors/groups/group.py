@@ -191,8 +191,10 @@ class Group:
         """Generations skipped beyond the one a never-persisted generation explains (classic only)."""
         return 0
 
-    def subscription_changed(self, after: dict[str, MemberInfo] | None) -> bool:
-        return False
+    def subscription_changed(self, reb: OpenRebalance, after: dict[str, MemberInfo] | None, now_ms: int) -> bool:
+        """KIP-848 through the coordinator's log: a member that held an assignment said it subscribes to other
+        topics, just before the rebalance or during it."""
+        return bool(self.state.signals_of(SignalKind.SUBSCRIBED, reb.started_ms - SIGNAL_LEAD_MS, now_ms))
 
     def skipped_for_cause(self, skipped: int) -> int:
         return 1
@@ -438,7 +440,7 @@ class Group:
             joined=joined,
             left=left,
             expired=expired,
-            subscription_changed=self.subscription_changed(after),
+            subscription_changed=self.subscription_changed(reb, after, now),
             skipped_generations=self.skipped_for_cause(skipped),
         )
         self.note_leader(leader, after_ids, now)
@@ -536,6 +538,8 @@ class Group:
         broker = event.source == TelemetrySource.BROKER_LOG.value
         if broker and event.detail("protocol") == "streams":
             st.streams = True
+        if broker and event.detail("protocol") in EPOCH_PROTOCOLS:
+            st.log_protocol = event.detail("protocol")
         self._learn_timeouts(event)
         if kind == K.CLIENT_CONFIG:
             learn_client_config(st, event)
@@ -559,6 +563,10 @@ class Group:
             self._maybe_emptied(event)
         elif kind == K.JOIN:
             self._on_join(event)
+        elif kind == K.SUBSCRIPTION and broker:
+            member = st.members.get(event.member_id or "")
+            if member is not None and member.generation is not None:  # not a new member's first subscription
+                st.signals.append(Signal(at_ms=now, kind=SignalKind.SUBSCRIBED, subject=member.member_id))
         elif kind == K.REBALANCE_PREPARE:
             self._note_topology_epoch(event.detail("validated_topology_epoch"))
             self._on_prepare(event)
