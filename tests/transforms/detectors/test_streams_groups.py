@@ -60,6 +60,17 @@ class StreamsCoordinator:
             self.s.record("StreamsGroupTargetAssignmentMetadata", {"groupId": APP}, {"assignmentEpoch": self.epoch}, at)
         self.line(None, f"Computed a new target assignment for epoch {self.epoch} with 'sticky' assignor in 1ms.", at)
 
+    def topics_missing(self, member: str, at: int) -> None:
+        """The founder's topology initialized and configured, its internal topics not yet created (4.3.1)."""
+        self.line(member, "Member initialized the topology with epoch 0", at)
+        self.line(member, "Configuring the topology 0", at + 10)
+        self.line(
+            member,
+            "Valid topic configuration found in 87ms, but internal topics are missing for topology epoch 0: "
+            f"{APP}-counts-changelog",
+            at + 100,
+        )
+
     def stable(self, member: str, tasks: str, at: int) -> None:
         self.line(
             member,
@@ -201,14 +212,7 @@ def test_the_epoch_a_validated_topology_bumps_is_a_planned_rebalance(records: bo
     coordinator = StreamsCoordinator(s, records)
     t = BASE_MS
     coordinator.join("a", t)
-    coordinator.line("a", "Member initialized the topology with epoch 0", t + 10)
-    coordinator.line("a", "Configuring the topology 0", t + 20)
-    coordinator.line(
-        "a",
-        "Valid topic configuration found in 87ms, but internal topics are missing for topology epoch 0: "
-        f"[{APP}-counts-changelog]",
-        t + 110,
-    )
+    coordinator.topics_missing("a", t + 10)
     coordinator.bump("a", t + 120)
     coordinator.stable("a", "", t + 300)
     validated = t + 1_800
@@ -233,14 +237,7 @@ def test_a_founder_whose_first_logged_bump_comes_seconds_after_its_join_joined_t
     coordinator = StreamsCoordinator(s, records=False)
     t = BASE_MS
     coordinator.join("a", t)
-    coordinator.line("a", "Member initialized the topology with epoch 0", t + 260)
-    coordinator.line("a", "Configuring the topology 0", t + 340)
-    coordinator.line(
-        "a",
-        "Valid topic configuration found in 98ms, but internal topics are missing for topology epoch 0: "
-        f"{APP}-counts-changelog",
-        t + 450,
-    )
+    coordinator.topics_missing("a", t + 260)
     coordinator.epoch = 1  # the founder's own bump, not logged
     coordinator.bump("a", t + 4_500)
     coordinator.epoch = 1
