@@ -837,7 +837,7 @@ class Group:
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
-            elif epoch_join:  # the epoch bump for this join follows on its own line
+            else:  # the rebalance this join starts follows on its own line (epoch bump, "Preparing to rebalance")
                 st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
         member = st.members.get(event.member_id)
         if member is not None and broker:  # a streams member's metadata line names its client and host
@@ -865,6 +865,7 @@ class Group:
                 if old_generation is not None and st.generation is not None and old_generation < st.generation:
                     return  # a line older than what the records already showed
                 reb = self._start_rebalance(now, event)
+                self._absorb_joins(reb, now, every=False)
             add_attempt(
                 reb,
                 Attempt(
@@ -913,21 +914,27 @@ class Group:
         if forming:
             st.generation = epoch - 1
         reb = st.rebalance or self._start_rebalance(now, event)
+        # the first bump seen takes every join before it: a streams group's founder joins, then its first logged
+        # bump waits for the topology's topics to be checked (seconds on a loaded broker)
+        self._absorb_joins(reb, now, every=forming)
+        if not any(a.kind == AttemptKind.BUMP and a.generation == epoch for a in reb.attempts):
+            add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
+        reb.refs = merge_refs(reb.refs, [source_ref(event)])
+
+    def _absorb_joins(self, reb: OpenRebalance, now_ms: int, *, every: bool) -> None:
+        """The coordinator's log alone: the joins logged just before the line that opened `reb` (`every`: all not yet
+        taken) are its joins; a join belongs to one rebalance only."""
+        st = self.state
         absorbed: set[str] = set()
         for signal in st.signals:
             member_id = signal.subject
-            # the first bump seen takes every join before it: a streams group's founder joins, then its first
-            # logged bump waits for the topology's topics to be checked (seconds on a loaded broker)
-            recent = 0 <= now - signal.at_ms <= EPOCH_BATCH_MS or (forming and signal.at_ms <= now)
+            recent = 0 <= now_ms - signal.at_ms <= EPOCH_BATCH_MS or (every and signal.at_ms <= now_ms)
             if recent and signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
                 note_change(reb, MembershipChange.JOINED)
                 absorbed.add(member_id)
-        if absorbed:  # a join belongs to one bump only
+        if absorbed:
             st.signals = [g for g in st.signals if not (g.kind == SignalKind.JOINED and g.subject in absorbed)]
-        if not any(a.kind == AttemptKind.BUMP and a.generation == epoch for a in reb.attempts):
-            add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
-        reb.refs = merge_refs(reb.refs, [source_ref(event)])
 
     def _note_topology_epoch(self, printed: str | None) -> None:
         """KIP-1071: a topology epoch the coordinator initialized or validated (-1: none validated yet)."""

@@ -529,11 +529,11 @@ class MembershipFlapping(Rule):
             lived = max(d.lived_ms or 0 for d in deaths)
             clients = list(dict.fromkeys(client_label(d.identity) for d in deaths))
             named = ", ".join(clients[:3]) + (f" and {len(clients) - 3} more" if len(clients) > 3 else "")
+            who = f"a client on host {where} ({named})" if place.startswith("host:") else f"client {named}"
             summary = (
-                f"a client on {'host ' if place.startswith('host:') else ''}{where} ({named}) keeps dying and "
-                f"rejoining group {st.group_id} (crash loop): {len(deaths)} of its members were removed within "
-                f"{seconds(lived)} of joining in the last {seconds(th.flapping_window_ms)}; the last was "
-                f"{deaths[-1].member_id}"
+                f"{who} keeps dying and rejoining group {st.group_id} (crash loop): {len(deaths)} of its members "
+                f"were removed within {seconds(lived)} of joining in the last {seconds(th.flapping_window_ms)}; "
+                f"the last was {deaths[-1].member_id}"
             )
             refs = [ref for d in deaths if d.member_id in st.departed for ref in st.departed[d.member_id].refs]
             open_id = st.crash_loops.get(place)
