@@ -837,7 +837,9 @@ class Group:
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
-            else:  # the rebalance this join starts follows on its own line (epoch bump, "Preparing to rebalance")
+            elif epoch_join:  # the epoch bump for this join follows on its own line
+                # (a classic join is left to the group's records: counted from the coordinator's log alone, its
+                # joins made a live preview call a demo's expiry and rejoin a crash loop)
                 st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
         member = st.members.get(event.member_id)
         if member is not None and broker:  # a streams member's metadata line names its client and host
@@ -865,7 +867,6 @@ class Group:
                 if old_generation is not None and st.generation is not None and old_generation < st.generation:
                     return  # a line older than what the records already showed
                 reb = self._start_rebalance(now, event)
-                self._absorb_joins(reb, now, every=False)
             add_attempt(
                 reb,
                 Attempt(
@@ -922,8 +923,8 @@ class Group:
         reb.refs = merge_refs(reb.refs, [source_ref(event)])
 
     def _absorb_joins(self, reb: OpenRebalance, now_ms: int, *, every: bool) -> None:
-        """The coordinator's log alone: the joins logged just before the line that opened `reb` (`every`: all not yet
-        taken) are its joins; a join belongs to one rebalance only."""
+        """KIP-848/1071 from the coordinator's log alone: the joins logged just before the bump that opened `reb`
+        (`every`: all not yet taken) are its joins; a join belongs to one bump only."""
         st = self.state
         absorbed: set[str] = set()
         for signal in st.signals:
