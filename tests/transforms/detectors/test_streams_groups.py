@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
 from rebalance_radar.transforms.schemas import HeartbeatEventKind
 from rebalance_radar.transforms.telemetry.informational import COORDINATOR_NARRATION
 from rebalance_radar.transforms.telemetry.log_line import timestamp_ms_in_text
@@ -318,8 +319,6 @@ def test_a_kip848_group_on_a_kafka_3_9_broker_reads_as_on_4x() -> None:
     max.poll.interval.ms (3.9 logs that leave as any other), comes back, C joins and is SIGKILLed (fenced on
     expiry after the broker's 6 s), A and B close. librdkafka cannot take part: 3.9 offers ConsumerGroupHeartbeat
     v0 only."""
-    from rebalance_radar.transforms.detectors.thresholds import DetectorThresholds
-
     s = Silver()
     lines = (RECORDED.parent / "kafka-3.9-kip848" / "broker.log").read_text().splitlines()
     at, narration = BASE_MS, 0
