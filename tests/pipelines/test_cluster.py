@@ -61,6 +61,9 @@ RUN_TIMEOUT_S = 300.0  # a cold driver and two executors on a busy 2-core machin
 # The whole replay, the cluster's first jobs among them, beside the session's own replay of the same dump: it ran
 # past RUN_TIMEOUT_S while the suite's recordings loaded the host.
 REPLAY_TIMEOUT_S = 600.0
+# The live run's detection, on the one 1-core Worker left after the kill, its four queries beside the suite's own
+# work: in one CI run its telemetry query ran one micro-batch in 170 s and the run's default wait (150 s) ended first.
+DETECTION_TIMEOUT_S = 360.0
 PROCESSING_TIME_COLUMNS = {DETECTOR_OUTPUT.name: ("staged_at",)}
 """Columns stamped with the wall clock of the micro-batch that wrote them: the same row, another time."""
 
@@ -189,7 +192,7 @@ def live_run_on(cluster: StandaloneCluster, context: RecordingContext, folder: P
             a.wait_for("assigned", 30, after=refused_at)  # A back in the group: it leaves it cleanly below
             for member in members:
                 member.stop()
-            run.wait_for_detection(group)
+            run.wait_for_detection(group, DETECTION_TIMEOUT_S)
             written = end_offsets(bootstrap, ["__consumer_offsets"])
 
             def caught_up() -> bool:  # the offsets query has committed a batch past what the group wrote
