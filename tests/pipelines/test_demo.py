@@ -96,8 +96,11 @@ def test_the_short_demo_leaves_its_detections_in_the_gold_tables(short_demo: Dem
     assert (billing, "heartbeat_expiration") in found and (billing, "zombie_commit") in found
     assert not [d for d in short_demo.detections if d["group_id"] == orders]  # the healthy group raised nothing
     assert short_demo.first_detection_s is not None
-    # the demo ends once the watermark has confirmed what it showed: nothing is left provisional in its report
-    assert not [(d["kind"], d["group_id"]) for d in short_demo.detections if d["status"] == "provisional"]
+    # the demo ends once the watermark has confirmed what it showed: nothing of its groups is left provisional (the
+    # session's broker also carries the other tests' groups, whose last events may come just before the demo ends)
+    ours = set(short_demo.groups.values())
+    left = [(d["kind"], d["group_id"]) for d in short_demo.detections if d["status"] == "provisional"]
+    assert not [(kind, group) for kind, group in left if group in ours]
     # the zombie commit is a critical detection left open: the checks raise an alert for its group
     assert ("open_critical_detections", billing) in short_demo.alerts
     assert not [a for a in short_demo.alerts if a[1] == orders]
