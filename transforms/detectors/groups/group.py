@@ -838,8 +838,8 @@ class Group:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
             elif epoch_join:  # the epoch bump for this join follows on its own line
-                # (a classic join is left to the group's records: counted from the coordinator's log alone, its
-                # joins made a live preview call a demo's expiry and rejoin a crash loop)
+                # (a classic group's joins are counted from its records: from its log lines alone, a preview ahead of
+                # the records saw bounces the records did not bear out)
                 st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
         member = st.members.get(event.member_id)
         if member is not None and broker:  # a streams member's metadata line names its client and host
