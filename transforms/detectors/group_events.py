@@ -88,6 +88,10 @@ class GroupEvent:
     partitions: tuple[str, ...] = ()
     pending: tuple[str, ...] = ()
     rebalance_timeout_ms: int | None = None
+    subscribed: tuple[str, ...] | None = None
+    """A KIP-848 member's subscribed topics (its regex as `regex:<pattern>`); None where the record says nothing."""
+    classic_session_timeout_ms: int | None = None
+    """A classic consumer's session timeout, where its KIP-848 group's record carries its classic metadata."""
     # heartbeat_events (member_id and group_instance_id also from group records)
     event: str | None = None
     member_id: str | None = None
@@ -130,8 +134,8 @@ class GroupEvent:
                 MemberInfo(**{**m, "partitions": tuple(m["partitions"]), "subscribed": tuple(m["subscribed"])})
                 for m in values["members"]
             )
-        for name in ("partitions", "pending"):
-            if name in values:
+        for name in ("partitions", "pending", "subscribed"):
+            if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return GroupEvent(**values)
 
@@ -289,6 +293,13 @@ def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, An
         found["client_id"] = _text(payload.get("clientId"))
         found["host"] = _host(payload.get("clientHost"))
         found["rebalance_timeout_ms"] = _timeout(payload.get("rebalanceTimeoutMs"))
+        if "subscribedTopicNames" in payload:  # consumer groups; streams members subscribe through the topology
+            regex = _text(payload.get("subscribedTopicRegex"))
+            names = sorted(str(t) for t in _items(payload.get("subscribedTopicNames")))
+            found["subscribed"] = tuple(names + ([f"regex:{regex}"] if regex else []))
+        classic = payload.get("classicMemberMetadata")
+        if isinstance(classic, Mapping):
+            found["classic_session_timeout_ms"] = _timeout(classic.get("sessionTimeoutMs"))
     return found
 
 

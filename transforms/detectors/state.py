@@ -74,6 +74,10 @@ class MemberState:
     behind_checked: bool = False
     poll_overrun_ms: int | None = None
     """How far its last poll loop went past max.poll.interval.ms, as its client said (None: not seen)."""
+    subscribed: list[str] | None = None
+    """KIP-848: the topics its last member record subscribed to (None: no record seen yet)."""
+    classic_in_consumer_group: bool = False
+    """A classic consumer inside a KIP-848 consumer group: the session timeout it joined with is what applies."""
 
     def identity(self) -> str:
         return member_identity(self.member_id, self.instance_id, self.client_id, self.host)
@@ -112,6 +116,7 @@ class DepartedMember:
     """The rebalance that removed it (its row is re-emitted when a vanished member turns out expired)."""
     poll_overrun_ms: int | None = None
     """How far its last poll loop went past max.poll.interval.ms, as its client said (None: not seen)."""
+    classic_in_consumer_group: bool = False
 
     def identity(self) -> str:
         return member_identity(self.member_id, self.instance_id, self.client_id, self.host)

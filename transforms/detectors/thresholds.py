@@ -47,7 +47,8 @@ class DetectorThresholds:
     """Session timeout when no record carries one (Kafka 3.0+ default; KIP-848 group.consumer.session.timeout.ms)."""
     consumer_group_session_timeout_ms: int | None = None
     """The broker's group.consumer.session.timeout.ms, when known to the operator: every KIP-848 member's session
-    timeout (None: from the broker's configuration listing in its log, else assumed)."""
+    timeout but a classic member's, whose record carries its own (None: from the broker's configuration listing in
+    its log, else assumed)."""
     streams_group_session_timeout_ms: int | None = None
     """The broker's group.streams.session.timeout.ms, likewise for streams groups (KIP-1071)."""
     group_session_timeouts_from: str = field(default=RADAR_CONF, metadata={"learnt": True})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -102,6 +103,35 @@ def test_kip848_member_assignment_row_carries_epoch_state_and_pending_revocation
     assert (event.partitions, event.pending) == ((f"{topic}-0",), (f"{topic}-1",))
 
 
+def test_kip848_member_metadata_row_carries_its_subscription_and_a_classic_members_session_timeout() -> None:
+    """A 4.3.1 broker's record of a consumer-protocol member (tests/data/vectors), then a classic member's and a
+    regex subscriber's as the same codec writes them."""
+    silver = Silver()
+    vectors = (Path(__file__).parents[2] / "data" / "vectors" / "embedded_broker_offsets.jsonl").read_text()
+    vector = next(
+        json.loads(line)
+        for line in vectors.splitlines()
+        if json.loads(line)["id"] == "kafka-4.3.1-consumer-06-consumer-group-member-metadata"
+    )
+    recorded = group_event_from_row(
+        silver._decoded(bytes.fromhex(vector["key_hex"]), bytes.fromhex(vector["value_hex"]), BASE_MS)
+    )
+    assert recorded is not None
+    assert (recorded.subscribed, recorded.classic_session_timeout_ms) == (("vec-orders",), None)
+
+    key = {"groupId": "g", "memberId": "m"}
+    classic = {
+        "clientId": "c",
+        "subscribedTopicNames": ["b", "a"],
+        "classicMemberMetadata": {"sessionTimeoutMs": 10_000},
+    }
+    event = group_event_from_row(silver.record("ConsumerGroupMemberMetadata", key, classic, BASE_MS))
+    assert event is not None and (event.subscribed, event.classic_session_timeout_ms) == (("a", "b"), 10_000)
+    regex = {"clientId": "c", "subscribedTopicNames": [], "subscribedTopicRegex": "orders-.*"}
+    event = group_event_from_row(silver.record("ConsumerGroupMemberMetadata", key, regex, BASE_MS))
+    assert event is not None and event.subscribed == ("regex:orders-.*",)
+
+
 def test_heartbeat_event_row_from_a_real_broker_line() -> None:
     silver = Silver()
     (row,) = silver.broker("Member m-1 in group orders has failed, removing it from the group.", BASE_MS)
@@ -189,6 +219,8 @@ _EVENTS = st.builds(
     partitions=st.lists(st.text(max_size=5), max_size=3).map(tuple),
     pending=st.lists(st.text(max_size=5), max_size=3).map(tuple),
     rebalance_timeout_ms=_NUMBER,
+    subscribed=st.none() | st.lists(st.text(max_size=5), max_size=3).map(tuple),
+    classic_session_timeout_ms=_NUMBER,
     event=_TEXT,
     member_id=_TEXT,
     group_instance_id=_TEXT,

@@ -415,3 +415,82 @@ def test_a_classic_streams_crash_loop_recorded_live_counts_each_join_and_expiry_
         f"{group} (crash loop): 5 of its members"
     ), loop["summary"]
     assert set(out.kinds()) <= {"membership_flapping", "heartbeat_expiration"}
+
+
+class ConsumerCoordinator:
+    """What a 4.x coordinator writes for a KIP-848 consumer group's member changes, as records only (4.x logs a
+    member's subscription at DEBUG)."""
+
+    def __init__(self, s: Silver, group: str) -> None:
+        self.s, self.group, self.epoch = s, group, 0
+
+    def member(self, member: str, at: int, topics: list[str], classic_session_ms: int | None = None) -> None:
+        value: dict[str, object] = {"clientId": member, "clientHost": "/10.0.0.7", "subscribedTopicNames": topics}
+        if classic_session_ms is not None:
+            value["classicMemberMetadata"] = {"sessionTimeoutMs": classic_session_ms, "supportedProtocols": []}
+        self.s.record("ConsumerGroupMemberMetadata", {"groupId": self.group, "memberId": member}, value, at)
+
+    def bump(self, at: int, members: list[str]) -> None:
+        """The next group epoch, its target assignment, and each member's assignment at it a moment later."""
+        self.epoch += 1
+        key = {"groupId": self.group}
+        self.s.record("ConsumerGroupMetadata", key, {"epoch": self.epoch, "metadataHash": 0}, at)
+        self.s.record("ConsumerGroupTargetAssignmentMetadata", key, {"assignmentEpoch": self.epoch}, at)
+        for member in members:
+            self.s.record(
+                "ConsumerGroupCurrentMemberAssignment",
+                {"groupId": self.group, "memberId": member},
+                {"memberEpoch": self.epoch, "previousMemberEpoch": self.epoch - 1, "state": 0},
+                at + 200,
+            )
+
+
+def test_a_kip848_member_record_with_other_topics_is_a_subscription_change() -> None:
+    """4.x logs a subscription at DEBUG, so the member's own record decides: the coordinator rewrites it with the new
+    topics just before the epoch bump. A member's first record, and a record that rewrites the same topics (its
+    rebalance timeout or host changed), are no change of it."""
+    s = Silver()
+    group, t = "orders", BASE_MS
+    c = ConsumerCoordinator(s, group)
+    c.member("a", t, ["orders"])
+    c.bump(t, ["a"])
+    c.member("b", t + 30_000, ["orders"])
+    c.bump(t + 30_000, ["a", "b"])
+    c.member("a", t + 60_000, ["orders"])  # the same topics again: no change
+    changed = t + 120_000
+    c.member("a", changed, ["payments", "orders"])
+    c.bump(changed, ["a", "b"])
+
+    out = run(group, s.rows, changed + 3_600_000)
+    # the group's first epoch is where radar finds it (records alone say nothing of how it formed)
+    assert [(r["from_generation"], r["generation"], r["cause"]) for r in out.completed()] == [
+        (1, 2, "member_joined"),
+        (2, 3, "subscription_change"),
+    ]
+    assert out.kinds() == []
+
+
+def test_a_classic_member_of_a_consumer_group_expires_on_the_session_timeout_it_joined_with() -> None:
+    """From 3.9 a classic consumer can sit in a KIP-848 consumer group: its record carries the session timeout of
+    its JoinGroup, and the coordinator expires it on that, not on the broker's group.consumer.session.timeout.ms."""
+    s = Silver()
+    group, t = "orders", BASE_MS
+    c = ConsumerCoordinator(s, group)
+    c.member("modern", t, ["orders"])
+    c.member("legacy", t, ["orders"], classic_session_ms=10_000)
+    c.bump(t, ["modern", "legacy"])
+    fenced = t + 60_000
+    s.broker(f"[GroupId {group}] Member legacy fenced from the group because the member session expired.", fenced)
+    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": group, "memberId": "legacy"}, None, fenced)
+    s.record("ConsumerGroupMemberMetadata", {"groupId": group, "memberId": "legacy"}, None, fenced)
+    c.bump(fenced, ["modern"])
+
+    thresholds = DetectorThresholds(consumer_group_session_timeout_ms=45_000)
+    out = run(group, s.rows, fenced + 3_600_000, thresholds)
+    assert [(r["generation"], r["cause"], r["expired"]) for r in out.completed()][-1] == (
+        2,
+        "heartbeat_expiration",
+        ["legacy"],
+    )
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert "10 s session timeout" in expiry["summary"], expiry["summary"]

@@ -107,6 +107,15 @@ class EpochGroup(Group):
             member.client_id = event.client_id or member.client_id
             member.host = event.host or member.host
             member.rebalance_timeout_ms = event.rebalance_timeout_ms or member.rebalance_timeout_ms
+            if event.classic_session_timeout_ms:
+                member.session_timeout_ms = event.classic_session_timeout_ms
+                member.classic_in_consumer_group = True
+            if event.subscribed is not None:
+                subscribed = list(event.subscribed)
+                if member.subscribed is not None and member.subscribed != subscribed and member.generation is not None:
+                    # a member that held an assignment subscribed to other topics: the epoch bump follows
+                    st.signals.append(Signal(at_ms=now, kind=SignalKind.SUBSCRIBED, subject=member_id))
+                member.subscribed = subscribed
         elif record.endswith("CurrentMemberAssignment"):
             member_id = event.member_id
             if member_id is None or event.is_tombstone:

@@ -192,8 +192,8 @@ class Group:
         return 0
 
     def subscription_changed(self, reb: OpenRebalance, after: dict[str, MemberInfo] | None, now_ms: int) -> bool:
-        """KIP-848 through the coordinator's log: a member that held an assignment said it subscribes to other
-        topics, just before the rebalance or during it."""
+        """KIP-848: a member that held an assignment subscribed to other topics, just before the rebalance or during
+        it, as its member record (every version) or the coordinator's log (3.7-3.9, at INFO) says."""
         return bool(self.state.signals_of(SignalKind.SUBSCRIBED, reb.started_ms - SIGNAL_LEAD_MS, now_ms))
 
     def skipped_for_cause(self, skipped: int) -> int:
@@ -292,6 +292,7 @@ class Group:
             last_heartbeat_ms=member.last_heartbeat_ms if member else None,
             refs=refs,
             poll_overrun_ms=member.poll_overrun_ms if member else None,
+            classic_in_consumer_group=member.classic_in_consumer_group if member else False,
         )
         st.departed[member_id] = gone
         if how != DepartureKind.REPLACED:
