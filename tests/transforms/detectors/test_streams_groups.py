@@ -5,6 +5,7 @@ a healthy application's topology set-up, scale-out and shutdown stay silent. Coo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -466,6 +467,33 @@ def test_a_kip848_member_record_with_other_topics_is_a_subscription_change() -> 
     assert [(r["from_generation"], r["generation"], r["cause"]) for r in out.completed()] == [
         (1, 2, "member_joined"),
         (2, 3, "subscription_change"),
+    ]
+    assert out.kinds() == []
+
+
+def test_a_recorded_4x_subscription_change_is_read_from_the_member_record() -> None:
+    """tests/data/kafka-4.3-kip848-subscription: a librdkafka member subscribes to one topic, then two, on a 4.3.1
+    broker, whose log says only "Bumped group epoch to 3". Its records and its coordinator's lines together give
+    the join, the subscription change and the leave."""
+    s = Silver()
+    folder = RECORDED.parent / "kafka-4.3-kip848-subscription"
+    last = BASE_MS
+    for line in (folder / "consumer_offsets.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        value = record["value_hex"]
+        s._decoded(bytes.fromhex(record["key_hex"]), bytes.fromhex(value) if value else None, record["timestamp_ms"])
+        last = max(last, record["timestamp_ms"])
+    for line in (folder / "broker.log").read_text().splitlines():
+        at = timestamp_ms_in_text(line, 0)
+        assert at is not None
+        s._telemetry(line.encode(), at)
+    member = "hc5UmtonTZ2LGz8sLHRfuQ"
+
+    out = run("subchange", s.rows, last + 3_600_000)
+    assert [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"]) for r in out.completed()] == [
+        (1, 2, "member_joined", [member], []),
+        (2, 3, "subscription_change", [], []),
+        (3, 4, "member_left", [], [member]),
     ]
     assert out.kinds() == []
 
