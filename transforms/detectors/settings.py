@@ -151,8 +151,8 @@ def session_timeout_of(state: GroupState, member: MemberState | DepartedMember) 
     told = ""
     if broker is not None and broker.from_conf:
         told = f", from {broker.told_by or RADAR_CONF}"
-    if member.classic_in_consumer_group and member.session_timeout_ms:
-        return SessionTimeout(member.session_timeout_ms)  # its JoinGroup's, from its own record
+    if member.classic_in_consumer_group:
+        protocol = "classic"  # its own JoinGroup's timeout applies, not the consumer group's
     own = state.group_config
     if protocol == "consumer" and own is not None and own.consumer_session_timeout_ms:
         told = f"the group's consumer.session.timeout.ms, from {own.told_by}"

@@ -178,6 +178,10 @@ class OpenRebalance:
     """The membership change that started it (KIP-848 epochs bump per change)."""
     started_known: bool = True
     """False when only the completion was seen (no prepare line, no epoch bump): started_at is then a guess."""
+    target_logged: SourceRef | None = None
+    """Without the group's records: the coordinator's last "Computed a new target assignment for epoch E" line of
+    this rebalance, where it ends when the log shows no member reaching E (`Group.unlogged_reconciliation_due`)."""
+    target_logged_epoch: int | None = None
 
 
 @dataclass
@@ -465,6 +469,9 @@ class GroupState:
     which decides whose session timeout its members have."""
     topology_epoch: int | None = None
     """KIP-1071: the topology epoch the coordinator last initialized or validated (from its log; None: not seen)."""
+    log_shows_member_epochs: bool | None = None
+    """Without the group's records: whether its coordinator's log shows a member's "new assignment state" (3.7-3.9
+    and streams groups at INFO; a 4.x consumer group's only at DEBUG); None until a rebalance told."""
     members: dict[str, MemberState] = field(default_factory=dict)
     generation_members: list[str] = field(default_factory=list)
     departed: dict[str, DepartedMember] = field(default_factory=dict)

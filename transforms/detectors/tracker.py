@@ -274,7 +274,9 @@ class GroupTracker:
                     continue
                 if soonest is None or deadline < soonest:
                     soonest = deadline
-        for deadline in self.book.deadlines():
+        for deadline in (*self.book.deadlines(), self._group(self.state.protocol).unlogged_reconciliation_due()):
+            if deadline is None:
+                continue
             if (done is None or deadline > done) and (soonest is None or deadline < soonest):
                 soonest = deadline
         return soonest
@@ -282,6 +284,7 @@ class GroupTracker:
     def _evaluate_deadlines(self, now_ms: int) -> None:
         self._touched = True
         self.state.deadlines_done_ms = now_ms
+        self._group(self.state.protocol).end_unlogged_reconciliation(now_ms)  # first: the rules see it completed
         self.book.at_deadline(now_ms)  # first: a recurring incident ends with its own closing sentence
         for rule in RULES:
             rule.at_deadline(self._context, now_ms)

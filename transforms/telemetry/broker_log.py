@@ -369,7 +369,7 @@ def _dynamic_member_unknown_id(m: re.Match[str], line: LogLine) -> HeartbeatEven
     details = _coordinator_details(line)
     details.update(state=m.group("state") or m.group("state_"), pending="true")
     if m.group("group") is None:
-        details["protocol"] = "classic"
+        details.update(protocol="classic", group_protocol=_KIP848_ONLY_PROTOCOL)
     return line.event(
         Kind.JOIN, SOURCE, group_id=_group(m.group("group"), line), member_id=m.group("member"), details=details
     )
@@ -388,7 +388,8 @@ _KIP848_ONLY_PROTOCOL = "consumer"
 
 def _joins_consumer_group(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
-    details["protocol"] = m.group(2) or _KIP848_ONLY_PROTOCOL
+    # the member's protocol, and the group's (a classic member "joins the consumer group using the classic protocol")
+    details.update(protocol=m.group(2) or _KIP848_ONLY_PROTOCOL, group_protocol=_KIP848_ONLY_PROTOCOL)
     return line.event(Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), details=details)
 
 
@@ -462,7 +463,12 @@ def _static_rejoin_without_rebalance(m: re.Match[str], line: LogLine) -> Heartbe
 
 def _static_consumer_group_join(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     """KIP-848 static member joining (new) or re-joining under its instance id (replacing the existing member)."""
-    details = {**_coordinator_details(line), "protocol": m.group("protocol") or _KIP848_ONLY_PROTOCOL, "static": "true"}
+    details = {
+        **_coordinator_details(line),
+        "protocol": m.group("protocol") or _KIP848_ONLY_PROTOCOL,
+        "group_protocol": _KIP848_ONLY_PROTOCOL,
+        "static": "true",
+    }
     if m.group("old") is not None:
         details["replaced_member_id"] = m.group("old")
     return line.event(

@@ -471,54 +471,79 @@ def test_a_kip848_member_record_with_other_topics_is_a_subscription_change() -> 
     assert out.kinds() == []
 
 
-def test_a_recorded_4x_subscription_change_is_read_from_the_member_record() -> None:
-    """tests/data/kafka-4.3-kip848-subscription: a librdkafka member subscribes to one topic, then two, on a 4.3.1
-    broker, whose log says only "Bumped group epoch to 3". Its records and its coordinator's lines together give
-    the join, the subscription change and the leave."""
+def recorded_kip848(folder: str, *, records: bool = True) -> tuple[Silver, int]:
+    """A live recording on the 4.3.1 broker (tests/data/<folder>): its `__consumer_offsets` records (unless told not
+    to) and its coordinator's lines, as silver rows; and the time of the last."""
     s = Silver()
-    folder = RECORDED.parent / "kafka-4.3-kip848-subscription"
     last = BASE_MS
-    for line in (folder / "consumer_offsets.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        value = record["value_hex"]
-        s._decoded(bytes.fromhex(record["key_hex"]), bytes.fromhex(value) if value else None, record["timestamp_ms"])
-        last = max(last, record["timestamp_ms"])
-    for line in (folder / "broker.log").read_text().splitlines():
+    if records:
+        for line in (RECORDED.parent / folder / "consumer_offsets.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            value = record["value_hex"]
+            key = bytes.fromhex(record["key_hex"])
+            s._decoded(key, bytes.fromhex(value) if value else None, record["timestamp_ms"])
+            last = max(last, record["timestamp_ms"])
+    for line in (RECORDED.parent / folder / "broker.log").read_text().splitlines():
         at = timestamp_ms_in_text(line, 0)
         assert at is not None
         s._telemetry(line.encode(), at)
+        last = max(last, at)
+    return s, last
+
+
+def test_a_recorded_4x_subscription_change_is_read_from_the_member_record() -> None:
+    """tests/data/kafka-4.3-kip848-subscription: a librdkafka member subscribes to one topic, then two, on a 4.3.1
+    broker, whose log says only "Bumped group epoch to 3". Its records and its coordinator's lines together give
+    the join, the subscription change and the leave; its log alone, the same rebalances with no cause for the
+    second (4.x logs neither the subscription nor a member's new assignment state at INFO: each rebalance ends
+    at its target assignment)."""
     member = "hc5UmtonTZ2LGz8sLHRfuQ"
+    for records, second in ((True, "subscription_change"), (False, "unknown")):
+        s, last = recorded_kip848("kafka-4.3-kip848-subscription", records=records)
+        out = run("subchange", s.rows, last + 3_600_000)
+        moves = [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"]) for r in out.completed()]
+        assert moves == [
+            (1, 2, "member_joined", [member], []),
+            (2, 3, second, [], []),
+            (3, 4, "member_left", [], [member]),
+        ], records
+        assert out.kinds() == []
 
-    out = run("subchange", s.rows, last + 3_600_000)
-    assert [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"]) for r in out.completed()] == [
-        (1, 2, "member_joined", [member], []),
-        (2, 3, "subscription_change", [], []),
-        (3, 4, "member_left", [], [member]),
+
+MIXED_MODERN, MIXED_LEGACY = "oF42Mbc/ReGPYro+ziPEmQ", "rF7QryHFQjWIUdVkxPZy0A"
+
+
+def test_a_recorded_classic_member_of_a_consumer_group_expires_on_the_session_timeout_it_joined_with() -> None:
+    """tests/data/kafka-4.3-classic-member-in-consumer-group: from 3.9 a classic consumer can join a KIP-848 consumer
+    group. Its record carries the session timeout of its JoinGroup (10 s), and the coordinator fenced it 10 s after
+    its last heartbeat, not on the broker's 6 s group.consumer.session.timeout.ms."""
+    s, last = recorded_kip848("kafka-4.3-classic-member-in-consumer-group")
+    out = run("mixed", s.rows, last + 3_600_000, DetectorThresholds(consumer_group_session_timeout_ms=6_000))
+    assert [(r["generation"], r["cause"], r["joined"], r["expired"]) for r in out.completed()] == [
+        (2, "member_joined", [MIXED_MODERN], []),
+        (3, "member_joined", [MIXED_LEGACY], []),
+        (4, "heartbeat_expiration", [], [MIXED_LEGACY]),
+        (5, "member_left", [], []),
     ]
-    assert out.kinds() == []
-
-
-def test_a_classic_member_of_a_consumer_group_expires_on_the_session_timeout_it_joined_with() -> None:
-    """From 3.9 a classic consumer can sit in a KIP-848 consumer group: its record carries the session timeout of
-    its JoinGroup, and the coordinator expires it on that, not on the broker's group.consumer.session.timeout.ms."""
-    s = Silver()
-    group, t = "orders", BASE_MS
-    c = ConsumerCoordinator(s, group)
-    c.member("modern", t, ["orders"])
-    c.member("legacy", t, ["orders"], classic_session_ms=10_000)
-    c.bump(t, ["modern", "legacy"])
-    fenced = t + 60_000
-    s.broker(f"[GroupId {group}] Member legacy fenced from the group because the member session expired.", fenced)
-    s.record("ConsumerGroupCurrentMemberAssignment", {"groupId": group, "memberId": "legacy"}, None, fenced)
-    s.record("ConsumerGroupMemberMetadata", {"groupId": group, "memberId": "legacy"}, None, fenced)
-    c.bump(fenced, ["modern"])
-
-    thresholds = DetectorThresholds(consumer_group_session_timeout_ms=45_000)
-    out = run(group, s.rows, fenced + 3_600_000, thresholds)
-    assert [(r["generation"], r["cause"], r["expired"]) for r in out.completed()][-1] == (
-        2,
-        "heartbeat_expiration",
-        ["legacy"],
-    )
     (expiry,) = out.of_kind("heartbeat_expiration")
-    assert "10 s session timeout" in expiry["summary"], expiry["summary"]
+    assert expiry["member_id"] == MIXED_LEGACY
+    assert "its 10 s session timeout and" in expiry["summary"], expiry["summary"]
+
+
+def test_a_recorded_consumer_group_with_a_classic_member_read_from_the_4x_log_alone() -> None:
+    """The same recording through its coordinator's lines only: 4.x logs a consumer group's joins, bumps and target
+    assignments at INFO but not its members' new assignment states, so each rebalance ends at its target
+    assignment rather than running into the next; the classic member ("joins the consumer group using the classic
+    protocol") is a join of the consumer group, and its session timeout, which the log does not say, is assumed
+    rather than taken for the broker's consumer one."""
+    s, last = recorded_kip848("kafka-4.3-classic-member-in-consumer-group", records=False)
+    out = run("mixed", s.rows, last + 3_600_000, DetectorThresholds(consumer_group_session_timeout_ms=6_000))
+    moves = [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["expired"]) for r in out.completed()]
+    assert moves == [
+        (1, 2, "member_joined", [MIXED_MODERN], []),
+        (2, 3, "member_joined", [MIXED_LEGACY], []),
+        (3, 4, "heartbeat_expiration", [], [MIXED_LEGACY]),
+        (4, 5, "member_left", [], []),
+    ]
+    (expiry,) = out.of_kind("heartbeat_expiration")
+    assert "session timeout radar assumes" in expiry["summary"], expiry["summary"]

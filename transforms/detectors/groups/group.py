@@ -94,6 +94,11 @@ TOPOLOGY_SET_UP_PHASES = frozenset({"initialized", "validated", "internal_topics
 """KIP-1071 topology lines after which the coordinator bumps the group epoch with no member joining or leaving."""
 EPOCH_BATCH_MS = 2_000
 """A join logged this close before an epoch bump is the change the bump is for."""
+UNLOGGED_RECONCILIATION_MS = 6_000
+"""A KIP-848 member heartbeats every group.consumer.heartbeat.interval.ms (5 s by default) and its first heartbeat
+after a new target assignment changes its assignment state (a joining member's own heartbeat at once, within
+`EPOCH_BATCH_MS`): a coordinator log that shows no member's new state this long after a target assignment does not
+carry them (a 4.x consumer group's are DEBUG lines), and its rebalances end at their target assignments."""
 
 
 def _task_id(partition: str) -> str:
@@ -539,8 +544,8 @@ class Group:
         broker = event.source == TelemetrySource.BROKER_LOG.value
         if broker and event.detail("protocol") == "streams":
             st.streams = True
-        if broker and event.detail("protocol") in EPOCH_PROTOCOLS:
-            st.log_protocol = event.detail("protocol")
+        if broker and (event.detail("group_protocol") or event.detail("protocol")) in EPOCH_PROTOCOLS:
+            st.log_protocol = event.detail("group_protocol") or event.detail("protocol")
         self._learn_timeouts(event)
         if kind == K.CLIENT_CONFIG:
             learn_client_config(st, event)
@@ -618,7 +623,9 @@ class Group:
             self._on_member_epoch(event)
         elif kind == K.ASSIGNMENT and broker and event.detail("target_assignment_epoch") and not st.authoritative:
             # "Computed a new target assignment for epoch E": the only line that shows the bump of a departure
-            self._on_epoch_bump(event, int(event.detail("target_assignment_epoch") or 0))
+            epoch = int(event.detail("target_assignment_epoch") or 0)
+            self._on_epoch_bump(event, epoch)
+            self._on_logged_target(event, epoch)
         elif kind == K.ASSIGNMENT and broker and event.detail("leader") == "true" and not st.authoritative:
             st.leader = event.member_id or st.leader
         elif kind == K.ASSIGNMENT and event.detail("change") == "leader_assigning" and event.client_id:
@@ -827,7 +834,9 @@ class Group:
         if event.detail("rebalance") == "false" or not event.member_id:
             return
         broker = event.source == TelemetrySource.BROKER_LOG.value
-        epoch_join = broker and not st.authoritative and event.detail("protocol") in EPOCH_PROTOCOLS
+        # a consumer group's member joins with its own protocol: a classic one too (from 3.9 on)
+        group_protocol = event.detail("group_protocol") or event.detail("protocol")
+        epoch_join = broker and not st.authoritative and group_protocol in EPOCH_PROTOCOLS
         if epoch_join and event.member_id in st.departed and event.member_id not in st.members:
             st.departed.pop(event.member_id)  # fenced earlier, back under the same member id
         known = event.member_id in st.members or event.member_id in st.departed
@@ -846,6 +855,8 @@ class Group:
         if member is not None and broker:  # a streams member's metadata line names its client and host
             member.client_id = member.client_id or event.client_id
             member.host = member.host or event.host
+            if epoch_join and event.detail("protocol") == "classic":
+                member.classic_in_consumer_group = True
 
     def _on_prepare(self, event: GroupEvent) -> None:
         st = self.state
@@ -923,6 +934,51 @@ class Group:
             add_attempt(reb, Attempt(at_ms=now, generation=epoch, kind=AttemptKind.BUMP))
         reb.refs = merge_refs(reb.refs, [source_ref(event)])
 
+    def _on_logged_target(self, event: GroupEvent, epoch: int) -> None:
+        """A consumer group's target assignment, in a log that hides its members' new assignment states (4.x), is
+        where its rebalance ends as far as the log can tell; until the log showed whether it hides them, the line is
+        kept for `unlogged_reconciliation_due`. Streams groups log their members' states at INFO."""
+        st = self.state
+        reb = st.rebalance
+        if reb is None or st.log_protocol != "consumer" or st.log_shows_member_epochs:
+            return
+        if st.log_shows_member_epochs is False:
+            self._complete(event, epoch, None, None)
+        else:
+            reb.target_logged = source_ref(event)
+            reb.target_logged_epoch = epoch
+
+    def unlogged_reconciliation_due(self) -> int | None:
+        """When the open rebalance, seen through a coordinator log that shows no member's assignment state, ends at
+        its last target assignment (None: it ends on its members' lines, or it is not open)."""
+        st = self.state
+        reb = st.rebalance
+        if reb is None or reb.target_logged is None or st.authoritative or st.log_shows_member_epochs is not None:
+            return None
+        wait = EPOCH_BATCH_MS if reb.joined else UNLOGGED_RECONCILIATION_MS
+        return int(reb.target_logged["event_time"]) + wait
+
+    def end_unlogged_reconciliation(self, now_ms: int) -> None:
+        """The log shows the target assignment but never a member reaching it: the rebalance ends at that line, as
+        far as the log can tell (its members' convergence is not in it)."""
+        st = self.state
+        due = self.unlogged_reconciliation_due()
+        reb = st.rebalance
+        if due is None or due > now_ms or reb is None or reb.target_logged is None:
+            return
+        st.log_shows_member_epochs = False
+        ref, epoch = reb.target_logged, reb.target_logged_epoch
+        at = GroupEvent(
+            event_time_ms=int(ref["event_time"]),
+            src_table=str(ref["table"]),
+            group_id=st.group_id,
+            cluster=st.cluster,
+            src_topic=ref.get("topic"),
+            src_partition=ref.get("partition"),
+            src_offset=ref.get("offset"),
+        )
+        self._complete(at, epoch if epoch is not None else (st.group_epoch or 0), None, None)
+
     def _absorb_joins(self, reb: OpenRebalance, now_ms: int, *, every: bool) -> None:
         """KIP-848/1071 from the coordinator's log alone: the joins logged just before the bump that opened `reb`
         (`every`: all not yet taken) are its joins; a join belongs to one bump only."""
@@ -971,6 +1027,7 @@ class Group:
         if member is None:
             member = MemberState(member_id=member_id, joined_ms=event.event_time_ms)
             st.members[member_id] = member
+        st.log_shows_member_epochs = True
         member.generation = event.member_epoch
         member.member_state = event.detail("member_state")
         tasks = event.detail("active_tasks")
