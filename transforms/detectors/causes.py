@@ -3,8 +3,8 @@
 
 Order of trust: the coordinator's own "reason: ..." of the first attempt (both coordinators' wording, parsed into
 `details.cause` by the broker-log parser), unless it only says a member rejoined; then what the window shows:
-expirations, poll timeouts, Streams-enforced rebalances, departures, joins, subscription changes, a failed
-predecessor. Mid-rebalance expirations carry no reason line, so they never override the first attempt's cause.
+expirations, poll timeouts, Streams-enforced rebalances, departures, joins, subscription changes (a member's, then
+the subscribed topics' own: KIP-848's metadata hash), a failed predecessor. Mid-rebalance expirations carry no reason line, so they never override the first attempt's cause.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def decide_cause(
     expired: list[str],
     subscription_changed: bool,
     skipped_generations: int,
+    topics_changed: bool,
 ) -> CauseDecision:
     """The cause of a rebalance, and in its detail every other cause it had: a KIP-848/1071 rebalance that does not
     converge takes each later join, leave and expiry (one per epoch bump) into itself, and the first one alone would
@@ -60,6 +61,7 @@ def decide_cause(
         left=left,
         expired=expired,
         subscription_changed=subscription_changed,
+        topics_changed=topics_changed,
         skipped_generations=skipped_generations,
     )
     explained = {
@@ -88,6 +90,7 @@ def _first_cause(
     expired: list[str],
     subscription_changed: bool,
     skipped_generations: int,
+    topics_changed: bool,
 ) -> CauseDecision:
     """The one cause of a rebalance from its attempts and its membership change."""
     first_broker = next((a for a in rebalance.attempts if a.kind == AttemptKind.PREPARE), None)
@@ -126,6 +129,11 @@ def _first_cause(
         return CauseDecision(RebalanceCause.MEMBER_JOINED, f"joined: {', '.join(sorted(joined))}")
     if subscription_changed:
         return CauseDecision(RebalanceCause.SUBSCRIPTION_CHANGE, "members' subscriptions changed")
+    if topics_changed:
+        return CauseDecision(
+            RebalanceCause.SUBSCRIPTION_CHANGE,
+            "the subscribed topics changed (partitions added, or a topic created or deleted)",
+        )
     if skipped_generations > 1 or any(a.kind == AttemptKind.SYNC_FAILED for a in rebalance.attempts):
         return CauseDecision(RebalanceCause.FAILED_PREVIOUS, "the previous rebalance attempt did not complete")
     if first_broker is not None and first_broker.reason:

@@ -8,6 +8,7 @@ that says nothing about a group, or carries odd values, becomes None.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime
@@ -92,6 +93,8 @@ class GroupEvent:
     """A KIP-848 member's subscribed topics (its regex as `regex:<pattern>`); None where the record says nothing."""
     classic_session_timeout_ms: int | None = None
     """A classic consumer's session timeout, where its KIP-848 group's record carries its classic metadata."""
+    metadata_hash: int | None = None
+    """The subscribed topics' metadata of a KIP-848/1071 group record (4.1+ `metadataHash`; 3.x a digest)."""
     # heartbeat_events (member_id and group_instance_id also from group records)
     event: str | None = None
     member_id: str | None = None
@@ -288,6 +291,10 @@ def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, An
         else:  # streams: tasks as subtopology-partition
             found["partitions"] = _topic_partitions(payload.get("activeTasks"), "subtopologyId")
             found["pending"] = _topic_partitions(payload.get("activeTasksPendingRevocation"), "subtopologyId")
+    elif record_type.endswith("GroupMetadata"):  # 4.1+: the hash of the subscribed topics' metadata
+        found["metadata_hash"] = _int(payload.get("metadataHash"))
+    elif record_type.endswith("PartitionMetadata"):  # 3.x: the subscribed topics' metadata itself
+        found["metadata_hash"] = zlib.crc32(json.dumps(payload, sort_keys=True).encode())
     elif record_type.endswith("MemberMetadata"):
         found["group_instance_id"] = _text(payload.get("instanceId"))
         found["client_id"] = _text(payload.get("clientId"))

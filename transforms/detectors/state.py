@@ -327,6 +327,8 @@ class SignalKind(StrEnum):
     """KIP-848: a member removed before the epoch bump it belongs to."""
     SUBSCRIBED = "subscribed"
     """KIP-848: a member that already held an assignment changed its subscription (the epoch bump follows)."""
+    TOPICS_CHANGED = "topics_changed"
+    """KIP-848/1071: the subscribed topics' metadata changed (partitions added, a topic created or deleted)."""
 
 
 @dataclass
@@ -469,6 +471,9 @@ class GroupState:
     which decides whose session timeout its members have."""
     topology_epoch: int | None = None
     """KIP-1071: the topology epoch the coordinator last initialized or validated (from its log; None: not seen)."""
+    metadata_hash: int | None = None
+    """KIP-848/1071: the subscribed topics' metadata as the coordinator last wrote it (4.1+ its hash in the group
+    record and in "Bumped group epoch to E with metadata hash H"; 3.x a digest of its partition metadata record)."""
     log_shows_member_epochs: bool | None = None
     """Without the group's records: whether its coordinator's log shows a member's "new assignment state" (3.7-3.9
     and streams groups at INFO; a 4.x consumer group's only at DEBUG); None until a rebalance told."""

@@ -221,6 +221,7 @@ _EVENTS = st.builds(
     rebalance_timeout_ms=_NUMBER,
     subscribed=st.none() | st.lists(st.text(max_size=5), max_size=3).map(tuple),
     classic_session_timeout_ms=_NUMBER,
+    metadata_hash=_NUMBER,
     event=_TEXT,
     member_id=_TEXT,
     group_instance_id=_TEXT,

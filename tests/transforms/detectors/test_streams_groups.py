@@ -491,23 +491,51 @@ def recorded_kip848(folder: str, *, records: bool = True) -> tuple[Silver, int]:
     return s, last
 
 
-def test_a_recorded_4x_subscription_change_is_read_from_the_member_record() -> None:
+@pytest.mark.parametrize("records", [True, False], ids=["records and log", "log alone"])
+def test_a_recorded_4x_subscription_change_is_read_from_the_member_record(records: bool) -> None:
     """tests/data/kafka-4.3-kip848-subscription: a librdkafka member subscribes to one topic, then two, on a 4.3.1
-    broker, whose log says only "Bumped group epoch to 3". Its records and its coordinator's lines together give
-    the join, the subscription change and the leave; its log alone, the same rebalances with no cause for the
-    second (4.x logs neither the subscription nor a member's new assignment state at INFO: each rebalance ends
-    at its target assignment)."""
+    broker, whose log says only "Bumped group epoch to 3 with metadata hash H" (4.x logs neither the subscription
+    nor a member's new assignment state at INFO). The member's record says its subscription changed; the log
+    alone, that the subscribed topics did (a new hash, no one came or went). Each rebalance ends, with the log
+    alone at its target assignment."""
     member = "hc5UmtonTZ2LGz8sLHRfuQ"
-    for records, second in ((True, "subscription_change"), (False, "unknown")):
-        s, last = recorded_kip848("kafka-4.3-kip848-subscription", records=records)
-        out = run("subchange", s.rows, last + 3_600_000)
-        moves = [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"]) for r in out.completed()]
-        assert moves == [
-            (1, 2, "member_joined", [member], []),
-            (2, 3, second, [], []),
-            (3, 4, "member_left", [], [member]),
-        ], records
-        assert out.kinds() == []
+    s, last = recorded_kip848("kafka-4.3-kip848-subscription", records=records)
+    out = run("subchange", s.rows, last + 3_600_000)
+    moves = [(r["from_generation"], r["generation"], r["cause"], r["joined"], r["left"]) for r in out.completed()]
+    assert moves == [
+        (1, 2, "member_joined", [member], []),
+        (2, 3, "subscription_change", [], []),
+        (3, 4, "member_left", [], [member]),
+    ]
+    detail = out.completed()[1]["cause_detail"]
+    assert detail == (
+        "members' subscriptions changed"
+        if records
+        else "the subscribed topics changed (partitions added, or a topic created or deleted)"
+    )
+    assert out.kinds() == []
+
+
+@pytest.mark.parametrize("records", [True, False], ids=["records and log", "log alone"])
+def test_a_recorded_4x_partition_increase_is_a_change_of_the_subscribed_topics(records: bool) -> None:
+    """tests/data/kafka-4.3-kip848-partitions-added: the consumed topic grows from 2 to 4 partitions; the coordinator
+    bumps the epoch with a new metadata hash (its record and its log line) and no member change. Before, that
+    rebalance's cause was unknown."""
+    member = "P8khwH/2R0eQcw6TkCGKig"
+    s, last = recorded_kip848("kafka-4.3-kip848-partitions-added", records=records)
+    out = run("grown", s.rows, last + 3_600_000)
+    moves = [(r["from_generation"], r["generation"], r["cause"], r["cause_detail"]) for r in out.completed()]
+    assert moves == [
+        (1, 2, "member_joined", f"joined: {member}"),
+        (
+            2,
+            3,
+            "subscription_change",
+            "the subscribed topics changed (partitions added, or a topic created or deleted)",
+        ),
+        (3, 4, "member_left", f"left: {member}"),
+    ]
+    assert out.kinds() == []
 
 
 MIXED_MODERN, MIXED_LEGACY = "oF42Mbc/ReGPYro+ziPEmQ", "rF7QryHFQjWIUdVkxPZy0A"

@@ -46,12 +46,16 @@ class EpochGroup(Group):
                 for member in st.members.values():
                     self._update_behind(member, now)
                 self._maybe_converged(event)
+        elif record.endswith("PartitionMetadata"):
+            if not event.is_tombstone:
+                self.note_metadata_hash(event.metadata_hash, now)
         elif record.endswith("GroupMetadata"):
             if event.is_tombstone:
                 self.reset("Dead")
                 return
             if event.epoch is None:
                 return
+            self.note_metadata_hash(event.metadata_hash, now)
             if st.generation is None and st.rebalance is None:
                 st.generation = event.epoch
                 st.group_epoch = event.epoch

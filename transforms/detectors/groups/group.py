@@ -375,6 +375,7 @@ class Group:
                 expired=reb.expired,
                 subscription_changed=False,
                 skipped_generations=0,
+                topics_changed=False,
             )
         row = {
             "cluster": st.cluster,
@@ -447,6 +448,7 @@ class Group:
             left=left,
             expired=expired,
             subscription_changed=self.subscription_changed(reb, after, now),
+            topics_changed=bool(st.signals_of(SignalKind.TOPICS_CHANGED, reb.started_ms - EPOCH_BATCH_MS, now)),
             skipped_generations=self.skipped_for_cause(skipped),
         )
         self.note_leader(leader, after_ids, now)
@@ -905,6 +907,8 @@ class Group:
                 self._on_broker_expiry(event)
             return
         if event.source == TelemetrySource.BROKER_LOG.value and not st.authoritative:
+            hashed = event.detail("metadata_hash")
+            self.note_metadata_hash(int(hashed) if hashed and hashed.lstrip("-").isdigit() else None, now)
             self._on_epoch_bump(event, int(event.detail("group_epoch") or 0))
             return
         if st.rebalance is not None:
@@ -912,6 +916,16 @@ class Group:
                 st.rebalance,
                 Attempt(at_ms=now, generation=event.generation, kind=AttemptKind.CLIENT, reason=event.reason),
             )
+
+    def note_metadata_hash(self, value: int | None, now_ms: int) -> None:
+        """The subscribed topics' metadata the coordinator wrote with an epoch bump: a change explains a bump in which
+        no member came, went or changed its subscription (partitions added, a topic created or deleted)."""
+        st = self.state
+        if value is None:
+            return
+        if st.metadata_hash is not None and value != st.metadata_hash:
+            st.signals.append(Signal(at_ms=now_ms, kind=SignalKind.TOPICS_CHANGED, subject=str(value)))
+        st.metadata_hash = value
 
     def _on_epoch_bump(self, event: GroupEvent, epoch: int) -> None:
         """KIP-848/1071 seen through the coordinator's log alone (no group records): "Bumped (streams) group epoch to
