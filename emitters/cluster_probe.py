@@ -216,8 +216,6 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
     groups that set their own (`kafka-configs --entity-type groups`, Kafka 4.x). Raises `BrokerConfigUnreadable`
     when the cluster does not answer or the principal lacks DescribeConfigs on the cluster; groups it may not
     describe are named in `groups_unread`, and their members get the broker's value."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
     chatter = ClientChatter()
     config = {
         **{k: v for k, v in settings.items() if k not in ("logger", "error_cb")},
@@ -225,6 +223,16 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
         "logger": chatter.logger(),
     }
     admin = AdminClient(config)
+    broker = broker_session_timeouts(admin, settings, timeout_s)
+    overrides = group_session_overrides(admin, settings, timeout_s)
+    return DescribedSessionTimeouts(broker, overrides.groups, overrides.unread)
+
+
+def broker_session_timeouts(admin: AdminClient, settings: Mapping[str, Any], timeout_s: float) -> dict[str, int]:
+    """The group session timeouts one broker runs with (config name -> ms; a broker too old for a config leaves it
+    out); raises `BrokerConfigUnreadable` with the reason."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
     try:
         nodes = admin.describe_cluster(request_timeout=timeout_s).result(timeout_s).nodes
         if not nodes:
@@ -243,8 +251,7 @@ def describe_group_session_timeouts(settings: Mapping[str, Any], timeout_s: floa
         entry = entries.get(name)
         if entry is not None and entry.value is not None and str(entry.value).isdigit():
             broker[name] = int(entry.value)
-    overrides = group_session_overrides(admin, settings, timeout_s)
-    return DescribedSessionTimeouts(broker, overrides.groups, overrides.unread)
+    return broker
 
 
 @dataclass(frozen=True, slots=True)

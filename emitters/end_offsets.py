@@ -30,7 +30,9 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from rebalance_radar.emitters.cluster_probe import (
     GROUP_OVERRIDES,
+    BrokerConfigUnreadable,
     GroupSessionOverrides,
+    broker_session_timeouts,
     client_logger,
     group_session_overrides,
 )
@@ -85,9 +87,12 @@ class EndOffsetsPoller:
         emitter: str | None = None,
         timeout_s: float = 10.0,
         group_configs_every_s: float = GROUP_CONFIGS_EVERY_S,
+        watch_broker_configs: bool = True,
     ) -> None:
         """`settings`: the cluster's client settings from the one builder (`emitters.kafka_settings`); `watched`
-        says which listed groups to poll (radar's own source groups are left out by the caller)."""
+        says which listed groups to poll (radar's own source groups are left out by the caller);
+        `watch_broker_configs`: publish the broker's group session timeouts when they change (not when radar's conf
+        states them: an operator's word on the broker wins)."""
         from confluent_kafka.admin import AdminClient
 
         self.settings = dict(settings)
@@ -107,6 +112,9 @@ class EndOffsetsPoller:
         self.published_configs: dict[str, dict[str, int]] | None = None
         """group id -> its own session timeouts as last published (None: not asked yet)."""
         self.cluster_keeps_group_configs = True
+        self.watch_broker_configs = watch_broker_configs
+        self.broker_configs: dict[str, int] | None = None
+        """The broker's group session timeouts as the last configs round read them (None: not read yet)."""
         self._configs_due_at = 0.0  # time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="radar-end-offsets", daemon=True)
@@ -224,6 +232,7 @@ class EndOffsetsPoller:
         if time.monotonic() >= self._configs_due_at:
             self._configs_due_at = time.monotonic() + self.group_configs_every_s
             self.publish_group_configs()
+            self.publish_broker_config_change(group_ids)
         self.producer.serve()
         self.rounds += 1
         return EndOffsetsRound(len(by_group), len(wanted), failed)
@@ -265,6 +274,39 @@ class EndOffsetsPoller:
             published[group_id] = own
             sent += 1
         self.published_configs = published
+        return sent
+
+    def publish_broker_config_change(self, group_ids: Iterable[str]) -> int:
+        """A `broker_config` event for each of `group_ids` when the broker's group session timeouts differ from the
+        last round's. Kafka reads them only at a broker's start, and the detection asks the cluster once, when it
+        starts: a rolling restart with new values reaches the trackers this way. Returns the events sent."""
+        if not self.watch_broker_configs:
+            return 0
+        try:
+            now = broker_session_timeouts(self.admin, self.settings, self.timeout_s)
+        except BrokerConfigUnreadable as why:
+            self.last_error = f"broker configs: {why}"
+            return 0
+        return self.publish_broker_configs(now, group_ids)
+
+    def publish_broker_configs(self, now: dict[str, int], group_ids: Iterable[str]) -> int:
+        """`publish_broker_config_change` once the broker has answered `now`."""
+        before, self.broker_configs = self.broker_configs, now
+        if before is None or before == now or not now:
+            return 0
+        stamp = int(time.time() * 1000)
+        sent = 0
+        for group_id in sorted(group_ids):
+            event = RadarEventV1(
+                schema=SCHEMA_V1,
+                event=HeartbeatEventKind.BROKER_CONFIG,
+                ts=stamp,
+                group_id=group_id,
+                reason=f"described by {self.emitter}",
+                details={name: str(ms) for name, ms in sorted(now.items())},
+            )
+            self.producer.send(event.to_json_bytes(), group_id.encode())
+            sent += 1
         return sent
 
     def problem(self) -> str | None:
@@ -331,6 +373,7 @@ class IsolatedEndOffsetsPoller:
         groups: Iterable[str] = (),
         left_out_prefix: str | None = None,
         emitter: str | None = None,
+        watch_broker_configs: bool = True,
     ) -> None:
         unsendable = sorted(k for k, v in settings.items() if not isinstance(v, str | int | float | bool))
         if unsendable:  # a callback cannot cross to the child: say so rather than poll without it
@@ -342,6 +385,7 @@ class IsolatedEndOffsetsPoller:
             "groups": list(groups),
             "left_out_prefix": left_out_prefix,
             "emitter": emitter or f"radar-end-offsets@{socket.gethostname()}",
+            "watch_broker_configs": watch_broker_configs,
         }
         self.interval_s = interval_s
         self.status: dict[str, Any] = {}
@@ -440,6 +484,7 @@ def main() -> int:
         groups=request["groups"],
         watched=lambda group: not (prefix and group.startswith(prefix)),
         emitter=request["emitter"],
+        watch_broker_configs=request["watch_broker_configs"],
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

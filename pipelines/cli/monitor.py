@@ -24,6 +24,7 @@ from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, ConfigError, Rada
 from rebalance_radar.pipelines.runtime.console import PlainTicker
 from rebalance_radar.pipelines.runtime.phases import phase
 from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
+from rebalance_radar.pipelines.stages.broker_settings import CONF_KEYS
 from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSources, seal_replay_time
 from rebalance_radar.pipelines.stages.ingest import (
     IngestStage,
@@ -147,7 +148,8 @@ def run_replay(config: RadarConfig, paths: Sequence[str]) -> tuple[dict[str, int
 def lag_poller(config: RadarConfig, settings: Mapping[str, Any]) -> IsolatedEndOffsetsPoller | None:
     """The end-offset poller of a live run (`lag.enabled`), in a process of its own (a librdkafka admin-client crash
     must not end the run), publishing to the first telemetry topic; radar's own source groups are left out unless
-    `detect.include_own_groups`."""
+    `detect.include_own_groups`. It also publishes the broker's group session timeouts when they change, unless
+    radar's conf states them."""
     from rebalance_radar.emitters.end_offsets import IsolatedEndOffsetsPoller
 
     if not config.lag.enabled or not config.kafka.telemetry_topics:
@@ -157,6 +159,7 @@ def lag_poller(config: RadarConfig, settings: Mapping[str, Any]) -> IsolatedEndO
         config.kafka.telemetry_topics[0],
         interval_s=config.lag.poll_interval_s,
         left_out_prefix=None if config.detect.include_own_groups else OWN_GROUP_PREFIX,
+        watch_broker_configs=not any(key in config.detect.threshold_overrides() for key in CONF_KEYS),
     )
 
 

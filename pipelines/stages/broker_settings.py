@@ -7,7 +7,8 @@ it starts: the cluster itself (DescribeConfigs, live), else the newest listing `
 ingests the broker's log before it detects). What it learnt reaches each tracker through the thresholds, with where
 it came from for the sentences; radar's conf (`detect.thresholds`) wins over both, and a group whose own events
 carry a listing uses that. A group may set its own (Kafka 4.x group configs), which the coordinator applies instead:
-those are asked of the cluster too, and win over everything.
+those are asked of the cluster too, and win over everything. What changes while the detection runs (a group's own
+configs, a broker restarted with new values) reaches the trackers from `radar run`'s poller (`emitters.end_offsets`).
 """
 
 from __future__ import annotations

@@ -118,3 +118,33 @@ def test_a_groups_own_session_timeout_set_and_dropped_while_radar_runs_is_publis
     assert sent == [1, 1, 0, 1]
     assert [(e.event, e.group_id) for e in events] == [("group_config", group)] * 3
     assert [e.details for e in events] == [{}, {"consumer.session.timeout.ms": "8000"}, {}]
+
+
+def test_the_brokers_group_session_timeouts_are_published_to_each_group_when_they_change(kafka_broker: Any) -> None:
+    """The first configs round reads the broker's values (the detection asked the same at its start) and publishes
+    nothing; values that differ later (a rolling restart with a new group.consumer.session.timeout.ms: Kafka reads
+    it only at start) are one `broker_config` event per group; the same values again, nothing. Not when radar's
+    conf states them."""
+    bootstrap = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    telemetry, groups = f"bc-tel-{suffix}", [f"bc-a-{suffix}", f"bc-b-{suffix}"]
+    create_topics(bootstrap, {telemetry: 1})
+    settings = client_settings(bootstrap)
+    poller = EndOffsetsPoller(settings, telemetry, emitter="radar-run@test")
+    told = EndOffsetsPoller(settings, telemetry, emitter="radar-run@test", watch_broker_configs=False)
+    try:
+        sent = [poller.publish_broker_config_change(groups)]
+        running = dict(poller.broker_configs or {})
+        restarted = {**running, "group.consumer.session.timeout.ms": running["group.consumer.session.timeout.ms"] + 1}
+        sent += [poller.publish_broker_configs(restarted, groups), poller.publish_broker_configs(restarted, groups)]
+        assert told.publish_broker_config_change(groups) == 0 and told.broker_configs is None
+    finally:
+        poller.stop()
+        told.stop()
+    # the embedded broker's own value (conf/local.yml), as DescribeConfigs answers it
+    assert running["group.consumer.session.timeout.ms"] == kafka_broker.broker.group_consumer_session_timeout_ms
+    assert sent == [0, 2, 0]
+    # a reader's first join on the shared broker can take longer than read_records' default 2 s of quiet
+    events = [RadarEventV1.model_validate_json(v) for v, _ in read_records(bootstrap, telemetry, idle_s=8.0)]
+    assert sorted((e.event, e.group_id) for e in events) == [("broker_config", g) for g in groups]
+    assert all(e.details == {name: str(ms) for name, ms in restarted.items()} for e in events)

@@ -400,3 +400,36 @@ def test_a_group_config_learnt_during_the_run_survives_the_trackers_restore() ->
     # the next start's answer is newer than the event: it decides (here, no override any more)
     later = DetectorThresholds(group_configs_read_at_ms=BASE_MS + 60_000)
     assert GroupTracker.restore(tracker.snapshot(), later).state.group_config is None
+
+
+def test_a_broker_session_timeout_changed_by_a_rolling_restart_reaches_the_tracker_from_the_poller() -> None:
+    """Kafka reads group.consumer.session.timeout.ms at a broker's start only; the detection asked the cluster when
+    it started (6 s), and brokers restarted later with 9 s: radar's poller publishes a `broker_config` event for
+    each group (`EndOffsetsPoller.publish_broker_configs`), and it wins over the start's answer, through a restore."""
+    start = DetectorThresholds(
+        consumer_group_session_timeout_ms=6_000, group_session_timeouts_from="the cluster's DescribeConfigs answer"
+    )
+    s = Silver()
+    event = RadarEventV1.model_validate(
+        {
+            "schema": "radar.event/1",
+            "event": "broker_config",
+            "ts": BASE_MS - 30_000,
+            "group_id": G,
+            "reason": "described by radar-end-offsets@test",
+            "details": {"group.consumer.session.timeout.ms": "9000", "group.streams.session.timeout.ms": "45000"},
+        }
+    )
+    s._telemetry(event.to_json_bytes(), BASE_MS - 30_000)
+    gone = kip848_member_fenced(s, BASE_MS)
+    (expiry,) = run(G, _for_group(s.rows, G), gone + 60_000, start, steps=[BASE_MS]).of_kind("heartbeat_expiration")
+    assert "its 9 s session timeout (the broker's group.consumer.session.timeout.ms)" in expiry["summary"], expiry[
+        "summary"
+    ]
+    unchanged = Silver()
+    gone = kip848_member_fenced(unchanged, BASE_MS)
+    (expiry,) = run(G, _for_group(unchanged.rows, G), gone + 60_000, start).of_kind("heartbeat_expiration")
+    assert (
+        "its 6 s session timeout (the broker's group.consumer.session.timeout.ms, from the cluster's"
+        in expiry["summary"]
+    ), expiry["summary"]
