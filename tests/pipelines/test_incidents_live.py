@@ -3,9 +3,11 @@
 elsewhere, each node's log shipped to a telemetry topic. The node that coordinates the three is stopped (SIGTERM:
 a controlled shutdown) and started again; a window later a deployment rolls across three more groups coordinated
 elsewhere (in each, the pod's consumer is replaced by the next pod's, as a Kubernetes rollout does; its first pods
-joined the three together at the start, a wave of its own). The cluster's `__consumer_offsets` and telemetry are
+joined the three together at the start, a wave of its own); a window later three unrelated applications' groups each
+take in a second consumer at once, with nothing in common. The cluster's `__consumer_offsets` and telemetry are
 captured into a dump and `radar replay` writes `incidents`: one incident must name that node, with exactly those
-three groups, and two (the start, the rollout) the deployment's client-id prefix, with its three.
+three groups, two (the start, the rollout) the deployment's client-id prefix, with its three, and one the three
+unrelated groups as unexplained.
 
 The recording runs beside the others (`tests.pipelines.concurrent_recordings`): the cluster is its own, and only the
 replay needs the run's SparkSession.
@@ -44,6 +46,9 @@ DEPLOYMENT = "checkout"
 """The deployment rolling out: its pods' client ids are `checkout-7f9c8d6b5-<pod>`, as a Kubernetes pod is named."""
 WAVE_AFTER_S = IncidentSettings().window_ms / 1000 + 5
 """The wave starts a window after the restart's last rebalance: two incidents, not one chain."""
+UNRELATED = ("ledger-writer", "search-indexer", "mail-sender")
+"""Three applications with nothing in common but the moment they scale out (every member runs on 127.0.0.1, and a
+classic member's join names no host)."""
 
 
 def java_string_hash(text: str) -> int:
@@ -70,19 +75,24 @@ class Restart:
     moved: list[str]
     elsewhere: str
     wave: list[str]
+    unrelated: list[str]
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _members(bootstrap: str, topic: str, groups: list[str], stop: threading.Event) -> list[threading.Thread]:
-    """One librdkafka consumer per group, polling until `stop` (then closed: a LeaveGroup)."""
+def _members(
+    bootstrap: str, topic: str, groups: list[str], stop: threading.Event, client_ids: list[str] | None = None
+) -> list[threading.Thread]:
+    """One librdkafka consumer per group (client id `incident-<group>` unless given), polling until `stop` (then
+    closed: a LeaveGroup)."""
     assigned: dict[str, threading.Event] = {g: threading.Event() for g in groups}
+    named = dict(zip(groups, client_ids or [f"incident-{g}" for g in groups], strict=True))
 
     def run(group: str) -> None:
         consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
-                "client.id": f"incident-{group}",
+                "client.id": named[group],
                 "session.timeout.ms": 10000,
                 "heartbeat.interval.ms": 1000,
                 "log_level": 0,
@@ -198,8 +208,15 @@ def record_broker_restart(context: RecordingContext) -> Restart:
             if len(moved) == MOVED_GROUPS and elsewhere:
                 break
         wave = [g for g in (f"wave-g{i}" for i in range(100)) if leaders[offsets_partition(g)] != broker][:WAVE_GROUPS]
+        unrelated = [
+            g
+            for g in (f"{app}-{i}" for app in UNRELATED for i in range(100))
+            if leaders[offsets_partition(g)] != broker
+        ]
+        unrelated = [next(g for g in unrelated if g.startswith(app)) for app in UNRELATED]
         shippers = [start_shipper(node.log_file, bootstrap, telemetry, from_start=True) for node in cluster.nodes]
         threads = _members(bootstrap, topic, [*moved, elsewhere], stop)
+        threads += _members(bootstrap, topic, unrelated, stop, [f"{app}-1" for app in UNRELATED])
         pods.update({group: Pod(bootstrap, topic, group) for group in wave})
         wait_for(lambda: all(p.assigned.is_set() for p in pods.values()), timeout_s=60, what="every pod assigned")
         timings["groups_ready_s"] = time.monotonic() - began
@@ -212,6 +229,8 @@ def record_broker_restart(context: RecordingContext) -> Restart:
         wave_began = time.monotonic()
         _roll_out(bootstrap, topic, pods)
         timings["wave_s"] = time.monotonic() - wave_began
+        time.sleep(WAVE_AFTER_S)  # kept, the scenario: the unrelated groups scale out a window after the rollout
+        threads += _members(bootstrap, topic, unrelated, stop, [f"{app}-2" for app in UNRELATED])
         for shipper in shippers:
             shipper.stop()
         shippers = []
@@ -219,7 +238,7 @@ def record_broker_restart(context: RecordingContext) -> Restart:
         dump = root / "restart.jsonl"
         run_capture(KafkaConfig(), bootstrap, ["__consumer_offsets", telemetry], dump, env={})
         timings["recording_s"] = time.monotonic() - began
-        return Restart(dump, broker, sorted(moved), elsewhere, sorted(wave), timings)
+        return Restart(dump, broker, sorted(moved), elsewhere, sorted(wave), sorted(unrelated), timings)
     finally:
         stop.set()
         for pod in pods.values():
@@ -276,12 +295,31 @@ def test_a_rollout_across_groups_is_a_deployment_wave_naming_its_client_id_prefi
     waves = [r for r in rows if r["cause_kind"] == IncidentCause.DEPLOYMENT_WAVE]
     waves.sort(key=lambda r: r["window_start"])
     (moved,) = [r for r in rows if r["cause_kind"] == IncidentCause.BROKER_RESTART]
-    assert len(waves) == 2 and len(rows) == 3, rows  # nothing else rebalanced together
+    assert len(waves) == 2 and len(rows) == 4, rows  # and the unrelated groups' incident: nothing else
     for wave in waves:
         assert sorted(wave["groups"]) == restart.wave
         assert f"client-id prefixes {DEPLOYMENT}" in wave["cause"], wave["cause"]
         assert wave["broker"] is None
     assert waves[0]["window_end"] < moved["window_start"] < moved["window_end"] < waves[1]["window_start"]
+
+
+def test_groups_rebalancing_together_with_nothing_in_common_are_one_unexplained_incident(
+    replayed: tuple[Restart, RadarConfig, list[dict[str, Any]]],
+) -> None:
+    """Three applications' groups (client ids `ledger-writer-1`, `search-indexer-1`, `mail-sender-1`; none on the
+    restarted broker) each take in a second consumer at the same moment: no broker moved, no host or client-id
+    prefix is shared, so the incident names them and says no cause was seen."""
+    restart, _, rows = replayed
+    (unexplained,) = [r for r in rows if r["cause_kind"] == IncidentCause.UNEXPLAINED]
+    assert sorted(unexplained["groups"]) == restart.unrelated
+    assert unexplained["cause"] == (
+        f"3 groups rebalanced together with no common cause seen ({', '.join(restart.unrelated)})"
+    )
+    assert unexplained["broker"] is None
+    rollout = max(
+        (r for r in rows if r["cause_kind"] == IncidentCause.DEPLOYMENT_WAVE), key=lambda r: r["window_start"]
+    )
+    assert rollout["window_end"] < unexplained["window_start"]
 
 
 def test_replaying_again_writes_the_same_incidents(
@@ -319,8 +357,8 @@ def test_radar_detections_shows_the_incident_first_without_a_jvm(
     done = radar_without_a_jvm("detections", "--data-dir", str(config.data_dir))
     assert done.returncode == 0, done.stderr[-2000:]
     incidents = [line for line in done.stdout.strip().splitlines() if line.startswith("incident ")]
-    assert done.stdout.startswith("incident ") and "deployment_wave, 3 groups" in incidents[0], done.stdout  # newest
-    assert len(incidents) == 3, done.stdout
+    assert done.stdout.startswith("incident ") and "unexplained, 3 groups" in incidents[0], done.stdout  # newest
+    assert len(incidents) == 4, done.stdout
     (line,) = [line for line in incidents if line.startswith(f"incident {moved['incident_id']}")]
     assert "broker_restart, 3 groups" in line and f"broker {restart.broker} " in line, done.stdout
     assert "groups moved to broker" in line
@@ -334,7 +372,8 @@ def test_radar_report_shows_the_incident_before_the_groups(
     _, config, _ = replayed
     out = tmp_path / "report.html"
     data = run_report(config, out)
-    assert data is not None and len(data.incidents) == 3  # the restart, the deployment's start and its rollout
+    # the restart, the deployment's start and its rollout, the unrelated groups
+    assert data is not None and len(data.incidents) == 4
     page = out.read_text()
     incidents_at = page.index("<h2>incidents across groups</h2>")
     assert incidents_at < page.index("<h2>groups</h2>")
