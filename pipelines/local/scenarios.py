@@ -262,8 +262,8 @@ class MemberProcess:
         return found
 
     def wait_for(self, key: str, timeout_s: float = 60.0, after: int = 0) -> None:
-        """Until the member printed `key` (after its `after` first lines). The bound only ends a failure: on a host
-        loaded by a Spark run a member's interpreter start and first join took more than 30 s."""
+        """Until the member printed `key` (after its `after` first lines). The bound only ends a failure: a member's
+        interpreter start and first join are slow on a host loaded by a Spark run."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if any(key in line for line in self.lines()[after:]):
