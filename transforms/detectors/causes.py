@@ -4,7 +4,8 @@
 Order of trust: the coordinator's own "reason: ..." of the first attempt (both coordinators' wording, parsed into
 `details.cause` by the broker-log parser), unless it only says a member rejoined; then what the window shows:
 expirations, poll timeouts, Streams-enforced rebalances, departures, joins, subscription changes (a member's, then
-the subscribed topics' own: KIP-848's metadata hash), a failed predecessor. Mid-rebalance expirations carry no reason line, so they never override the first attempt's cause.
+the subscribed topics' own: KIP-848's metadata hash), a failed predecessor. Mid-rebalance expirations carry no reason
+line, so they never override the first attempt's cause.
 """
 
 from __future__ import annotations
