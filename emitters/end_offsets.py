@@ -262,15 +262,8 @@ class EndOffsetsPoller:
             own = found.groups.get(group_id, {})
             if not self.wanted(group_id) or (not first and published.get(group_id, {}) == own):
                 continue
-            event = RadarEventV1(
-                schema=SCHEMA_V1,
-                event=HeartbeatEventKind.GROUP_CONFIG,
-                ts=now_ms,
-                group_id=group_id,
-                reason=f"described by {self.emitter}",
-                details={TO_GROUP_CONFIG[name]: str(ms) for name, ms in sorted(own.items())},
-            )
-            self.producer.send(event.to_json_bytes(), group_id.encode())
+            details = {TO_GROUP_CONFIG[name]: str(ms) for name, ms in sorted(own.items())}
+            self._send_described(HeartbeatEventKind.GROUP_CONFIG, group_id, details, now_ms)
             published[group_id] = own
             sent += 1
         self.published_configs = published
@@ -297,17 +290,23 @@ class EndOffsetsPoller:
         stamp = int(time.time() * 1000)
         sent = 0
         for group_id in sorted(group_ids):
-            event = RadarEventV1(
-                schema=SCHEMA_V1,
-                event=HeartbeatEventKind.BROKER_CONFIG,
-                ts=stamp,
-                group_id=group_id,
-                reason=f"described by {self.emitter}",
-                details={name: str(ms) for name, ms in sorted(now.items())},
+            self._send_described(
+                HeartbeatEventKind.BROKER_CONFIG, group_id, {name: str(ms) for name, ms in sorted(now.items())}, stamp
             )
-            self.producer.send(event.to_json_bytes(), group_id.encode())
             sent += 1
         return sent
+
+    def _send_described(self, kind: HeartbeatEventKind, group_id: str, details: dict[str, str], at_ms: int) -> None:
+        """One `radar.event/1` event of what the cluster described, keyed by its group."""
+        event = RadarEventV1(
+            schema=SCHEMA_V1,
+            event=kind,
+            ts=at_ms,
+            group_id=group_id,
+            reason=f"described by {self.emitter}",
+            details=details,
+        )
+        self.producer.send(event.to_json_bytes(), group_id.encode())
 
     def problem(self) -> str | None:
         """One sentence naming the topics the principal may not describe (the others keep being polled)."""
