@@ -956,6 +956,8 @@ class Group:
         reb = st.rebalance
         if reb is None or st.log_protocol != "consumer" or st.log_shows_member_epochs:
             return
+        if st.generation is not None and epoch <= st.generation:
+            return  # a line older than what the group already showed
         if st.log_shows_member_epochs is False:
             self._complete(event, epoch, None, None)
         else:
