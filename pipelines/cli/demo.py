@@ -106,7 +106,8 @@ class DetectionBatches:
 
 class Confirmation:
     """Tells when the expected detections are all shown and the watermark has had time to confirm them: a live
-    detection is first `provisional`, and the demo should not end (and report) before the watermark passes it.
+    detection is first `provisional`, and the demo should not end (and report) before the watermark passes it, nor
+    while any other detection of its groups is still provisional (a preview the ordered events may withdraw).
 
     From the moment none is missing, the clock's ticks carry event time `lateness_s` past every deciding record;
     then the detection micro-batch in flight may predate that tick, the next one reads it (and moves the watermark),
@@ -121,7 +122,7 @@ class Confirmation:
 
     def done(self, view: DemoView, batch: int) -> bool:
         """`batch`: the detection query's newest finished micro-batch (`DetectionBatches.newest`)."""
-        if view.missing():
+        if view.missing() or view.unconfirmed():
             return False
         now = time.monotonic()
         self.all_seen_at = self.all_seen_at or now
@@ -160,6 +161,15 @@ class DemoView:
         seen = self.seen()
         return [
             (self.groups[k], str(kind)) for k, kind in self.scenario.expected() if (self.groups[k], kind) not in seen
+        ]
+
+    def unconfirmed(self) -> list[tuple[str, str]]:
+        """Detections of the demo's groups still provisional: the watermark has yet to confirm or withdraw them."""
+        ours = set(self.groups.values())
+        return [
+            (d["group_id"], d["kind"])
+            for d in self.detections
+            if d.get("status") == DetectionStatus.PROVISIONAL and d["group_id"] in ours
         ]
 
     def update(self, detections: list[dict[str, Any]]) -> None:

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from rebalance_radar.pipelines.cli.demo import DEMO_MARKER, DemoResult, prepare_data_dir, run_demo
+from rebalance_radar.pipelines.cli.demo import (
+    DEMO_MARKER,
+    Confirmation,
+    DemoResult,
+    DemoView,
+    prepare_data_dir,
+    run_demo,
+)
 from rebalance_radar.pipelines.cli.oncall_queries import QUERIES_DIR, bind_parameters, parse_query
 from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.local.scenarios import (
@@ -19,6 +26,7 @@ from rebalance_radar.pipelines.local.scenarios import (
     Freeze,
     Kill,
     Leave,
+    ScenarioProgress,
     Start,
     Thaw,
     WaitFor,
@@ -43,6 +51,26 @@ def test_every_step_names_a_member_started_before_it(name: str) -> None:
                 assert step.member in started, (phase.name, step)
         for key, kind in phase.expect:
             assert key in scenario.groups and isinstance(kind, DetectionKind)
+
+
+def test_the_demo_is_not_confirmed_while_a_detection_of_its_groups_is_provisional() -> None:
+    """Every expected detection shown, the lateness waited and three detection batches after it: confirmed, unless
+    a detection of the demo's own groups is still provisional (a preview the ordered events may still withdraw,
+    which the report must not show); another group's provisional row does not hold it."""
+    scenario = scenario_named("short")
+    groups = {key: f"{key}-1" for key in scenario.groups}
+    view = DemoView(ScenarioProgress(scenario), groups, time.monotonic())
+    expected = [{"group_id": groups[key], "kind": str(kind), "status": "open"} for key, kind in scenario.expected()]
+    flapping = {"group_id": groups["billing"], "kind": "membership_flapping", "status": "provisional"}
+    foreign = {"group_id": "another-test", "kind": "heartbeat_expiration", "status": "provisional"}
+    confirmation = Confirmation(lateness_s=0.0)
+    view.update([*expected, flapping, foreign])
+    assert view.unconfirmed() == [(groups["billing"], "membership_flapping")]
+    assert not confirmation.done(view, batch=1) and not confirmation.done(view, batch=9)
+    view.update([*expected, {**flapping, "status": "withdrawn"}, foreign])
+    assert view.unconfirmed() == []
+    assert not confirmation.done(view, batch=10)  # the batches after the lateness count from here
+    assert confirmation.done(view, batch=13)
 
 
 def test_the_default_scenario_plays_every_incident_of_the_issue() -> None:
