@@ -63,16 +63,24 @@ def learn_client_config(state: GroupState, event: GroupEvent) -> None:
         state.client_settings = {s.client_id: s for s in newest}
 
 
+BROKER_CONFIG_KEYS: dict[str, str] = {
+    "consumer_session_timeout_ms": "group.consumer.session.timeout.ms",
+    "streams_session_timeout_ms": "group.streams.session.timeout.ms",
+    "classic_min_session_timeout_ms": "group.min.session.timeout.ms",
+    "classic_max_session_timeout_ms": "group.max.session.timeout.ms",
+    "initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
+}
+"""`BrokerSettings` field -> the broker config a `broker_config` event names it by."""
+
+
 def learn_broker_config(state: GroupState, event: GroupEvent) -> None:
-    """Keep the coordinator's group settings from its broker's listing."""
-    state.broker_settings = BrokerSettings(
-        at_ms=event.event_time_ms,
-        consumer_session_timeout_ms=_ms(event, "group.consumer.session.timeout.ms"),
-        streams_session_timeout_ms=_ms(event, "group.streams.session.timeout.ms"),
-        classic_min_session_timeout_ms=_ms(event, "group.min.session.timeout.ms"),
-        classic_max_session_timeout_ms=_ms(event, "group.max.session.timeout.ms"),
-        initial_rebalance_delay_ms=_ms(event, "group.initial.rebalance.delay.ms"),
-    )
+    """Keep the coordinator's group settings from its broker's listing, or from radar's poller, which names only the
+    session timeouts: a setting the event leaves out stays as an earlier listing said it."""
+    seen = state.broker_settings if state.broker_settings is not None and not state.broker_settings.from_conf else None
+    values = {name: _ms(event, key) for name, key in BROKER_CONFIG_KEYS.items()}
+    if seen is not None:
+        values = {name: getattr(seen, name) if value is None else value for name, value in values.items()}
+    state.broker_settings = BrokerSettings(at_ms=event.event_time_ms, **values)
 
 
 def settings_from_conf(state: GroupState, thresholds: DetectorThresholds) -> None:

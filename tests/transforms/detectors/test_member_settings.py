@@ -433,3 +433,28 @@ def test_a_broker_session_timeout_changed_by_a_rolling_restart_reaches_the_track
         "its 6 s session timeout (the broker's group.consumer.session.timeout.ms, from the cluster's"
         in expiry["summary"]
     ), expiry["summary"]
+
+
+def test_the_pollers_broker_config_event_keeps_what_an_earlier_listing_said_of_other_settings() -> None:
+    """The poller names only the session timeouts: the broker's listing's group.initial.rebalance.delay.ms and the
+    classic bounds stay, the session timeout is the poller's."""
+    s = Silver()
+    s._telemetry(broker_listing(BASE_MS - 300_000, consumer_session_ms=10_000), BASE_MS - 300_000)
+    event = RadarEventV1.model_validate(
+        {
+            "schema": "radar.event/1",
+            "event": "broker_config",
+            "ts": BASE_MS,
+            "group_id": G,
+            "details": {"group.consumer.session.timeout.ms": "9000", "group.streams.session.timeout.ms": "45000"},
+        }
+    )
+    s._telemetry(event.to_json_bytes(), BASE_MS)
+    tracker = GroupTracker(CLUSTER, G, DetectorThresholds())
+    tracker.accept(events_of(_for_group(s.rows, G)))
+    tracker.advance_to(BASE_MS + 10_000)
+    kept = tracker.state.broker_settings
+    assert kept is not None
+    assert (kept.consumer_session_timeout_ms, kept.streams_session_timeout_ms) == (9_000, 45_000)
+    assert (kept.initial_rebalance_delay_ms, kept.classic_min_session_timeout_ms) == (3_000, 6_000)
+    assert kept.classic_max_session_timeout_ms == 1_800_000
