@@ -293,7 +293,8 @@ def _record_fields(record_type: str, payload: Mapping[str, Any]) -> dict[str, An
             found["pending"] = _topic_partitions(payload.get("activeTasksPendingRevocation"), "subtopologyId")
     elif record_type.endswith("GroupMetadata"):  # 4.1+: the hash of the subscribed topics' metadata
         found["metadata_hash"] = _int(payload.get("metadataHash"))
-    elif record_type.endswith("PartitionMetadata"):  # 3.x: the subscribed topics' metadata itself
+    elif record_type.endswith("GroupPartitionMetadata"):  # 3.x: the subscribed topics' metadata itself (not a
+        # share group's ShareGroupStatePartitionMetadata, which says which partitions its share state covers)
         found["metadata_hash"] = zlib.crc32(json.dumps(payload, sort_keys=True).encode())
     elif record_type.endswith("MemberMetadata"):
         found["group_instance_id"] = _text(payload.get("instanceId"))

@@ -274,11 +274,12 @@ class GroupTracker:
                     continue
                 if soonest is None or deadline < soonest:
                     soonest = deadline
-        for deadline in (*self.book.deadlines(), self._group(self.state.protocol).unlogged_reconciliation_due()):
-            if deadline is None:
-                continue
+        for deadline in self.book.deadlines():
             if (done is None or deadline > done) and (soonest is None or deadline < soonest):
                 soonest = deadline
+        due = self._group(self.state.protocol).unlogged_reconciliation_due()
+        if due is not None and (done is None or due > done) and (soonest is None or due < soonest):
+            soonest = due
         return soonest
 
     def _evaluate_deadlines(self, now_ms: int) -> None:

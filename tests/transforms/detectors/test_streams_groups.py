@@ -538,13 +538,41 @@ def test_a_recorded_4x_partition_increase_is_a_change_of_the_subscribed_topics(r
     assert out.kinds() == []
 
 
+def test_a_3x_partition_metadata_record_with_more_partitions_is_a_change_of_the_subscribed_topics() -> None:
+    """3.x writes no metadata hash: its `ConsumerGroupPartitionMetadata` record (the subscribed topics' partitions)
+    is rewritten before the bump. A rewrite with the same metadata is no change; one with a grown topic explains a
+    bump in which no member came or went."""
+    s = Silver()
+    group, t = "orders", BASE_MS
+    c = ConsumerCoordinator(s, group)
+
+    def partitions(count: int, at: int) -> None:
+        topic = {"topicId": "AAAAAAAAAAAAAAAAAAAABQ", "topicName": "orders", "numPartitions": count}
+        s.record("ConsumerGroupPartitionMetadata", {"groupId": group}, {"topics": [topic]}, at)
+
+    partitions(2, t)
+    c.member("a", t, ["orders"])
+    c.bump(t, ["a"])
+    c.member("b", t + 30_000, ["orders"])
+    partitions(2, t + 30_000)
+    c.bump(t + 30_000, ["a", "b"])
+    partitions(4, t + 60_000)
+    c.bump(t + 60_000, ["a", "b"])
+
+    out = run(group, s.rows, t + 3_600_000)
+    assert [(r["generation"], r["cause"], r["cause_detail"]) for r in out.completed()] == [
+        (2, "member_joined", "joined: b"),
+        (3, "subscription_change", "the subscribed topics changed (partitions added, or a topic created or deleted)"),
+    ]
+
+
 MIXED_MODERN, MIXED_LEGACY = "oF42Mbc/ReGPYro+ziPEmQ", "rF7QryHFQjWIUdVkxPZy0A"
 
 
 def test_a_recorded_classic_member_of_a_consumer_group_expires_on_the_session_timeout_it_joined_with() -> None:
     """tests/data/kafka-4.3-classic-member-in-consumer-group: from 3.9 a classic consumer can join a KIP-848 consumer
-    group. Its record carries the session timeout of its JoinGroup (10 s), and the coordinator fenced it 10 s after
-    its last heartbeat, not on the broker's 6 s group.consumer.session.timeout.ms."""
+    group. Its record carries the session timeout of its JoinGroup (10 s), the one the coordinator applies to it, not
+    the broker's 6 s group.consumer.session.timeout.ms."""
     s, last = recorded_kip848("kafka-4.3-classic-member-in-consumer-group")
     out = run("mixed", s.rows, last + 3_600_000, DetectorThresholds(consumer_group_session_timeout_ms=6_000))
     assert [(r["generation"], r["cause"], r["joined"], r["expired"]) for r in out.completed()] == [

@@ -46,7 +46,7 @@ class EpochGroup(Group):
                 for member in st.members.values():
                     self._update_behind(member, now)
                 self._maybe_converged(event)
-        elif record.endswith("PartitionMetadata"):
+        elif record.endswith("GroupPartitionMetadata"):  # 3.x consumer groups (`group_events._record_fields`)
             if not event.is_tombstone:
                 self.note_metadata_hash(event.metadata_hash, now)
         elif record.endswith("GroupMetadata"):

@@ -101,6 +101,12 @@ after a new target assignment changes its assignment state (a joining member's o
 carry them (a 4.x consumer group's are DEBUG lines), and its rebalances end at their target assignments."""
 
 
+def logged_group_protocol(event: GroupEvent) -> str | None:
+    """The protocol of the group a coordinator line is about: its own word for the group where it says it (a classic
+    member "joins the consumer group using the classic protocol"), else the protocol the line names."""
+    return event.detail("group_protocol") or event.detail("protocol")
+
+
 def _task_id(partition: str) -> str:
     """`0-1` (a streams member's task as records spell it) -> `0_1` (as Kafka Streams prints it)."""
     subtopology, _, number = partition.rpartition("-")
@@ -546,8 +552,8 @@ class Group:
         broker = event.source == TelemetrySource.BROKER_LOG.value
         if broker and event.detail("protocol") == "streams":
             st.streams = True
-        if broker and (event.detail("group_protocol") or event.detail("protocol")) in EPOCH_PROTOCOLS:
-            st.log_protocol = event.detail("group_protocol") or event.detail("protocol")
+        if broker and logged_group_protocol(event) in EPOCH_PROTOCOLS:
+            st.log_protocol = logged_group_protocol(event)
         self._learn_timeouts(event)
         if kind == K.CLIENT_CONFIG:
             learn_client_config(st, event)
@@ -837,8 +843,7 @@ class Group:
             return
         broker = event.source == TelemetrySource.BROKER_LOG.value
         # a consumer group's member joins with its own protocol: a classic one too (from 3.9 on)
-        group_protocol = event.detail("group_protocol") or event.detail("protocol")
-        epoch_join = broker and not st.authoritative and group_protocol in EPOCH_PROTOCOLS
+        epoch_join = broker and not st.authoritative and logged_group_protocol(event) in EPOCH_PROTOCOLS
         if epoch_join and event.member_id in st.departed and event.member_id not in st.members:
             st.departed.pop(event.member_id)  # fenced earlier, back under the same member id
         known = event.member_id in st.members or event.member_id in st.departed
