@@ -111,6 +111,7 @@ _CLIENT_REASON = re.compile(r"client reason: (.*?)\.?$")
 # Members that joined but never sent SyncGroup within the rebalance timeout: 4.x prints a Java set
 # ("Removing [m1, m2] on ..."), 3.x a Scala one ("Removing Set(m1) on ...", "HashSet(...)" past four members).
 _PENDING_SYNC_EXPIRED = re.compile(r"Removing (?:\w*Set\()?\[?([^\])]*?)[\])]? on pending sync request expiration")
+_NEW_MEMBER_REASON = re.compile(r"Adding new member \S+? with group instance id ([^;\s]+)")
 _REASON_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"removing member (\S+?) on heartbeat expiration", re.IGNORECASE), "heartbeat_expiration"),
     (re.compile(r"Removing member (\S+?) on LeaveGroup"), "member_left"),
@@ -220,11 +221,15 @@ def _rebalance_prepare(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     unsynced = pending_sync_expired(reason)
     if unsynced:
         details["sync_expired_members"] = ",".join(unsynced)
+    added = _NEW_MEMBER_REASON.match(reason)
+    if added is not None:  # the member this prepares for is new to the group (its own join line is DEBUG on 3.x)
+        details["new_member"] = "true"
     return line.event(
         Kind.REBALANCE_PREPARE,
         SOURCE,
         group_id=m.group("group"),
         member_id=member,
+        group_instance_id=instance_id_value(added.group(1)) if added is not None else None,
         generation=int(m.group("generation")),
         reason=reason,
         details=details,

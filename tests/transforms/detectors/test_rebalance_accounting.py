@@ -216,3 +216,74 @@ def test_a_member_fenced_and_back_under_its_id_inside_a_running_rebalance_is_sti
     assert (last["from_generation"], last["generation"]) == (1, 4), last
     assert (last["joined"], last["left"], last["expired"]) == (["b", "c"], [], ["b"]), last
     assert last["cause"] == "member_joined" and "heartbeat_expiration (expired: b)" in last["cause_detail"], last
+
+
+CLASSIC_RECORDED = Path(__file__).parents[2] / "data" / "streams-classic" / "crash-loop-broker.log"
+CLASSIC_JOINS = re.compile(r"Pending dynamic member with id (?P<member>\S+) joins group")
+
+
+def test_a_classic_groups_joins_logged_before_its_prepare_are_that_rebalances_joins() -> None:
+    """tests/data/streams-classic, read from the coordinator's log alone: the 4.3.1 coordinator logs a member's join
+    ("Pending dynamic member ... Adding to the group now.") just before the "Preparing to rebalance" it causes, so each
+    generation lists the member whose join it was for, and the group's first generation started empty."""
+    lines = CLASSIC_RECORDED.read_text().splitlines()
+    s = Silver()
+    at = BASE_MS
+    for line in lines:
+        at = timestamp_ms_in_text(line, 0) or at
+        s._telemetry(line.encode(), at)
+    out = run("streams-classic-crash-loop", s.rows, at + 3_600_000)
+    completed = out.completed()
+    joins = _said(CLASSIC_JOINS, lines)
+    assert len(joins) == 6  # the steady instance, and the crashing one's five restarts
+    for member, joined_at in joins:
+        holding = _holding(out, "joined", member)
+        assert len(holding) == 1, (member, [r["joined"] for r in completed])
+        assert _happened_in(holding[0], joined_at, EPOCH_BATCH_MS), (member, holding[0])
+    first = completed[0]
+    assert (first["from_generation"], first["members_before"], first["members_after"]) == (0, 0, 1), first
+
+
+def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_names() -> None:
+    """A 3.x (Scala) coordinator logs a dynamic member's join at DEBUG: at INFO the "Preparing to rebalance ... (reason:
+    Adding new member M ...)" is the only trace of it, and "Stabilized group G generation N (...) with K members" the
+    only count of members whose joins the log never showed (here the one already in the group when the excerpt
+    begins)."""
+    s = Silver()
+    group, t = "orders", BASE_MS
+    newcomer = "consumer-orders-2-4f1c7a9e-1c0d-4a35-9b7e-2d0f8a6b5c3e"
+    s.broker(
+        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 4 (__consumer_offsets-12) "
+        f"(reason: Adding new member {newcomer} with group instance id None; client reason: need to re-join with the "
+        f"given member-id: {newcomer})",
+        t,
+        java=False,
+    )
+    s.broker(f"Stabilized group {group} generation 5 (__consumer_offsets-12) with 2 members", t + 3_000, java=False)
+    static = "consumer-orders-3-8a2b6c4d-0e1f-4a5b-8c7d-9e0f1a2b3c4d"
+    s.broker(
+        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 5 (__consumer_offsets-12) "
+        f"(reason: Adding new member {static} with group instance id Some(orders-3); client reason: not provided)",
+        t + 60_000,
+        java=False,
+    )
+    s.broker(f"Stabilized group {group} generation 6 (__consumer_offsets-12) with 3 members", t + 63_000, java=False)
+    s.broker(
+        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 6 (__consumer_offsets-12) "
+        f"(reason: Removing member {newcomer} on LeaveGroup; client reason: the consumer is being closed)",
+        t + 120_000,
+        java=False,
+    )
+    s.broker(f"Stabilized group {group} generation 7 (__consumer_offsets-12) with 2 members", t + 123_000, java=False)
+
+    out = run(group, s.rows, t + 3_600_000)
+    rows = [
+        (r["from_generation"], r["generation"], r["cause"], r["joined"], r["members_before"], r["members_after"])
+        for r in out.completed()
+    ]
+    assert rows == [
+        (4, 5, "member_joined", [newcomer], 0, 2),  # how many it had before the excerpt, its log does not say
+        (5, 6, "member_joined", [static], 2, 3),
+        (6, 7, "member_left", [], 3, 2),
+    ], rows
+    assert out.kinds() == []

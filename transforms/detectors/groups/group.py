@@ -198,6 +198,12 @@ class Group:
                 st.departed[m].rebalance_id = reb.rebalance_id
         return after_ids, joined, left, expired
 
+    def members_after(self, after_ids: list[str], after: dict[str, MemberInfo] | None, event: GroupEvent) -> int:
+        """The new generation's size: its members' records say it, else a classic coordinator's "Stabilized group G
+        generation N with K members" (it counts members whose joins its log did not name), else the ids radar knows."""
+        counted = event.detail("member_count") if after is None else None
+        return int(counted) if counted and counted.isdigit() else len(after_ids)
+
     def never_completed(self, skipped: int) -> int:
         """Generations skipped beyond the one a never-persisted generation explains (classic only)."""
         return 0
@@ -261,13 +267,17 @@ class Group:
         key = from_generation if from_generation is not None else f"t{started_ms}"
         return stable_id(st.cluster, st.group_id, st.protocol, key)
 
-    def _start_rebalance(self, now_ms: int, event: GroupEvent | None, *, known: bool = True) -> OpenRebalance:
+    def _start_rebalance(
+        self, now_ms: int, event: GroupEvent | None, *, known: bool = True, members_before: int | None = None
+    ) -> OpenRebalance:
         st = self.state
+        if members_before is None:
+            members_before = self._generation_size()
         reb = OpenRebalance(
             rebalance_id=self._rebalance_id(st.generation, now_ms),
             from_generation=st.generation,
             started_ms=now_ms,
-            members_before=len(st.generation_members) if st.generation_members else len(st.members),
+            members_before=members_before,
             started_known=known,
             refs=[source_ref(event)] if event is not None else [],
         )
@@ -275,6 +285,15 @@ class Group:
         if known:
             self._emit_rebalance(self._rebalance_row(reb, None))
         return reb
+
+    def _generation_size(self) -> int:
+        """The current generation's member count: from the coordinator's log alone, what its last "Stabilized ...
+        with K members" counted (it may name fewer), so a count radar could not name does not read as a bounce."""
+        st = self.state
+        last = st.history[-1] if st.history else None
+        if last is not None and not st.authoritative and last.generation == st.generation:
+            return last.members_after
+        return len(st.generation_members) if st.generation_members else len(st.members)
 
     def _ensure_rebalance(self, event: GroupEvent) -> OpenRebalance:
         return self.state.rebalance or self._start_rebalance(event.event_time_ms, event)
@@ -459,7 +478,7 @@ class Group:
         )
         self.note_leader(leader, after_ids, now)
         st.leader = leader or (st.leader if st.leader in after_ids else None)
-        members_after = len(after_ids)
+        members_after = self.members_after(after_ids, after, event)
         completed = CompletedRebalance(
             rebalance_id=reb.rebalance_id,
             started_ms=reb.started_ms,
@@ -854,9 +873,7 @@ class Group:
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
-            elif epoch_join:  # the epoch bump for this join follows on its own line
-                # (a classic group's joins are counted from its records: from its log lines alone, a preview ahead of
-                # the records saw bounces the records did not bear out)
+            else:  # the epoch bump, or the classic "Preparing to rebalance", for this join follows on its own line
                 st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
         member = st.members.get(event.member_id)
         if member is not None and broker:  # a streams member's metadata line names its client and host
@@ -880,12 +897,24 @@ class Group:
                 self._tell(SyncExpired(now))
             reb = st.rebalance
             if reb is None:
-                if st.generation is None:
+                members_before = None
+                if st.generation is None:  # the group as radar first sees it: without the join this prepares for
+                    joining = {g.subject for g in self._recent_joins(now)} | {self._prepared_join(event)}
                     st.generation = old_generation
-                    st.generation_members = sorted(st.members)
+                    st.generation_members = sorted(m for m in st.members if m not in joining)
+                    members_before = len(st.generation_members)
                 if old_generation is not None and st.generation is not None and old_generation < st.generation:
                     return  # a line older than what the records already showed
-                reb = self._start_rebalance(now, event)
+                reb = self._start_rebalance(now, event, members_before=members_before)
+            if not st.authoritative:
+                self._absorb_joins(reb, now, every=False)  # the join this prepares for, logged just before it
+                joining = self._prepared_join(event)
+                if joining and joining not in st.members and joining not in st.departed:  # its join line not logged
+                    st.members[joining] = MemberState(
+                        member_id=joining, joined_ms=now, instance_id=event.group_instance_id
+                    )
+                    reb.joined.append(joining)
+                    note_change(reb, MembershipChange.JOINED)
             add_attempt(
                 reb,
                 Attempt(
@@ -1001,19 +1030,34 @@ class Group:
         self._complete(at, epoch if epoch is not None else (st.group_epoch or 0), None, None)
 
     def _absorb_joins(self, reb: OpenRebalance, now_ms: int, *, every: bool) -> None:
-        """KIP-848/1071 from the coordinator's log alone: the joins logged just before the bump that opened `reb`
-        (`every`: all not yet taken) are its joins; a join belongs to one bump only."""
+        """From the coordinator's log alone: the joins logged just before the bump (KIP-848/1071) or the "Preparing to
+        rebalance" (classic) that opened `reb` (`every`: all not yet taken) are its joins; a join belongs to one only."""
         st = self.state
         absorbed: set[str] = set()
-        for signal in st.signals:
+        for signal in self._recent_joins(now_ms, every=every):
             member_id = signal.subject
-            recent = 0 <= now_ms - signal.at_ms <= EPOCH_BATCH_MS or (every and signal.at_ms <= now_ms)
-            if recent and signal.kind == SignalKind.JOINED and member_id in st.members and member_id not in reb.joined:
+            if member_id in st.members and member_id not in reb.joined:
                 reb.joined.append(member_id)
                 note_change(reb, MembershipChange.JOINED)
                 absorbed.add(member_id)
         if absorbed:
             st.signals = [g for g in st.signals if not (g.kind == SignalKind.JOINED and g.subject in absorbed)]
+
+    @staticmethod
+    def _prepared_join(event: GroupEvent) -> str | None:
+        """The member a classic "Preparing to rebalance ... (reason: Adding new member M ...)" adds: the only trace of
+        its join where the coordinator logs joins at DEBUG (a Scala coordinator's "Pending dynamic member ...")."""
+        return event.member_id if event.detail("new_member") == "true" else None
+
+    def _recent_joins(self, now_ms: int, *, every: bool = False) -> list[Signal]:
+        """The joins the coordinator logged up to `EPOCH_BATCH_MS` before `now_ms` (`every`: all up to it) that no
+        rebalance has taken yet."""
+        return [
+            g
+            for g in self.state.signals
+            if g.kind == SignalKind.JOINED
+            and (0 <= now_ms - g.at_ms <= EPOCH_BATCH_MS or (every and g.at_ms <= now_ms))
+        ]
 
     def _note_topology_epoch(self, printed: str | None) -> None:
         """KIP-1071: a topology epoch the coordinator initialized or validated (-1: none validated yet)."""
