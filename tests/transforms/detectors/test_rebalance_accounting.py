@@ -251,30 +251,26 @@ def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_nam
     begins)."""
     s = Silver()
     group, t = "orders", BASE_MS
+
+    def scala_rebalance(old_generation: int, reason: str, members: int, at: int) -> None:
+        """The two lines a 3.x coordinator writes at INFO for a rebalance: its prepare, and its end 3 s later."""
+        partition = "(__consumer_offsets-12)"
+        s.broker(
+            f"Preparing to rebalance group {group} in state PreparingRebalance with old generation {old_generation} "
+            f"{partition} (reason: {reason})",
+            at,
+            java=False,
+        )
+        stable = f"Stabilized group {group} generation {old_generation + 1} {partition} with {members} members"
+        s.broker(stable, at + 3_000, java=False)
+
     newcomer = "consumer-orders-2-4f1c7a9e-1c0d-4a35-9b7e-2d0f8a6b5c3e"
-    s.broker(
-        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 4 (__consumer_offsets-12) "
-        f"(reason: Adding new member {newcomer} with group instance id None; client reason: need to re-join with the "
-        f"given member-id: {newcomer})",
-        t,
-        java=False,
-    )
-    s.broker(f"Stabilized group {group} generation 5 (__consumer_offsets-12) with 2 members", t + 3_000, java=False)
+    joining = f"Adding new member {newcomer} with group instance id None"
+    scala_rebalance(4, f"{joining}; client reason: need to re-join with the given member-id: {newcomer}", 2, t)
     static = "consumer-orders-3-8a2b6c4d-0e1f-4a5b-8c7d-9e0f1a2b3c4d"
-    s.broker(
-        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 5 (__consumer_offsets-12) "
-        f"(reason: Adding new member {static} with group instance id Some(orders-3); client reason: not provided)",
-        t + 60_000,
-        java=False,
-    )
-    s.broker(f"Stabilized group {group} generation 6 (__consumer_offsets-12) with 3 members", t + 63_000, java=False)
-    s.broker(
-        f"Preparing to rebalance group {group} in state PreparingRebalance with old generation 6 (__consumer_offsets-12) "
-        f"(reason: Removing member {newcomer} on LeaveGroup; client reason: the consumer is being closed)",
-        t + 120_000,
-        java=False,
-    )
-    s.broker(f"Stabilized group {group} generation 7 (__consumer_offsets-12) with 2 members", t + 123_000, java=False)
+    scala_rebalance(5, f"Adding new member {static} with group instance id Some(orders-3)", 3, t + 60_000)
+    leaving = f"Removing member {newcomer} on LeaveGroup; client reason: the consumer is being closed"
+    scala_rebalance(6, leaving, 2, t + 120_000)
 
     out = run(group, s.rows, t + 3_600_000)
     rows = [

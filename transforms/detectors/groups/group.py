@@ -1031,7 +1031,7 @@ class Group:
 
     def _absorb_joins(self, reb: OpenRebalance, now_ms: int, *, every: bool) -> None:
         """From the coordinator's log alone: the joins logged just before the bump (KIP-848/1071) or the "Preparing to
-        rebalance" (classic) that opened `reb` (`every`: all not yet taken) are its joins; a join belongs to one only."""
+        rebalance" (classic) that opened `reb` (`every`: all not yet taken) are its joins, each taken once."""
         st = self.state
         absorbed: set[str] = set()
         for signal in self._recent_joins(now_ms, every=every):
