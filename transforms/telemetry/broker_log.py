@@ -342,7 +342,7 @@ def _static_member_left(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
 
 def _member_joining(m: re.Match[str], line: LogLine) -> HeartbeatEvent:
     details = _coordinator_details(line)
-    details["state"] = m.group(2)
+    details.update(state=m.group(2), rejoin="true")  # a member already in the group
     return line.event(
         Kind.JOIN, SOURCE, group_id=_group(None, line), member_id=m.group(1), reason=m.group(3), details=details
     )

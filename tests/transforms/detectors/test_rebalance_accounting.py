@@ -271,6 +271,13 @@ def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_nam
     scala_rebalance(5, f"Adding new member {static} with group instance id Some(orders-3)", 3, t + 60_000)
     leaving = f"Removing member {newcomer} on LeaveGroup; client reason: the consumer is being closed"
     scala_rebalance(6, leaving, 2, t + 120_000)
+    first = "consumer-orders-1-0b9e8d7c-6f5a-4e3d-9c2b-1a0f9e8d7c6b"  # in the group before the excerpt: no join
+    scala_rebalance(
+        7,
+        f"Updating metadata for member {first} during Stable; client reason: rebalance enforced by user",
+        2,
+        t + 180_000,
+    )
 
     out = run(group, s.rows, t + 3_600_000)
     rows = [
@@ -281,5 +288,6 @@ def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_nam
         (4, 5, "member_joined", [newcomer], 0, 2),  # how many it had before the excerpt, its log does not say
         (5, 6, "member_joined", [static], 2, 3),
         (6, 7, "member_left", [], 3, 2),
+        (7, 8, "enforced", [], 2, 2),
     ], rows
     assert out.kinds() == []

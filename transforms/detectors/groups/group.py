@@ -873,7 +873,9 @@ class Group:
             if st.rebalance is not None:
                 st.rebalance.joined.append(event.member_id)
                 note_change(st.rebalance, MembershipChange.JOINED)
-            else:  # the epoch bump, or the classic "Preparing to rebalance", for this join follows on its own line
+            elif epoch_join or not (event.detail("rejoin") or event.detail("metadata_update")):
+                # the epoch bump, or the classic "Preparing to rebalance", for this join follows on its own line (a
+                # member radar first sees rejoining was in the group already: no join of it)
                 st.signals.append(Signal(at_ms=now, kind=SignalKind.JOINED, subject=event.member_id))
         member = st.members.get(event.member_id)
         if member is not None and broker:  # a streams member's metadata line names its client and host
