@@ -248,7 +248,7 @@ def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_nam
     """A 3.x (Scala) coordinator logs a dynamic member's join at DEBUG: at INFO the "Preparing to rebalance ... (reason:
     Adding new member M ...)" is the only trace of it, and "Stabilized group G generation N (...) with K members" the
     only count of members whose joins the log never showed (here the one already in the group when the excerpt
-    begins)."""
+    begins). An excerpt of prepares alone still shows the leave its "Removing member M on LeaveGroup" names."""
     s = Silver()
     group, t = "orders", BASE_MS
 
@@ -281,13 +281,21 @@ def test_a_scala_coordinators_excerpt_counts_the_members_its_stabilized_line_nam
 
     out = run(group, s.rows, t + 3_600_000)
     rows = [
-        (r["from_generation"], r["generation"], r["cause"], r["joined"], r["members_before"], r["members_after"])
+        (
+            r["from_generation"],
+            r["generation"],
+            r["cause"],
+            r["joined"],
+            r["left"],
+            r["members_before"],
+            r["members_after"],
+        )
         for r in out.completed()
     ]
     assert rows == [
-        (4, 5, "member_joined", [newcomer], 0, 2),  # how many it had before the excerpt, its log does not say
-        (5, 6, "member_joined", [static], 2, 3),
-        (6, 7, "member_left", [], 3, 2),
-        (7, 8, "enforced", [], 2, 2),
+        (4, 5, "member_joined", [newcomer], [], 0, 2),  # how many it had before the excerpt, its log does not say
+        (5, 6, "member_joined", [static], [], 2, 3),
+        (6, 7, "member_left", [], [newcomer], 3, 2),
+        (7, 8, "enforced", [], [], 2, 2),
     ], rows
     assert out.kinds() == []

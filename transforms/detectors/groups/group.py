@@ -941,6 +941,9 @@ class Group:
                 # the coordinator's "removing member M on heartbeat expiration" is its removal on expiry, also when
                 # its "Member M ... has failed" line is missing (an excerpt grepped for "Preparing to rebalance")
                 self._on_broker_expiry(event)
+            elif event.detail("cause") == "member_left" and event.member_id in st.members and not st.authoritative:
+                # "Removing member M on LeaveGroup" is its leave, also when its "has left group" line is missing
+                self._on_leave(event)
             return
         if event.source == TelemetrySource.BROKER_LOG.value and not st.authoritative:
             hashed = event.detail("metadata_hash")
