@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from rebalance_radar.pipelines.runtime.local_runtime import (
     class_archive,
     settle_class_archive,
 )
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 
 WRITES_AT_EXIT = "import sys, pathlib; sys.stdin.read(); pathlib.Path(sys.argv[1]).write_bytes(b'classes')"
 EXITS_WITHOUT_WRITING = "import sys; sys.stdin.read()"
@@ -85,24 +87,43 @@ def test_a_killed_jvm_leaves_no_archive_and_the_next_command_tries_again(tmp_pat
     assert again is not None and again.pending is not None
 
 
-@pytest.mark.spark
-def test_radar_sql_dumps_the_archive_once_then_maps_it(tmp_path: Path) -> None:
-    """The real JVM: the first `radar sql` dumps the archive as its JVM exits, the second maps it; both answer the
-    same, exit 0, and print nothing of Java's or Spark's own (on a data dir with no table yet: that once ended in
-    a stack trace, the local database did not exist)."""
+@dataclass(frozen=True)
+class ArchiveRuns:
+    """Two `radar sql` processes in a row on one archive folder, and what the folder held after each."""
+
+    done: list[subprocess.CompletedProcess[str]]
+    archive_suffixes: list[list[str]]
+
+
+@lane_run
+def two_sql_commands_on_one_archive_folder(context: RecordingContext) -> ArchiveRuns:
+    """The two processes, in the suite's lane (`concurrent_recordings.lane_run`); the test reads what they left."""
+    tmp_path = context.tmp_path_factory.mktemp("class-archive")
     archives = tmp_path / "archives"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADAR__")}
     env |= {"PYTHONPATH": str(REPO_ROOT), "RADAR__SPARK__CLASS_ARCHIVE_DIR": str(archives)}
     argv = [sys.executable, "-m", "rebalance_radar.pipelines.cli", "sql", "SELECT 41 + 1 AS answer"]
     argv += ["--format", "json", "--engine", "spark"]
     argv += ["--data-dir", str(tmp_path / "data")]
-    outputs = []
+    runs = ArchiveRuns([], [])
     for _ in range(2):
-        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        runs.done.append(subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300))
+        runs.archive_suffixes.append([p.suffix for p in archives.iterdir()] if archives.is_dir() else [])
+    return runs
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_radar_sql_dumps_the_archive_once_then_maps_it(concurrent_recordings: ConcurrentRecordings) -> None:
+    """The real JVM: the first `radar sql` dumps the archive as its JVM exits, the second maps it; both answer the
+    same, exit 0, and print nothing of Java's or Spark's own (on a data dir with no table yet: that once ended in
+    a stack trace, the local database did not exist)."""
+    runs: ArchiveRuns = concurrent_recordings.result(two_sql_commands_on_one_archive_folder, timeout_s=1200)
+    for index, (done, suffixes) in enumerate(zip(runs.done, runs.archive_suffixes, strict=True)):
         assert done.returncode == 0, done.stderr[-3000:]
         assert not [line for line in done.stderr.splitlines() if any(n in line for n in NOISE)], done.stderr
-        outputs.append(done.stdout)
         saving = [line for line in done.stderr.splitlines() if "class-data archive" in line]
-        assert len(saving) == (1 if len(outputs) == 1 else 0), done.stderr  # the one-time wait is announced
-        assert [p.suffix for p in archives.iterdir()] == [".jsa"]  # complete, under its final name, and only that
-    assert outputs[0] == outputs[1] and "42" in outputs[0]
+        assert len(saving) == (1 if index == 0 else 0), done.stderr  # the one-time wait is announced
+        assert suffixes == [".jsa"]  # complete, under its final name, and only that
+    first, second = (done.stdout for done in runs.done)
+    assert first == second and "42" in first

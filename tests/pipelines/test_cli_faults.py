@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,6 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
-from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.runtime.console import EXPECTED_ERROR_LOGGERS, log4j2_properties, offsets_behind
 from rebalance_radar.pipelines.storage.table_reference import REFERENCE_END, REFERENCE_START, tables_markdown
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
@@ -141,28 +140,29 @@ class RadarRun:
             self.process.wait()
 
 
-@pytest.fixture
-def radar_run(tmp_path: Path) -> Iterator[RadarRun]:
-    """`radar run` as it starts by default: with its own embedded broker."""
-    run = RadarRun(tmp_path / "data")
-    yield run
-    run.kill()
-
-
-@pytest.fixture
-def radar_run_on_a_cluster(kafka_broker: EmbeddedKafka, tmp_path: Path) -> Iterator[RadarRun]:
+def radar_run_on_the_suites_broker(bootstrap: str, tmp_path: Path) -> RadarRun:
     """`radar run` against a running cluster (the suite's broker, from its newest records, with a telemetry topic of
     its own): what the embedded broker's start would add, these faults do not need."""
     telemetry = f"telemetry-faults-{tmp_path.name}"[:200]
-    create_topics(kafka_broker.bootstrap_servers, {telemetry: 1})
-    run = RadarRun(
+    create_topics(bootstrap, {telemetry: 1})
+    return RadarRun(
         tmp_path / "data",
-        RADAR__KAFKA__BOOTSTRAP_SERVERS=kafka_broker.bootstrap_servers,
+        RADAR__KAFKA__BOOTSTRAP_SERVERS=bootstrap,
         RADAR__KAFKA__TELEMETRY_TOPICS=f"[{telemetry}]",
         RADAR__KAFKA__STARTING_OFFSETS="latest",  # the shared broker's history is other tests'
     )
-    yield run
-    run.kill()
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """A `radar run` the lane stopped (`concurrent_recordings.lane_run`), for its test to read: its exit code, its
+    lines, when the fault was dealt (seconds after its start) and how long it took to end after that."""
+
+    run: RadarRun
+    code: int
+    fault_at_s: float
+    ended_after_s: float
+    data_dir: Path
 
 
 def after_start(lines: list[str]) -> list[str]:
@@ -171,24 +171,36 @@ def after_start(lines: list[str]) -> list[str]:
     return lines[start + 1 :]
 
 
+@lane_run
+def ctrl_c_during_radar_run(context: RecordingContext) -> EndedRun:
+    """`radar run` as it starts by default (with its own embedded broker), stopped by one Ctrl-C once it runs."""
+    data_dir = context.tmp_path_factory.mktemp("ctrl-c") / "data"
+    radar_run = RadarRun(data_dir)
+    try:
+        radar_run.wait_for("ingesting from", timeout_s=400)
+        radar_run.wait_for("radar-offsets", timeout_s=240)  # the first status line
+        started = time.monotonic()
+        radar_run.ctrl_c()
+        radar_run.wait_for("radar run: rows per table:", timeout_s=240)
+        code = radar_run.process.wait(timeout=60)
+        radar_run.reader.join(timeout=10)
+        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+    finally:
+        radar_run.kill()
+
+
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> None:
-    radar_run.wait_for("ingesting from", timeout_s=400)
-    radar_run.wait_for("radar-offsets", timeout_s=240)  # the first status line
-    started = time.monotonic()
-    radar_run.ctrl_c()
-    radar_run.wait_for("radar run: rows per table:", timeout_s=240)
-    code = radar_run.process.wait(timeout=60)
-    radar_run.reader.join(timeout=10)
-    lines = radar_run.lines
-    assert code == 0, "\n".join(radar_run.timed[-40:])
+def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(concurrent_recordings: ConcurrentRecordings) -> None:
+    ended: EndedRun = concurrent_recordings.result(ctrl_c_during_radar_run, timeout_s=1200)
+    radar_run, lines = ended.run, ended.run.lines
+    assert ended.code == 0, "\n".join(radar_run.timed[-40:])
     # the queries stop within the bound (stopTimeout 30 s); the per-table counts that follow take longer on a
     # loaded 2-core machine, so the whole exit is bounded more loosely
     stopped_at = next(i for i, line in enumerate(lines) if line.startswith("radar run: ") and " s; radar-" in line)
-    assert float(radar_run.timed[stopped_at].split()[0]) - (started - radar_run.started) < 45, radar_run.timed
-    assert time.monotonic() - started < 240
+    assert float(radar_run.timed[stopped_at].split()[0]) - ended.fault_at_s < 45, radar_run.timed
+    assert ended.ended_after_s < 240
     later = after_start(lines)
     assert not [line for line in lines if any(noise in line for noise in SPARK_NOISE)], "\n".join(lines)
     assert len(later) <= 8, "\n".join(later)
@@ -196,20 +208,31 @@ def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(radar_run: RadarRun) -> No
     assert any(line.startswith("radar run: rows per table:") for line in later)
 
 
+@lane_run
+def two_ctrl_c_during_radar_run(context: RecordingContext) -> EndedRun:
+    """`radar run` on the suite's broker: a Ctrl-C, then a second one once the first is taken."""
+    data_dir = context.tmp_path_factory.mktemp("second-ctrl-c") / "data"
+    radar_run = radar_run_on_the_suites_broker(context.bootstrap, data_dir.parent)
+    try:
+        radar_run.wait_for("ingesting from", timeout_s=400)
+        radar_run.ctrl_c()
+        radar_run.wait_for("stopping", timeout_s=60)  # the first Ctrl-C taken: the second one quits
+        radar_run.ctrl_c()
+        started = time.monotonic()
+        code = radar_run.process.wait(timeout=30)
+        radar_run.reader.join(timeout=10)
+        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+    finally:
+        radar_run.kill()
+
+
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
-def test_second_ctrl_c_quits_at_once(radar_run_on_a_cluster: RadarRun) -> None:
-    radar_run = radar_run_on_a_cluster
-    radar_run.wait_for("ingesting from", timeout_s=400)
-    radar_run.ctrl_c()
-    radar_run.wait_for("stopping", timeout_s=60)  # the first Ctrl-C taken: the second one quits
-    radar_run.ctrl_c()
-    started = time.monotonic()
-    radar_run.process.wait(timeout=30)
-    radar_run.reader.join(timeout=10)
-    assert time.monotonic() - started < 10
-    later = after_start(radar_run.lines)
+def test_second_ctrl_c_quits_at_once(concurrent_recordings: ConcurrentRecordings) -> None:
+    ended: EndedRun = concurrent_recordings.result(two_ctrl_c_during_radar_run, timeout_s=1200)
+    assert ended.ended_after_s < 10
+    later = after_start(ended.run.lines)
     assert not [line for line in later if any(noise in line for noise in SPARK_NOISE)], "\n".join(later)
     assert len(later) <= 4, "\n".join(later)
     assert any("quit" in line for line in later)
@@ -239,28 +262,40 @@ def python_workers_of(root: int) -> list[int]:
     return found
 
 
+@lane_run
+def python_workers_killed_during_radar_run(context: RecordingContext) -> EndedRun:
+    """`radar run` on the suite's broker whose Python workers are killed, again and again, once its queries run."""
+    data_dir = context.tmp_path_factory.mktemp("worker-dies") / "data"
+    radar_run = radar_run_on_the_suites_broker(context.bootstrap, data_dir.parent)
+    try:
+        radar_run.wait_for("ingesting from", timeout_s=400)
+        radar_run.wait_for("radar-detect", timeout_s=240)  # a status line: the queries run
+        started = time.monotonic()
+        deadline = started + 180
+        while radar_run.process.poll() is None and time.monotonic() < deadline:
+            for pid in python_workers_of(radar_run.process.pid):  # killed while they run a task: the task fails
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+        code = radar_run.process.wait(timeout=120)
+        radar_run.reader.join(timeout=10)
+        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+    finally:
+        radar_run.kill()
+
+
 @pytest.mark.kafka
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(
-    radar_run_on_a_cluster: RadarRun, tmp_path: Path
+    concurrent_recordings: ConcurrentRecordings,
 ) -> None:
     """A failed query is a failed run: radar run exits 1 within seconds (its supervisor or a continuous job starts
     it again, and its checkpoints resume), says so in one sentence, and keeps the whole error in the data dir."""
-    radar_run = radar_run_on_a_cluster
-    radar_run.wait_for("ingesting from", timeout_s=400)
-    radar_run.wait_for("radar-detect", timeout_s=240)  # a status line: the queries run
-    deadline = time.monotonic() + 180
-    while radar_run.process.poll() is None and time.monotonic() < deadline:
-        for pid in python_workers_of(radar_run.process.pid):  # killed while they run a task: the task fails
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-    code = radar_run.process.wait(timeout=120)
-    radar_run.reader.join(timeout=10)
-    later = after_start(radar_run.lines)
-    assert code == 1, "\n".join(radar_run.timed[-40:])
-    failure_log = tmp_path / "data" / "logs" / "query-failures.log"
+    ended: EndedRun = concurrent_recordings.result(python_workers_killed_during_radar_run, timeout_s=1200)
+    later = after_start(ended.run.lines)
+    assert ended.code == 1, "\n".join(ended.run.timed[-40:])
+    failure_log = ended.data_dir / "logs" / "query-failures.log"
     said = [line for line in later if "failed (" in line]
     assert len(said) == 1 and said[0].startswith("radar run: streaming query radar-"), "\n".join(later)
     assert f"the full error is in {failure_log}. Its checkpoint resumes where it stopped" in said[0]
@@ -269,7 +304,7 @@ def test_a_query_whose_python_worker_dies_ends_the_run_in_one_sentence(
     # its answer, the JVM's EOFException on that stream
     kept = failure_log.read_text()
     assert "Python worker" in kept or "java.io.EOFException" in kept, kept[-3000:]
-    status = json.loads((tmp_path / "data" / "logs" / "run-status.json").read_text())
+    status = json.loads((ended.data_dir / "logs" / "run-status.json").read_text())
     assert status["state"] == "failed" and status["error"] == said[0].removeprefix("radar run: ")
 
 
