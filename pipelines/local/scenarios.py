@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,10 +247,13 @@ def scenario_named(name: str) -> Scenario:
 class MemberProcess:
     """A running member: its JSON lines (read from its output file), signals, and a stop that always ends it."""
 
-    def __init__(self, command: list[str], out: Path) -> None:
+    def __init__(self, command: list[str], out: Path, env: Mapping[str, str] | None = None) -> None:
+        """`env`: the member's whole environment (its credentials by variable name), or this process's."""
         self.out = out
         with out.open("w") as sink:
-            self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
 
     def lines(self) -> list[dict[str, Any]]:
         found = []

@@ -9,7 +9,7 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,14 +29,21 @@ EXPIRY_TIMEOUT_S = 60.0  # a bound for the broker's own expiry of a stalled memb
 
 
 def start_member(
-    out_dir: Path | str, name: str, bootstrap: str, topic: str, group: str, *extra: str, protocol: str = "classic"
+    out_dir: Path | str,
+    name: str,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    *extra: str,
+    protocol: str = "classic",
+    env: Mapping[str, str] | None = None,
 ) -> MemberProcess:
     """One member subprocess with client id `name`; its JSON lines go to `<out_dir>/<name>.jsonl`."""
     command = [
         sys.executable, "-m", MEMBER_MODULE, "--bootstrap", bootstrap, "--topic", topic, "--group", group,
         "--protocol", protocol, "--client-id", name, *TEST_PACE, *extra,
     ]  # fmt: skip
-    return MemberProcess(command, Path(out_dir) / f"{name}.jsonl")
+    return MemberProcess(command, Path(out_dir) / f"{name}.jsonl", env)
 
 
 def stop_mid_batch(member: MemberProcess, hold: Path) -> None:

@@ -19,6 +19,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from rebalance_radar.pipelines.stages.broker_settings import described_by_cluste
 from rebalance_radar.pipelines.stages.clock import ClockTickEmitter
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, PARTITION_END_OFFSETS, TABLES
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.group_member import CoordinatorLog, kip848_group_setting_its_session_timeout, start_member
 from tests.pipelines.ingest_support import table, wait_for
 from tests.pipelines.radar_run_process import RadarRun, radar_command
@@ -88,8 +90,8 @@ class SecuredCluster:
         return [user.password for user in self.users.values()]
 
 
-@pytest.fixture(scope="module")
-def secured(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
+@contextmanager
+def secured_cluster(radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
     """A SASL_SSL broker with seven principals: `radar` (what `monitor_grants` gives), `app` (a consumer fleet with
     the agent and the poller), `blind` (radar's grants but Read on __consumer_offsets), `mute` (radar's grants but
     Write on the telemetry topic), `nogroups` (may describe the cluster, no group), `notopics` (radar's grants but
@@ -241,20 +243,33 @@ def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured:
     assert_no_password(said + repr(settings) + str(settings), secured, "the clock's sentence")
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker(
-    spark: SparkSession,
-    radar_config: RadarConfig,
-    secured: SecuredCluster,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@dataclass(frozen=True)
+class SecuredRun:
+    """What the lane's `radar run` on the secured cluster left for the tests (`record_run_on_the_secured_cluster`)."""
+
+    cluster: SecuredCluster
+    group: str
+    config: RadarConfig
+    run_output: str
+    run_returncode: int | None
+    polled: subprocess.CompletedProcess[str]
+    refused: str
+
+
+@lane_run
+def record_run_on_the_secured_cluster(context: RecordingContext) -> SecuredRun:
+    """The secured cluster, kept up for the module's tests until the session ends, and on it, in the suite's lane
+    (`concurrent_recordings.lane_run`): `radar run`, two members (one with the agent), the group poller and an
+    end-offsets poller without Describe on the members' topic; a member expires."""
+    stack = ExitStack()
+    context.at_teardown(stack.close)
+    secured = stack.enter_context(secured_cluster(context.config, context.tmp_path_factory))
+    tmp_path = context.tmp_path_factory.mktemp("secured-run")
     group = f"app-group-{uuid.uuid4().hex[:6]}"
-    data_dir = tmp_path / "data"
-    config = radar_config.with_data_dir(data_dir)
-    for key, value in secured.env("app").items():  # the members' own credentials, by variable name
-        monkeypatch.setenv(key.replace("RADAR_TEST_KAFKA", "APP_KAFKA"), value)
+    config = context.config.with_data_dir(tmp_path / "data")
+    member_env = os.environ | {  # the members' own credentials, by variable name
+        key.replace("RADAR_TEST_KAFKA", "APP_KAFKA"): value for key, value in secured.env("app").items()
+    }
     member_security = SECURITY.model_copy(
         update={
             "username_env": "APP_KAFKA_USER",
@@ -273,7 +288,15 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
 
             def member(name: str, *extra: str) -> MemberProcess:
                 started = start_member(
-                    tmp_path, name, bootstrap, secured.work_topic, group, "--security", member_security, *extra
+                    tmp_path,
+                    name,
+                    bootstrap,
+                    secured.work_topic,
+                    group,
+                    "--security",
+                    member_security,
+                    *extra,
+                    env=member_env,
                 )
                 members.append(started)
                 return started
@@ -289,9 +312,6 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
                 text=True,
                 timeout=120,
             )
-            assert polled.returncode == 0, polled.stdout + polled.stderr
-            assert "1 group snapshots" in polled.stderr, polled.stderr
-            assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
             # lag without Describe on the group's topic: the topic is named once, the round goes on
             blind_to_topics = client_settings(bootstrap, SECURITY, env=secured.env("notopics"))
             end_offsets = EndOffsetsPoller(blind_to_topics, secured.telemetry, groups=[group], emitter=BLIND_POLLER)
@@ -299,9 +319,6 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
                 end_offsets.poll_once()
             finally:
                 end_offsets.stop()
-            refused = end_offsets.problem() or ""
-            assert f"end offsets of {secured.work_topic} are refused (TOPIC_AUTHORIZATION_FAILED)" in refused, refused
-            assert "grant radar's principal Describe on those topics" in refused
             coordinator = CoordinatorLog(secured.broker.log_file)
             a.signal(signal.SIGSTOP)  # past its 3 s session: expired
             coordinator.wait_expired(group)
@@ -310,8 +327,34 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
     finally:
         for started in members:
             started.stop()
-    output = run.output
-    assert run.returncode == 0, output[-3000:]
+    return SecuredRun(secured, group, config, run.output, run.returncode, polled, end_offsets.problem() or "")
+
+
+@pytest.fixture(scope="module")
+def secured_run(concurrent_recordings: ConcurrentRecordings) -> SecuredRun:
+    return concurrent_recordings.result(record_run_on_the_secured_cluster, timeout_s=1500)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def secured(secured_run: SecuredRun) -> SecuredCluster:
+    """The SASL_SSL broker the lane started, with its principals (`secured_cluster`)."""
+    return secured_run.cluster
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker(
+    spark: SparkSession, secured_run: SecuredRun
+) -> None:
+    secured, group, config, output = secured_run.cluster, secured_run.group, secured_run.config, secured_run.run_output
+    polled = secured_run.polled
+    assert polled.returncode == 0, polled.stdout + polled.stderr
+    assert "1 group snapshots" in polled.stderr, polled.stderr
+    assert_no_password(polled.stdout + polled.stderr, secured, "the poller's output")
+    refused = secured_run.refused
+    assert f"end offsets of {secured.work_topic} are refused (TOPIC_AUTHORIZATION_FAILED)" in refused, refused
+    assert "grant radar's principal Describe on those topics" in refused
+    assert secured_run.run_returncode == 0, output[-3000:]
     kinds = {r["kind"] for r in table(spark, config, DETECTIONS).where(f"group_id = '{group}'").collect()}
     assert kinds, output[-3000:]
     events = table(spark, config, HEARTBEAT_EVENTS).where(f"group_id = '{group}'").collect()
@@ -323,7 +366,7 @@ def test_radar_run_the_agent_and_the_poller_see_a_detection_on_a_sasl_ssl_broker
     assert all(r["end_offset"] is not None for r in ends)
     # the passwords: not in radar's console, not in Spark's logs, not in any table
     assert_no_password(output, secured, "radar run's output")
-    for log_file in data_dir.rglob("*.log"):
+    for log_file in config.data_dir.rglob("*.log"):
         assert_no_password(log_file.read_text(errors="replace"), secured, str(log_file))
     for schema in TABLES.values():
         location = TableCatalog(config).location(schema)
