@@ -319,7 +319,7 @@ class Group:
             host=member.host if member else (event.host if event else None),
             partitions=list(member.partitions) if member else [],
             session_timeout_ms=member.session_timeout_ms if member else None,  # None: not known
-            last_heartbeat_ms=member.last_heartbeat_ms if member else None,
+            last_heartbeat_ms=self._last_heard_in_session(member) if member else None,
             refs=refs,
             poll_overrun_ms=member.poll_overrun_ms if member else None,
             classic_in_consumer_group=member.classic_in_consumer_group if member else False,
@@ -775,6 +775,16 @@ class Group:
             completed.row = row
             self._emit_rebalance(row)
             return
+
+    def _last_heard_in_session(self, member: MemberState) -> int | None:
+        """Its last heartbeat its session can have taken. One that came after a silence longer than its session
+        timeout is a paused client's first act on waking (a GC pause, SIGSTOP): the session had expired in the
+        silence, so the heartbeat before it is the last sign of life."""
+        last, gap = member.last_heartbeat_ms, member.heartbeat_gap_ms
+        known = session_timeout_of(self.state, member)
+        if last is not None and gap is not None and known is not None and gap > known.ms:
+            return last - gap
+        return last
 
     def _heard_shortly_before(self, gone: DepartedMember, removed_ms: int) -> bool:
         """Its heartbeats were seen within half its session timeout of its removal (within a second when radar does
