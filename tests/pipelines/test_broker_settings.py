@@ -5,6 +5,7 @@ the detection starts, and a live run asks the cluster (DescribeConfigs of a brok
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,6 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.emitters.cluster_probe import describe_group_session_timeouts
 from rebalance_radar.emitters.kafka_settings import client_settings
-from rebalance_radar.pipelines.cli import main
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.stages.broker_settings import (
     CONF_KEYS,
@@ -24,9 +24,11 @@ from rebalance_radar.pipelines.stages.broker_settings import (
     described_by_cluster,
     learnt_thresholds,
 )
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.group_member import kip848_group_setting_its_session_timeout
-from tests.pipelines.incident_tables import CONF, DumpedSilver
+from tests.pipelines.incident_tables import DumpedSilver
 from tests.pipelines.ingest_support import create_topic
+from tests.pipelines.radar_run_process import radar_command
 from tests.transforms.detectors.silver_rows import BASE_MS
 from tests.transforms.detectors.test_member_settings import G, broker_listing, kip848_member_fenced
 
@@ -38,17 +40,32 @@ def expirations(data_dir: Path, spark: SparkSession) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows if r["group_id"] == G and r["kind"] == "heartbeat_expiration"]
 
 
-def test_a_replayed_broker_listing_gives_kip848_members_the_brokers_session_timeout(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """The listing (10 s) comes a minute before the group's records, with no group id, as a broker prints it at
-    start: the expiration says the broker's 10 s and where radar read it, not an assumed 45 s."""
+@lane_run
+def replay_a_broker_listing_before_the_groups_records(context: RecordingContext) -> Path:
+    """The listing (10 s) a minute before the group's records, with no group id, as a broker prints it at start,
+    replayed by `radar replay` in the suite's lane (`concurrent_recordings.lane_run`); returns the data dir."""
+    tmp_path = context.tmp_path_factory.mktemp("broker-listing")
     s = DumpedSilver()
     s._telemetry(broker_listing(BASE_MS - 60_000, consumer_session_ms=10_000), BASE_MS - 60_000)
     kip848_member_fenced(s, BASE_MS)
     dump = s.write(tmp_path / "dump.jsonl")
     data_dir = tmp_path / "data"
-    assert main(["replay", "--input", str(dump), "--data-dir", str(data_dir), "--conf", str(CONF)]) == 0
+    done = subprocess.run(
+        radar_command("replay", "--input", str(dump), "--data-dir", str(data_dir)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return data_dir
+
+
+def test_a_replayed_broker_listing_gives_kip848_members_the_brokers_session_timeout(
+    spark: SparkSession, concurrent_recordings: ConcurrentRecordings
+) -> None:
+    """The expiration says the broker's 10 s and where radar read it, not an assumed 45 s."""
+    data_dir = concurrent_recordings.result(replay_a_broker_listing_before_the_groups_records, timeout_s=1200)
     (expiry,) = expirations(data_dir, spark)
     expected = f"its 10 s session timeout (the broker's group.consumer.session.timeout.ms, from {FROM_BROKER_LOG})"
     assert expected in expiry["summary"], expiry["summary"]

@@ -4,7 +4,9 @@ its storage and cluster id across processes, and a checkpoint belongs to one Kaf
 
 from __future__ import annotations
 
+import io
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from rebalance_radar.pipelines.config import ConfigError, RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
 from rebalance_radar.pipelines.stages.ingest import kafka_checkpoint_name
 from rebalance_radar.pipelines.stages.sources import kafka_cluster_id
+from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 from tests.pipelines.ingest_support import create_topic, end_offsets, isolated_config
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -53,26 +56,52 @@ def test_embedded_broker_keeps_records_and_cluster_id_and_a_new_cluster_is_refus
     assert kafka_checkpoint_name(renamed, second_id) == f"kafka-local-rebuilt-{second_id}"
 
 
+@dataclass(frozen=True)
+class KilledAndBack:
+    """What the lane saw (`kill_the_broker_and_start_it_again`): the addresses before and after, what the old client
+    still held after the restart, and the topic's end offsets then."""
+
+    bootstrap_before: str
+    bootstrap_after: str
+    undelivered: int
+    ends: dict[tuple[str, int], int]
+
+
+@lane_run
+def kill_the_broker_and_start_it_again(context: RecordingContext) -> KilledAndBack:
+    """kill -9 of the broker, then a new one over the same data dir, in the suite's lane
+    (`concurrent_recordings.lane_run`), with a producer of the old address across the outage."""
+    config = isolated_config(context.config, context.tmp_path_factory.mktemp("killed-broker") / "data")
+    first = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True, progress=io.StringIO())
+    first.start()
+    try:
+        bootstrap = first.bootstrap_servers
+        create_topic(bootstrap, "survives", 1)
+        producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 120_000})
+        producer.produce("survives", value=b"before")
+        assert producer.flush(30) == 0
+        assert first._process is not None
+        first._process.kill()  # SIGKILL: no clean shutdown, the broker's side of each connection lingers
+        first._process.wait(30)
+        producer.produce("survives", value=b"during the outage")
+        producer.poll(1.0)
+        again = EmbeddedKafka(
+            config.broker, config.data_dir, spark=config.spark, keep_storage=True, progress=io.StringIO()
+        )
+        with again:
+            undelivered = producer.flush(60)  # what the client of the old address still holds
+            return KilledAndBack(bootstrap, again.bootstrap_servers, undelivered, end_offsets(bootstrap, ["survives"]))
+    finally:
+        first.stop()
+
+
+@pytest.mark.slow
 def test_a_killed_broker_comes_back_on_its_ports_and_the_same_clients_reconnect(
-    radar_config: RadarConfig, tmp_path: Path
+    concurrent_recordings: ConcurrentRecordings,
 ) -> None:
     """kill -9 of the broker leaves its connections in TIME_WAIT; the restart (a new radar process over the same
     data dir) binds the same ports anyway, so a client configured for the old address carries on."""
-    config = isolated_config(radar_config, tmp_path / "data")
-    first = EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True).start()
-    bootstrap = first.bootstrap_servers
-    create_topic(bootstrap, "survives", 1)
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 120_000})
-    producer.produce("survives", value=b"before")
-    assert producer.flush(30) == 0
-    assert first._process is not None
-    first._process.kill()  # SIGKILL: no clean shutdown, the broker's side of each connection lingers
-    first._process.wait(30)
-    producer.produce("survives", value=b"during the outage")
-    producer.poll(1.0)
-
-    with EmbeddedKafka(config.broker, config.data_dir, spark=config.spark, keep_storage=True) as again:
-        assert again.bootstrap_servers == bootstrap
-        assert producer.flush(60) == 0  # the client of the old address delivered what it held through the outage
-        assert end_offsets(bootstrap, ["survives"]) == {("survives", 0): 2}
-    first.stop()
+    seen: KilledAndBack = concurrent_recordings.result(kill_the_broker_and_start_it_again, timeout_s=1200)
+    assert seen.bootstrap_after == seen.bootstrap_before
+    assert seen.undelivered == 0  # the client of the old address delivered what it held through the outage
+    assert seen.ends == {("survives", 0): 2}

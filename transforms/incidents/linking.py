@@ -109,15 +109,23 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
     lifecycle = [e for e in events if e.kind in (K.COORDINATOR_STARTED, K.COORDINATOR_STOPPING)]
     partition_events = [e for e in events if e.kind in (K.COORDINATOR_LOADED, K.COORDINATOR_UNLOADED)]
     partition_owner: dict[int, str] = {}
+    partition_taken_from: dict[int, str] = {}  # the owner a partition's current owner took it over from
     group_owner: dict[str, str] = {}
     group_moves: list[tuple[CoordinatorEvent, str | None]] = []  # a group loaded or unloaded, and its owner before
     for event in events:
         if event.kind == K.COORDINATOR_LOADED and event.offsets_partition is not None and event.broker:
+            previous = partition_owner.get(event.offsets_partition)
+            if previous is not None and previous != event.broker:
+                partition_taken_from[event.offsets_partition] = previous
             partition_owner[event.offsets_partition] = event.broker
         elif event.kind in (K.GROUP_LOADED, K.GROUP_UNLOADED) and event.group_id:
             before = group_owner.get(event.group_id)
             if before is None and event.offsets_partition is not None:
                 before = partition_owner.get(event.offsets_partition)
+                if before == event.broker:
+                    # the new owner logs its partition load before the groups it loads: the group's owner before
+                    # is the one it took the partition over from (a stopping broker may log no unloading at all)
+                    before = partition_taken_from.get(event.offsets_partition)
             group_moves.append((event, before))
             if event.kind == K.GROUP_LOADED and event.broker:
                 group_owner[event.group_id] = event.broker

@@ -294,3 +294,49 @@ def test_a_broker_that_starts_again_minutes_after_its_groups_left_was_restarted_
     too_late = event(300_100 + 601_000, K.COORDINATOR_STARTED, "2")  # past `max_span_ms`: another story
     row = incident_rows_of([], [], [*moved, too_late])[-1]
     assert row["cause_kind"] == IncidentCause.COORDINATOR_MOVED
+
+
+# A Kafka 4.3.1 three-node cluster, started seconds before, under load (CI), when node 3 (coordinator of
+# incident-g0, -g1 and -g3) was stopped and started again: it logged no unloading on its way down, and each new owner
+# logged its partition's load in the millisecond of the groups it loaded from it (events of one time are taken
+# partition load first).
+RESTART_OF_NODE_3_WITHOUT_UNLOADING = [
+    *(
+        f"[2026-12-04 09:39:14,{ms}] INFO [KafkaRaftServer nodeId={node}] Kafka Server started "
+        "(kafka.server.KafkaRaftServer)"
+        for ms, node in (("208", 1), ("311", 2), ("392", 3))
+    ),
+    *(
+        f"[2026-12-04 09:39:19,491] INFO [GroupCoordinator id=3] Finished loading of metadata from "
+        f"__consumer_offsets-{p} with epoch 0 in 12ms where 11ms was spent in the scheduler. Loaded 0 records which "
+        "total to 0 bytes. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)"
+        for p in (1, 8, 9)
+    ),
+    "[2026-12-04 09:39:23,829] INFO [BrokerServer id=3] Transition from STARTED to SHUTTING_DOWN "
+    "(kafka.server.BrokerServer)",
+    *(
+        line
+        for ms, node, p, group in (
+            ("503", 2, 8, "incident-g0"),
+            ("505", 1, 9, "incident-g1"),
+            ("530", 1, 1, "incident-g3"),
+        )
+        for line in (
+            f"[2026-12-04 09:39:24,{ms}] INFO [GroupCoordinator id={node} topic=__consumer_offsets partition={p}] "
+            f"Loaded classic group {group} with 1 members. (org.apache.kafka.coordinator.group.GroupMetadataManager)",
+            f"[2026-12-04 09:39:24,{ms}] INFO [GroupCoordinator id={node}] Finished loading of metadata from "
+            f"__consumer_offsets-{p} with epoch 1 in 179ms where 3ms was spent in the scheduler. Loaded 2 records "
+            "which total to 469 bytes. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)",
+        )
+    ),
+    "[2026-12-04 09:39:44,309] INFO [GroupCoordinator id=3] Starting up. "
+    "(org.apache.kafka.coordinator.group.GroupCoordinatorService)",
+    "[2026-12-04 09:39:45,086] INFO [KafkaRaftServer nodeId=3] Kafka Server started (kafka.server.KafkaRaftServer)",
+]
+
+
+def test_groups_loaded_after_their_new_owners_partition_load_left_the_broker_it_took_the_partition_from() -> None:
+    (row,) = incident_rows_of([], [], events_of_log(RESTART_OF_NODE_3_WITHOUT_UNLOADING))
+    assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "3", row["cause"]
+    assert row["groups"] == ["incident-g0", "incident-g1", "incident-g3"]
+    assert row["cause"].startswith("broker 3 stopped and started: the coordinator of 3 groups moved to broker 1, 2")

@@ -134,7 +134,8 @@ class HeartbeatExpiration(Rule):
     """The broker's own removal line (classic "has failed, removing it" / "on heartbeat expiration", KIP-848
     "fenced ... session expired"), or inferred: a member vanished from the next generation without a leave and its
     own client then reported UNKNOWN_MEMBER_ID, a session timeout or lost partitions, or its last heartbeat was
-    already older than its session timeout."""
+    already older than its session timeout (a heartbeat after a longer silence is a paused client waking, whose
+    session had expired: the one before the silence counts)."""
 
     kind = DetectionKind.HEARTBEAT_EXPIRATION
     severity = Severity.WARNING
