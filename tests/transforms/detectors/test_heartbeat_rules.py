@@ -311,29 +311,38 @@ def test_a_kip848_member_heartbeating_until_its_removal_then_fenced_is_no_expiry
     assert rebalance["expired"] == [] and rebalance["left"] == ["m-b"]
 
 
+OLD_A = Member("A-old", [("orders", 0)], client_id="A", session_timeout_ms=3000)
+PEER = Member("B-1", [("orders", 1)], client_id="B", session_timeout_ms=3000)
+NEW_A = Member("A-new", [("orders", 0)], client_id="A", session_timeout_ms=3000)
+
+
+def fenced_and_back(last_paced_ms: int, fenced_ms: int) -> Silver:
+    """Generation 2 [A, B] with 3 s sessions and heartbeats every 0.5 s, A's until `last_paced_ms`; at `fenced_ms`
+    A's agent says its assignment was lost, with a heartbeat if it was silent until then; generation 3 has A back
+    under a new member id 0.4 s later."""
+    s = Silver()
+    t = BASE_MS
+    s.generation(G, 2, [OLD_A, PEER], t)
+    for i in range(0, 10_000, 500):
+        if i <= last_paced_ms:
+            s.agent("heartbeat", G, t + i, member_id=OLD_A.member_id, generation=2, client_id="A")
+        s.agent("heartbeat", G, t + i, member_id=PEER.member_id, generation=2, client_id="B")
+    lost = {"reason": "assignment lost (session expired or fenced)", "details": {"change": "lost"}}
+    s.agent("member_removed", G, t + fenced_ms, member_id=OLD_A.member_id, generation=2, client_id="A", **lost)
+    if fenced_ms > last_paced_ms:
+        s.agent("heartbeat", G, t + fenced_ms, member_id=OLD_A.member_id, generation=2, client_id="A")
+    s.generation(G, 3, [NEW_A, PEER], t + fenced_ms + 400)
+    return s
+
+
 def test_a_paused_member_that_heartbeats_on_waking_then_is_fenced_is_an_inferred_expiry() -> None:
     """A client paused past its session timeout (a GC pause, SIGSTOP): on waking its agent reports a heartbeat and, at
     once, that its assignment was lost; the coordinator's next generation has the client back under a new member id.
     The heartbeat on waking came after the session had expired in the silence, so it is no sign of life: the old
     member expired (librdkafka on a SASL_SSL broker, silent 3.3 s against a 3 s session)."""
-    s = Silver()
-    t = BASE_MS
-    old_a = Member("A-old", [("orders", 0)], client_id="A", session_timeout_ms=3000)
-    b = Member("B-1", [("orders", 1)], client_id="B", session_timeout_ms=3000)
-    new_a = Member("A-new", [("orders", 0)], client_id="A", session_timeout_ms=3000)
-    s.generation(G, 2, [old_a, b], t)
-    woke = t + 1000 + 3300
-    for i in range(0, 10_000, 500):
-        if i <= 1000:
-            s.agent("heartbeat", G, t + i, member_id=old_a.member_id, generation=2, client_id="A")
-        s.agent("heartbeat", G, t + i, member_id=b.member_id, generation=2, client_id="B")
-    lost = {"reason": "assignment lost (session expired or fenced)", "details": {"change": "lost"}}
-    s.agent("member_removed", G, woke, member_id=old_a.member_id, generation=2, client_id="A", **lost)
-    s.agent("heartbeat", G, woke, member_id=old_a.member_id, generation=2, client_id="A")
-    s.generation(G, 3, [new_a, b], woke + 400)
-    out = run(G, s.rows, woke + 5_000)
+    out = run(G, fenced_and_back(1000, 1000 + 3300).rows, BASE_MS + 10_000)
     (expiry,) = out.of_kind("heartbeat_expiration")
-    assert expiry["member_id"] == old_a.member_id and "inferred" in expiry["summary"], expiry["summary"]
+    assert expiry["member_id"] == OLD_A.member_id and "inferred" in expiry["summary"], expiry["summary"]
     assert "silent 3.7 s against its 3 s session timeout" in expiry["summary"], expiry["summary"]
     (rebalance,) = [r for r in out.completed() if r["generation"] == 3]
     assert (rebalance["cause"], rebalance["expired"], rebalance["left"]) == ("heartbeat_expiration", ["A-old"], [])
@@ -341,18 +350,5 @@ def test_a_paused_member_that_heartbeats_on_waking_then_is_fenced_is_an_inferred
 
 def test_a_member_heartbeating_at_its_usual_pace_until_it_is_fenced_is_no_expiry() -> None:
     """The same fencing, but its heartbeats came at their pace up to it: it was heard alive within its session."""
-    s = Silver()
-    t = BASE_MS
-    old_a = Member("A-old", [("orders", 0)], client_id="A", session_timeout_ms=3000)
-    b = Member("B-1", [("orders", 1)], client_id="B", session_timeout_ms=3000)
-    new_a = Member("A-new", [("orders", 0)], client_id="A", session_timeout_ms=3000)
-    s.generation(G, 2, [old_a, b], t)
-    for i in range(0, 10_000, 500):
-        if i <= 4000:
-            s.agent("heartbeat", G, t + i, member_id=old_a.member_id, generation=2, client_id="A")
-        s.agent("heartbeat", G, t + i, member_id=b.member_id, generation=2, client_id="B")
-    lost = {"reason": "assignment lost (session expired or fenced)", "details": {"change": "lost"}}
-    s.agent("member_removed", G, t + 4000, member_id=old_a.member_id, generation=2, client_id="A", **lost)
-    s.generation(G, 3, [new_a, b], t + 4400)
-    out = run(G, s.rows, t + 15_000)
+    out = run(G, fenced_and_back(4000, 4000).rows, BASE_MS + 15_000)
     assert "heartbeat_expiration" not in out.kinds(), [d["summary"] for d in out.detections.values()]
