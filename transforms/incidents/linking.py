@@ -117,14 +117,17 @@ def _moves(events: Sequence[CoordinatorEvent], settings: IncidentSettings) -> li
             previous = partition_owner.get(event.offsets_partition)
             if previous is not None and previous != event.broker:
                 partition_taken_from[event.offsets_partition] = previous
+            elif previous == event.broker:  # its owner loads it again (a restart): it took it from no one now
+                partition_taken_from.pop(event.offsets_partition, None)
             partition_owner[event.offsets_partition] = event.broker
         elif event.kind in (K.GROUP_LOADED, K.GROUP_UNLOADED) and event.group_id:
             before = group_owner.get(event.group_id)
             if before is None and event.offsets_partition is not None:
                 before = partition_owner.get(event.offsets_partition)
                 if before == event.broker:
-                    # the new owner logs its partition load before the groups it loads: the group's owner before
-                    # is the one it took the partition over from (a stopping broker may log no unloading at all)
+                    # the new owner's partition load came first (in the same millisecond, a partition load sorts
+                    # first): the group's owner before is the one it took the partition over from (a stopping broker
+                    # may log no unloading at all)
                     before = partition_taken_from.get(event.offsets_partition)
             group_moves.append((event, before))
             if event.kind == K.GROUP_LOADED and event.broker:

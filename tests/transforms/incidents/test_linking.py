@@ -340,3 +340,21 @@ def test_groups_loaded_after_their_new_owners_partition_load_left_the_broker_it_
     assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "3", row["cause"]
     assert row["groups"] == ["incident-g0", "incident-g1", "incident-g3"]
     assert row["cause"].startswith("broker 3 stopped and started: the coordinator of 3 groups moved to broker 1, 2")
+
+
+def test_a_broker_that_loads_its_own_partition_again_took_it_from_no_one() -> None:
+    """Partition 4 moved from broker 2 to broker 1 long ago; broker 1's restart loads it again, with two groups radar
+    has not seen before: they came from broker 1 itself, not from the broker it once took the partition from."""
+    moved_long_ago = [
+        event(0, K.COORDINATOR_LOADED, "2", offsets_partition=4),
+        event(1_000, K.COORDINATOR_LOADED, "1", offsets_partition=4),
+    ]
+    restart = [
+        event(900_000, K.COORDINATOR_STARTED, "1"),
+        event(901_000, K.COORDINATOR_LOADED, "1", offsets_partition=4),
+        event(901_000, K.GROUP_LOADED, "1", "orders", offsets_partition=4),
+        event(901_000, K.GROUP_LOADED, "1", "billing", offsets_partition=4),
+    ]
+    row = incident_rows_of([], [], [*moved_long_ago, *restart])[-1]
+    assert row["cause_kind"] == IncidentCause.BROKER_RESTART and row["broker"] == "1", row["cause"]
+    assert "broker 2" not in row["cause"], row["cause"]
