@@ -89,6 +89,7 @@ class RadarRun:
     it, as a terminal's does), with its stderr collected line by line."""
 
     def __init__(self, data_dir: Path, **env: str) -> None:
+        self.data_dir = data_dir
         self.lines: list[str] = []
         self.started = time.monotonic()
         self.timed: list[str] = []  # the lines with their arrival time, for failure messages
@@ -139,6 +140,12 @@ class RadarRun:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
 
+    def ended(self, fault_at: float, timeout_s: float) -> EndedRun:
+        """Its end, `timeout_s` at most after the fault dealt at `fault_at` (`time.monotonic()`), for a test to read."""
+        code = self.process.wait(timeout=timeout_s)
+        self.reader.join(timeout=10)  # the last lines may still be in the pipe
+        return EndedRun(self, code, fault_at - self.started, time.monotonic() - fault_at, self.data_dir)
+
 
 def radar_run_on_the_suites_broker(bootstrap: str, tmp_path: Path) -> RadarRun:
     """`radar run` against a running cluster (the suite's broker, from its newest records, with a telemetry topic of
@@ -174,17 +181,14 @@ def after_start(lines: list[str]) -> list[str]:
 @lane_run
 def ctrl_c_during_radar_run(context: RecordingContext) -> EndedRun:
     """`radar run` as it starts by default (with its own embedded broker), stopped by one Ctrl-C once it runs."""
-    data_dir = context.tmp_path_factory.mktemp("ctrl-c") / "data"
-    radar_run = RadarRun(data_dir)
+    radar_run = RadarRun(context.tmp_path_factory.mktemp("ctrl-c") / "data")
     try:
         radar_run.wait_for("ingesting from", timeout_s=400)
         radar_run.wait_for("radar-offsets", timeout_s=240)  # the first status line
         started = time.monotonic()
         radar_run.ctrl_c()
         radar_run.wait_for("radar run: rows per table:", timeout_s=240)
-        code = radar_run.process.wait(timeout=60)
-        radar_run.reader.join(timeout=10)
-        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+        return radar_run.ended(started, timeout_s=60)
     finally:
         radar_run.kill()
 
@@ -211,17 +215,13 @@ def test_ctrl_c_stops_radar_run_within_a_bound_exit_0(concurrent_recordings: Con
 @lane_run
 def two_ctrl_c_during_radar_run(context: RecordingContext) -> EndedRun:
     """`radar run` on the suite's broker: a Ctrl-C, then a second one once the first is taken."""
-    data_dir = context.tmp_path_factory.mktemp("second-ctrl-c") / "data"
-    radar_run = radar_run_on_the_suites_broker(context.bootstrap, data_dir.parent)
+    radar_run = radar_run_on_the_suites_broker(context.bootstrap, context.tmp_path_factory.mktemp("second-ctrl-c"))
     try:
         radar_run.wait_for("ingesting from", timeout_s=400)
         radar_run.ctrl_c()
         radar_run.wait_for("stopping", timeout_s=60)  # the first Ctrl-C taken: the second one quits
         radar_run.ctrl_c()
-        started = time.monotonic()
-        code = radar_run.process.wait(timeout=30)
-        radar_run.reader.join(timeout=10)
-        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+        return radar_run.ended(time.monotonic(), timeout_s=30)
     finally:
         radar_run.kill()
 
@@ -265,8 +265,7 @@ def python_workers_of(root: int) -> list[int]:
 @lane_run
 def python_workers_killed_during_radar_run(context: RecordingContext) -> EndedRun:
     """`radar run` on the suite's broker whose Python workers are killed, again and again, once its queries run."""
-    data_dir = context.tmp_path_factory.mktemp("worker-dies") / "data"
-    radar_run = radar_run_on_the_suites_broker(context.bootstrap, data_dir.parent)
+    radar_run = radar_run_on_the_suites_broker(context.bootstrap, context.tmp_path_factory.mktemp("worker-dies"))
     try:
         radar_run.wait_for("ingesting from", timeout_s=400)
         radar_run.wait_for("radar-detect", timeout_s=240)  # a status line: the queries run
@@ -277,9 +276,7 @@ def python_workers_killed_during_radar_run(context: RecordingContext) -> EndedRu
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.2)
-        code = radar_run.process.wait(timeout=120)
-        radar_run.reader.join(timeout=10)
-        return EndedRun(radar_run, code, started - radar_run.started, time.monotonic() - started, data_dir)
+        return radar_run.ended(started, timeout_s=120)
     finally:
         radar_run.kill()
 
