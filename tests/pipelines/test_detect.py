@@ -178,6 +178,23 @@ def config(radar_config: RadarConfig, tmp_path: Path, spark: SparkSession) -> Ra
     return config
 
 
+@pytest.fixture(scope="module")
+def replayed_expiry(
+    spark: SparkSession, radar_config: RadarConfig, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RadarConfig, Silver, int]:
+    """The expiry scenario with clock ticks to t+49 s, appended in 8 s chunks of event time (each newest first) and
+    detected in one availableNow run: the replay both the restart test and the live test compare with (read only)."""
+    s, t = expiry_scenario()
+    for second in range(41, 50):
+        tick(s, t + second * 1000)
+    replayed = isolated_config(radar_config, tmp_path_factory.mktemp("replayed-expiry"))
+    ensure_tables(spark, replayed)
+    for chunk in _chunks(s, 8000):
+        append(spark, replayed, chunk)
+    run_once(spark, replayed)
+    return replayed, s, t
+
+
 # --- tests -------------------------------------------------------------------------------------------------------
 
 
@@ -487,22 +504,17 @@ def _confirmed_ids(spark: SparkSession, config: RadarConfig) -> set[str]:
 
 
 def test_a_live_run_stages_history_and_health_and_ends_with_the_gold_of_a_replay(
-    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path, replayed_expiry: tuple[RadarConfig, Silver, int]
 ) -> None:
     """Live, the detection query runs no MERGE: a detection's first row (here the provisional row of its preview)
     is appended to `detections` at once, and every later version of it, and of `rebalances` and `group_health`
     rows, goes to `detector_output`; the gold query MERGEs those on its own trigger, and stopping the stage drains
     what is left. The gold tables must end exactly as a replay (availableNow: one query MERGEing all three) leaves
     them, and a micro-batch of staged rows written twice (a batch redone after a crash) changes nothing."""
-    s, t = expiry_scenario()
-    for second in range(41, 50):
-        tick(s, t + second * 1000)
-    replayed = isolated_config(radar_config, tmp_path / "replayed")
+    replayed, s, _t = replayed_expiry  # the rows in chunks, one availableNow run
     live = isolated_config(radar_config, tmp_path / "live")
-    for config in (replayed, live):
-        ensure_tables(spark, config)
-        append(spark, config, s.rows)
-    run_once(spark, replayed)
+    ensure_tables(spark, live)
+    append(spark, live, s.rows)  # live: every row in one commit
     expected = {schema.name: gold_rows(spark, replayed, schema) for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH)}
     assert expected[REBALANCES.name] and expected[GROUP_HEALTH.name] and expected[DETECTIONS.name]
     for schema in (REBALANCES, DETECTIONS, GROUP_HEALTH):  # new tables: their first rows appended, not MERGEd
@@ -714,22 +726,15 @@ def _chunks(s: Silver, size_ms: int) -> list[list[dict[str, Any]]]:
 
 
 def test_replay_determinism_one_run_versus_many_and_restarts(
-    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path
+    spark: SparkSession, radar_config: RadarConfig, tmp_path: Path, replayed_expiry: tuple[RadarConfig, Silver, int]
 ) -> None:
     """The same rows and ticks, detected in one availableNow run and in several runs restarted from the
     checkpoint: the same detection ids, kinds and detected_at, equal to the tracker alone; a restart with nothing
     new writes nothing, and no id is ever written twice."""
-    s, t = expiry_scenario()
-    for second in range(41, 50):
-        tick(s, t + second * 1000)
-    one = isolated_config(radar_config, tmp_path / "one")
+    one, s, t = replayed_expiry
     many = isolated_config(radar_config, tmp_path / "many")
-    ensure_tables(spark, one)
     ensure_tables(spark, many)
     chunks = _chunks(s, 8000)
-    for chunk in chunks:
-        append(spark, one, chunk)
-    run_once(spark, one)
     for index, chunk in enumerate(chunks):
         append(spark, many, chunk)
         if index % 2 == 1 or index == len(chunks) - 1:

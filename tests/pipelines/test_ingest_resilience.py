@@ -146,7 +146,7 @@ def test_garbage_flood_does_not_stop_offsets(
         with Flood(bootstrap, topic) as flood:
             queries = start_running_ingest(spark, config, bootstrap, topic)
             running.append(queries)
-            for round_index in range(1, 4):  # each round's commit must reach silver while the flood goes on
+            for round_index in (1, 2):  # each round's commit (partition 1, then 0) reaches silver during the flood
                 commit(committer, topic, group, round_index % 2, 10 * round_index, made)
                 wait_for(
                     lambda: committed(spark, config, group) == sorted(made),
