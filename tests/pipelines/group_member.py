@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from rebalance_radar.emitters.cluster_probe import described_session_overrides
 from rebalance_radar.pipelines.local.member import MEMBER_MODULE
 from rebalance_radar.pipelines.local.scenarios import MemberProcess
 from rebalance_radar.transforms.schemas import HeartbeatEventKind
@@ -219,6 +220,13 @@ def alter_group_session_timeout(admin_settings: dict[str, Any], group: str, sess
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
     admin = AdminClient(dict(admin_settings))  # held until the answer: its futures fail once it is collected
     admin.incremental_alter_configs([resource])[resource].result(30)
+    # the broker applies the change from the metadata log after it answers: until then DescribeConfigs says the old one
+    wanted = {} if session_ms is None else {"group.consumer.session.timeout.ms": session_ms}
+
+    def described() -> bool:
+        return described_session_overrides(admin, [group], admin_settings, 10.0).groups.get(group, {}) == wanted
+
+    wait_for(described, 30, f"the broker to describe {group}'s session timeout as {session_ms}")
 
 
 @contextlib.contextmanager
