@@ -39,17 +39,17 @@ class SourceGap:
         return asdict(self)
 
 
-def kafka_offsets(text: str | None) -> PartitionOffsets | None:
-    """A progress offset (JSON text) as Kafka partition offsets; None when absent or not a Kafka source's."""
-    if not text:
+def kafka_offsets(value: object) -> PartitionOffsets | None:
+    """A progress offset (JSON text, or the JSON as parsed) as Kafka partition offsets; None when absent or not a
+    Kafka source's."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         return None
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
-        return None
-    return parsed
+    return value
 
 
 def source_gaps(

@@ -224,7 +224,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
         end_offsets = lag_poller(config, settings)
         if end_offsets is not None:
             stack.enter_context(end_offsets)
-        stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows, not log lines
+        gap_recorder = stack.enter_context(SourceGapRecorder(spark, config))  # offsets moving back are rows
         stages = [ingest, detect]
         queries = start_stages(stack, stages)
         if config.checks.in_run:  # expectations -> alerts every checks.interval_s, beside the queries
@@ -250,6 +250,7 @@ def run_live(config: RadarConfig, *, stop_after_s: float | None = None) -> dict[
                 if problem
             ],
             status_file=RunStatusFile(config.data_dir),  # what `radar check` says of this run
+            on_progress=gap_recorder.note,
         )
         stop_stages(stages)  # the summary and counts below then include the detection stage's drained gold rows
         summary = summarise_detections(spark, config)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
     from rich.console import Console
     from rich.table import Table
 
@@ -157,9 +158,14 @@ def offsets_behind(source: Mapping[str, Any]) -> int | None:
     return None
 
 
+ProgressHook = Callable[["StreamingQueryProgress"], None]
+"""Called once with each new micro-batch's progress report, in batch order (`pipelines.stages.source_gaps`)."""
+
+
 @dataclass
 class QueryTally:
-    """What one query did so far: records per batch id (recentProgress keeps only the last few batches)."""
+    """What one query did so far: records per batch id (recentProgress keeps only the last
+    `spark.sql.streaming.numRecentProgressUpdates` batches, 100 by default: a poll a second keeps up)."""
 
     name: str
     records: int = 0
@@ -177,16 +183,24 @@ class QueryTally:
     state_sst_bytes: int | None = None
     """The state's size on disk (RocksDB's SST files): what grows if the state does."""
 
-    def update(self, query: StreamingQuery) -> None:
-        for progress in query.recentProgress:
-            if progress.batchId > self.last_batch_id:
+    def update(self, query: StreamingQuery, on_progress: ProgressHook | None = None) -> None:
+        """Count the batches run since the last call (`on_progress` gets each one's report). The newest report is
+        one request; the list of recent ones (a request per report) is read only when batches ran in between."""
+        last = query.lastProgress
+        if last is None:
+            return
+        if last.batchId > self.last_batch_id + 1:
+            new = [progress for progress in query.recentProgress if progress.batchId > self.last_batch_id]
+        else:
+            new = [last] if last.batchId > self.last_batch_id else []
+        for progress in new:
+            if progress.batchId > self.last_batch_id:  # a batch's report, then idle reports with its id
                 self.records += int(progress.numInputRows or 0)
                 self.batches += 1
                 self.last_batch_id = progress.batchId
                 self.last_batch_at = progress.timestamp
-        last = query.lastProgress
-        if last is None:
-            return
+                if on_progress is not None:
+                    on_progress(progress)
         self.rate = float(last.processedRowsPerSecond or 0.0)
         duration = (last.durationMs or {}).get("triggerExecution")
         self.batch_ms = int(duration) if duration is not None else None
@@ -196,7 +210,7 @@ class QueryTally:
             self.state_sst_bytes = sum(
                 int((op.customMetrics or {}).get(ROCKSDB_SST_BYTES, 0)) for op in last.stateOperators
             )
-        behind = [offsets_behind(source) for source in last.sources]
+        behind = [offsets_behind(json.loads(source.json)) for source in last.sources]  # offsets as Spark wrote them
         known = [b for b in behind if b is not None]
         self.behind = sum(known) if known else None
 
@@ -219,9 +233,11 @@ class StatusLine:
         stream: TextIO | None = None,
         unit: str = "records",
         problems: Callable[[], list[str]] | None = None,
+        on_progress: ProgressHook | None = None,
     ) -> None:
         self.label = label
         self.problems = problems
+        self.on_progress = on_progress
         self._said: set[str] = set()
         self.queries = tuple(queries)
         self.tallies = {q.name: QueryTally(q.name, unit=unit) for q in self.queries}
@@ -259,12 +275,16 @@ class StatusLine:
                     print(f"{self.label}: {problem}", file=self.stream, flush=True)
         return "; ".join(f"FAILING: {problem.split(' (')[0]}" for problem in found)
 
-    def update(self) -> None:
+    def count(self) -> None:
+        """Read the queries' new progress reports (also once they stopped: their last batches' reports stay)."""
         for query in self.queries:
             try:
-                self.tallies[query.name].update(query)
+                self.tallies[query.name].update(query, self.on_progress)
             except Exception:  # a query stopping under us: keep the last known numbers
                 continue
+
+    def update(self) -> None:
+        self.count()
         due = time.monotonic() - self._last_detections >= DETECTIONS_EVERY_S
         if self.detections is not None and due and not self._counting.is_set():
             self._last_detections = time.monotonic()

@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
@@ -34,6 +34,9 @@ from rebalance_radar.pipelines.runtime.run_status import RunStatusFile
 from rebalance_radar.pipelines.storage.data_dir_locks import hold_stream, release_stream, writing
 from rebalance_radar.pipelines.storage.tables import TableCatalog, TableWrite, append_new_records
 from rebalance_radar.transforms.schemas import TABLES, TableSchema
+
+if TYPE_CHECKING:
+    from rebalance_radar.pipelines.runtime.console import ProgressHook
 
 BatchWriter = Callable[[DataFrame, int], None]
 """A `foreachBatch` body: (micro-batch, batch id)."""
@@ -510,10 +513,11 @@ def run_until_stopped(
     verbose: bool = False,
     problems: Callable[[], list[str]] | None = None,
     status_file: RunStatusFile | None = None,
+    on_progress: ProgressHook | None = None,
 ) -> None:
     """Keep `queries` running, with a live status line (and `problems`' sentences: a telemetry path failing), until
     Ctrl-C, SIGTERM, `stop_after_s` or a failed query; then stop them within a bound and raise a failure as a
-    sentence.
+    sentence. `on_progress` gets each micro-batch's progress report, read as the status line reads them.
 
     The first Ctrl-C / SIGTERM asks for a stop (one line); a second one exits the process at once (one line): the
     unfinished micro-batch is redone on the next start, every table write being idempotent. PySpark's own SIGINT
@@ -539,7 +543,7 @@ def run_until_stopped(
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     stopped_by_request: frozenset[str] = frozenset()
     started = time.monotonic()
-    status = StatusLine(label, queries.all, detections=detections, problems=problems)
+    status = StatusLine(label, queries.all, detections=detections, problems=problems, on_progress=on_progress)
 
     def report(state: str, error: str | None = None, *, force: bool = False) -> None:
         if status_file is not None:
@@ -567,6 +571,7 @@ def run_until_stopped(
             silence_driver_stderr()  # and its Python workers print tracebacks past log4j
         stopped_by_request = queries.active_ids()
         problems = queries.stop_within_bound()
+        status.count()  # the reports of the batches that ran until the stop
         if problems and verbose:
             print(f"{label}: abandoned while stopping: " + "; ".join(problems), file=sys.stderr)
         for interrupted in queries.interrupted_by_stop(stopped_by_request):

@@ -133,8 +133,8 @@ def run_kafka_ingest_now(
     *,
     checkpoint_name: str = "ingest",
     telemetry_topics: Sequence[str] = (),
-) -> None:
-    """One available-now pass of the real ingest over Kafka (both queries when telemetry topics are given)."""
+) -> RunningQueries:
+    """One available-now pass of the real ingest over Kafka (both queries when telemetry topics are given), ended."""
     topics = [config.kafka.offsets_topic, *telemetry_topics]
     source = kafka_stream(spark, config, topics, bootstrap)
     queries: RunningQueries = IngestStage(
@@ -147,6 +147,7 @@ def run_kafka_ingest_now(
         from_kafka=True,
     ).start()
     queries.await_all()  # raises the query's exception if it failed
+    return queries
 
 
 def offsets_silver_coordinates(spark: SparkSession, config: RadarConfig) -> list[Coordinate]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,9 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
+from rebalance_radar.pipelines.runtime.console import StatusLine
 from rebalance_radar.pipelines.stages.source_gaps import SourceGapRecorder
+from rebalance_radar.pipelines.stages.streams import RunningQueries
 from rebalance_radar.transforms.schemas import SOURCE_GAPS, SourceGapKind
 from rebalance_radar.transforms.source_gaps import kafka_offsets, source_gaps
 from tests.pipelines.ingest_support import create_topic, isolated_config, run_kafka_ingest_now, table, wait_for
@@ -41,6 +44,8 @@ def test_a_partition_that_moved_back_or_vanished_is_a_gap() -> None:
 
 def test_offsets_of_other_sources_are_ignored() -> None:
     assert kafka_offsets('{"logOffset": 3}') is None and kafka_offsets("not json") is None
+    assert kafka_offsets({"logOffset": 3}) is None and kafka_offsets(None) is None
+    assert kafka_offsets({"t": {"0": 4}}) == {"t": {"0": 4}}  # as parsed from a progress report's JSON
     assert gaps('{"logOffset": 3}', '{"logOffset": 1}') == []
 
 
@@ -64,7 +69,7 @@ def test_a_recreated_topic_under_the_checkpoint_is_recorded(
     create_topic(bootstrap, topic, 1)
     produce(bootstrap, topic, 10)
     with SourceGapRecorder(spark, config, label="test") as first:
-        run_kafka_ingest_now(spark, config, bootstrap, telemetry_topics=[topic])
+        read_progress(run_kafka_ingest_now(spark, config, bootstrap, telemetry_topics=[topic]), first)
     assert first.recorded == 0 and not first.failures
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -75,7 +80,7 @@ def test_a_recreated_topic_under_the_checkpoint_is_recorded(
     produce(bootstrap, topic, 3)
 
     with SourceGapRecorder(spark, config, label="test") as second:
-        run_kafka_ingest_now(spark, config, bootstrap, telemetry_topics=[topic])
+        read_progress(run_kafka_ingest_now(spark, config, bootstrap, telemetry_topics=[topic]), second)
     assert not second.failures
     rows = [r.asDict() for r in table(spark, config, SOURCE_GAPS).collect()]
     # this test's source feeds both ingest queries, so each met the move back once
@@ -84,6 +89,13 @@ def test_a_recreated_topic_under_the_checkpoint_is_recorded(
         (topic, 0, "offsets_moved_back", 10, 3)
     }
     assert all(r["cluster"] == config.cluster and "recreated" in r["message"] for r in rows)
+
+
+def read_progress(queries: RunningQueries, recorder: SourceGapRecorder) -> None:
+    """The ended queries' progress reports, read as `radar run`'s status line reads them, handed to `recorder`."""
+    status = StatusLine("test", queries.all, stream=io.StringIO(), on_progress=recorder.note)
+    status.count()
+    assert sum(tally.batches for tally in status.tallies.values()) >= 1  # the reports were there to read
 
 
 def _recreated(bootstrap: str, topic: str) -> bool:
