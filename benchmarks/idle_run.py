@@ -25,46 +25,31 @@ from pathlib import Path
 from rebalance_radar.pipelines.config import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT))
+from benchmarks.process_tree import cpu_seconds, descendants
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 
 RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
 CONF = REPO_ROOT / "conf" / "local.yml"
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 PARTS = ("jvm", "python", "python_workers", "broker")
 
 
-def part_of(command: bytes) -> str:
+def part_of(command: str) -> str:
     """Which of radar's processes a command line is."""
-    if b"kafka.Kafka" in command or b"kafka.logs.dir" in command:
+    if "kafka.Kafka" in command or "kafka.logs.dir" in command:
         return "broker"
-    if command.split(b"\0")[0].endswith(b"java"):
+    if command.split(" ")[0].endswith("java"):
         return "jvm"
-    if b"pyspark" in command or b"local_runtime" in command or b"transform_with_state" in command:
+    if "pyspark" in command or "local_runtime" in command or "transform_with_state" in command:
         return "python_workers"
     return "python"
 
 
-def cpu_seconds(root: int) -> dict[str, float]:
-    """The CPU seconds (user + system) of `root` and every process below it, by part (`part_of`)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
+def cpu_by_part(root: int) -> dict[str, float]:
+    """The CPU seconds of `root` (radar's Python) and every process below it, by part (`part_of`)."""
     totals = dict.fromkeys(PARTS, 0.0)
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        stack.extend(children.get(pid, []))
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        totals[part_of(command)] += (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+    totals["python"] = cpu_seconds(root)
+    for pid, command in descendants(root).items():
+        totals[part_of(command)] += cpu_seconds(pid)
     return totals
 
 
@@ -83,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         samples: list[dict[str, float]] = []
         try:
             began = time.monotonic()
-            last, last_at = cpu_seconds(run.pid), began
+            last, last_at = cpu_by_part(run.pid), began
             while time.monotonic() - began < args.duration_s and run.poll() is None:
                 time.sleep(args.sample_s)
-                now, now_at = cpu_seconds(run.pid), time.monotonic()
+                now, now_at = cpu_by_part(run.pid), time.monotonic()
                 cores = {part: round((now[part] - last[part]) / (now_at - last_at), 3) for part in PARTS}
                 samples.append({"at_s": round(now_at - began, 1), **cores})
                 print(f"idle_run: {samples[-1]}", file=sys.stderr, flush=True)

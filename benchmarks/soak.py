@@ -50,6 +50,7 @@ RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
 CONF = REPO_ROOT / "conf" / "local.yml"
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.ingest import generation_members  # noqa: E402 - the same members the ingest benchmark writes
+from benchmarks.process_tree import descendants, rss_bytes  # noqa: E402 - as the line above
 from benchmarks.result_file import default_path, started_now, write_result  # noqa: E402 - as the line above
 
 
@@ -104,37 +105,6 @@ def create_offsets_topic(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # held until the futures resolve
     for future in admin.create_topics([topic]).values():
         future.result(timeout=30)
-
-
-def rss_bytes(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def descendants(root: int) -> dict[int, str]:
-    """pid -> command line of every process below `root`."""
-    parent, command = {}, {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                raw = (entry / "cmdline").read_bytes()
-                command[int(entry.name)] = raw.replace(b"\0", b" ").decode(errors="replace")
-            except (OSError, IndexError, ValueError):
-                continue
-    found, stack = {}, [root]
-    while stack:
-        pid = stack.pop()
-        for child, up in parent.items():
-            if up == pid:
-                found[child] = command.get(child, "")
-                stack.append(child)
-    return found
 
 
 def sample(run_pid: int, config: Any, started: float, sim_hours: float) -> dict[str, Any]:
