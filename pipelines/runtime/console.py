@@ -183,24 +183,24 @@ class QueryTally:
     state_sst_bytes: int | None = None
     """The state's size on disk (RocksDB's SST files): what grows if the state does."""
 
-    def update(self, query: StreamingQuery, on_progress: ProgressHook | None = None) -> None:
-        """Count the batches run since the last call (`on_progress` gets each one's report). The newest report is
-        one request; the list of recent ones (a request per report) is read only when batches ran in between."""
+    def update(self, query: StreamingQuery) -> list[StreamingQueryProgress]:
+        """Count the batches run since the last call; returns their reports. The newest report is one request; the
+        list of recent ones (a request per report) is read only when batches ran in between."""
         last = query.lastProgress
         if last is None:
-            return
+            return []
         if last.batchId > self.last_batch_id + 1:
             new = [progress for progress in query.recentProgress if progress.batchId > self.last_batch_id]
         else:
             new = [last] if last.batchId > self.last_batch_id else []
+        counted = []
         for progress in new:
             if progress.batchId > self.last_batch_id:  # a batch's report, then idle reports with its id
                 self.records += int(progress.numInputRows or 0)
                 self.batches += 1
                 self.last_batch_id = progress.batchId
                 self.last_batch_at = progress.timestamp
-                if on_progress is not None:
-                    on_progress(progress)
+                counted.append(progress)
         self.rate = float(last.processedRowsPerSecond or 0.0)
         duration = (last.durationMs or {}).get("triggerExecution")
         self.batch_ms = int(duration) if duration is not None else None
@@ -213,6 +213,7 @@ class QueryTally:
         behind = [offsets_behind(json.loads(source.json)) for source in last.sources]  # offsets as Spark wrote them
         known = [b for b in behind if b is not None]
         self.behind = sum(known) if known else None
+        return counted
 
     def describe(self, with_rate: bool = True) -> str:
         rate = f" ({self.rate:,.0f}/s)" if with_rate else ""
@@ -279,9 +280,12 @@ class StatusLine:
         """Read the queries' new progress reports (also once they stopped: their last batches' reports stay)."""
         for query in self.queries:
             try:
-                self.tallies[query.name].update(query, self.on_progress)
+                counted = self.tallies[query.name].update(query)
             except Exception:  # a query stopping under us: keep the last known numbers
                 continue
+            if self.on_progress is not None:  # outside the guard: a failing hook is not a stopping query
+                for progress in counted:
+                    self.on_progress(progress)
 
     def update(self) -> None:
         self.count()

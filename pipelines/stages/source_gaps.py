@@ -60,7 +60,7 @@ class SourceGapRecorder:
             )
             for gap in gaps:
                 key = tuple(getattr(gap, name) for name in SOURCE_GAPS.record_key)
-                if key in self._said:
+                if key in self._said:  # said once, whichever report shows it again
                     continue
                 self._said.add(key)
                 print(f"{self.label}: {gap.message} (table source_gaps)", file=sys.stderr, flush=True)
