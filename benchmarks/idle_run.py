@@ -25,7 +25,7 @@ from pathlib import Path
 from rebalance_radar.pipelines.config import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT))
-from benchmarks.process_tree import cpu_seconds, descendants
+from benchmarks.process_tree import cpu_seconds, descendants, radar_part
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 
 RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
@@ -33,23 +33,12 @@ CONF = REPO_ROOT / "conf" / "local.yml"
 PARTS = ("jvm", "python", "python_workers", "broker")
 
 
-def part_of(command: str) -> str:
-    """Which of radar's processes a command line is."""
-    if "kafka.Kafka" in command or "kafka.logs.dir" in command:
-        return "broker"
-    if command.split(" ")[0].endswith("java"):
-        return "jvm"
-    if "pyspark" in command or "local_runtime" in command or "transform_with_state" in command:
-        return "python_workers"
-    return "python"
-
-
 def cpu_by_part(root: int) -> dict[str, float]:
-    """The CPU seconds of `root` (radar's Python) and every process below it, by part (`part_of`)."""
+    """The CPU seconds of `root` (radar's Python) and every process below it, by part (`radar_part`)."""
     totals = dict.fromkeys(PARTS, 0.0)
     totals["python"] = cpu_seconds(root)
     for pid, command in descendants(root).items():
-        totals[part_of(command)] += cpu_seconds(pid)
+        totals[radar_part(command)] += cpu_seconds(pid)
     return totals
 
 

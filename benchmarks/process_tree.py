@@ -29,6 +29,18 @@ def descendants(root: int) -> dict[int, str]:
     return found
 
 
+def radar_part(command: str) -> str:
+    """Which of a radar command's processes a command line (from `descendants`) is: its embedded `broker`, the Spark
+    driver `jvm`, Spark's `python_workers`, or `python` (radar's own)."""
+    if "kafka.Kafka" in command or "kafka.logs.dir" in command:
+        return "broker"
+    if command.split(" ")[0].endswith("java"):
+        return "jvm"
+    if "pyspark" in command or "local_runtime" in command or "transform_with_state" in command:
+        return "python_workers"
+    return "python"
+
+
 def rss_bytes(pid: int) -> int:
     """A process's resident memory; 0 once it has gone."""
     try:

@@ -50,7 +50,7 @@ RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
 CONF = REPO_ROOT / "conf" / "local.yml"
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.ingest import generation_members  # noqa: E402 - the same members the ingest benchmark writes
-from benchmarks.process_tree import descendants, rss_bytes  # noqa: E402 - as the line above
+from benchmarks.process_tree import descendants, radar_part, rss_bytes  # noqa: E402 - as the line above
 from benchmarks.result_file import default_path, started_now, write_result  # noqa: E402 - as the line above
 
 
@@ -109,8 +109,8 @@ def create_offsets_topic(bootstrap: str) -> None:
 
 def sample(run_pid: int, config: Any, started: float, sim_hours: float) -> dict[str, Any]:
     below = descendants(run_pid)
-    jvm = [pid for pid, cmd in below.items() if "java" in cmd.split(" ")[0] and "org.apache.spark" in cmd]
-    workers = [pid for pid, cmd in below.items() if pid not in jvm and ("pyspark" in cmd or "local_runtime" in cmd)]
+    jvm = [pid for pid, cmd in below.items() if radar_part(cmd) == "jvm"]
+    workers = [pid for pid, cmd in below.items() if radar_part(cmd) == "python_workers"]
     row: dict[str, Any] = {
         "wall_s": round(time.monotonic() - started, 1),
         "simulated_h": round(sim_hours, 3),
