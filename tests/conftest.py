@@ -19,6 +19,13 @@ settings.register_profile("radar", deadline=None)
 settings.load_profile("radar")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The JVMs the run starts compile with C1 only (`tests.suite_jvm`)."""
+    from tests.suite_jvm import use_quick_jvms
+
+    use_quick_jvms(os.environ)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The order, each group in the collection's: the modules whose tests start no JVM (beside the live
     recordings, which start with the first test), the other codec and transform modules, the modules that read a

@@ -157,11 +157,13 @@ def with_local_conf(conf: dict[str, str], local: dict[str, str]) -> dict[str, st
 
 def with_extra_conf(conf: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """`spark.extra_conf` has the last word, except that a configured class path keeps the entries radar put on it
-    (classes a setting names, or the JVM would not start)."""
+    (classes a setting names, or the JVM would not start), and configured driver Java options come after radar's (its
+    log configuration and Derby home stay; of a JVM flag given twice, the later counts)."""
     merged = {**conf, **extra}
-    key = "spark.driver.extraClassPath"
-    if key in conf and key in extra and extra[key] != conf[key]:
-        merged[key] = os.pathsep.join([conf[key], extra[key]])
+    joined = {"spark.driver.extraClassPath": os.pathsep, "spark.driver.extraJavaOptions": " "}
+    for key, separator in joined.items():
+        if key in conf and key in extra and extra[key] != conf[key]:
+            merged[key] = separator.join([conf[key], extra[key]])
     return merged
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests.suite_jvm import QUICK_JAVA_OPTIONS
+
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -42,7 +44,12 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_WORKER_DIR": str(self.folder / f"{name}-work")}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(SPARK_HOME),
+            "SPARK_WORKER_DIR": str(self.folder / f"{name}-work"),
+            "SPARK_DAEMON_JAVA_OPTS": QUICK_JAVA_OPTIONS,
+        }
         log = (self.folder / f"{name}.log").open("wb")
         return subprocess.Popen(
             [str(SPARK_HOME / "bin" / "spark-class"), *args],

@@ -129,6 +129,9 @@ def test_the_local_file_system_classes_stay_on_a_configured_class_path(
     assert theirs["spark.driver.extraClassPath"] == f"{jar}{os.pathsep}/opt/theirs.jar"
     java = with_local_conf({"spark.driver.extraJavaOptions": "-Dmine=1"}, {"spark.driver.extraJavaOptions": "-Dx=2"})
     assert java["spark.driver.extraJavaOptions"] == "-Dmine=1 -Dx=2"  # appended, never replaced
+    options = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+    configured = with_extra_conf({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=x"}, options)
+    assert configured["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=x -XX:TieredStopAtLevel=1"
 
 
 def test_a_master_spark_does_not_know_is_one_sentence() -> None:
