@@ -163,6 +163,8 @@ class BrokerConfig(FrozenSection):
     host: str = "127.0.0.1"
     startup_timeout_s: float = Field(default=90.0, gt=0)
     heap: str = "512m"
+    # The broker JVM's other options (garbage collector, JIT), split as a shell would.
+    java_options: str = "-XX:+UseG1GC"
     group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
     group_min_session_timeout_ms: int = Field(default=1000, gt=0)
     group_consumer_session_timeout_ms: int = Field(default=6000, gt=0)

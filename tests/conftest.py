@@ -82,7 +82,10 @@ def radar_config(tmp_path_factory: pytest.TempPathFactory) -> RadarConfig:
     """conf/local.yml with this environment's RADAR__* overrides, its data dir in a temporary folder. The suite's
     brokers may take up to `BROKER_START_CAP_S` to start: the recordings start several at once beside the session's
     JVM, and on a loaded CI host a broker registered just after the conf's 90 s."""
-    config = load_config(DEFAULT_CONF_PATH, env=os.environ).with_data_dir(tmp_path_factory.mktemp("radar"))
+    from tests.suite_jvm import session_environ
+
+    config = load_config(DEFAULT_CONF_PATH, env=session_environ(os.environ))
+    config = config.with_data_dir(tmp_path_factory.mktemp("radar"))
     broker = config.broker.model_copy(
         update={"startup_timeout_s": max(config.broker.startup_timeout_s, BROKER_START_CAP_S)}
     )

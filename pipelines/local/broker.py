@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import base64
 import ctypes
+import shlex
 import shutil
 import signal
 import socket
@@ -256,7 +257,7 @@ class EmbeddedKafka:
         return [
             java,
             f"-Xmx{self.broker.heap}",
-            "-XX:+UseG1GC",
+            *shlex.split(self.broker.java_options),
             "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={self.log_dir}",
             *logging,
