@@ -29,15 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The order, each group in the collection's: the modules whose tests start no JVM (beside the live
     recordings, which start with the first test), the other codec and transform modules, the modules that read a
-    live recording (while what it left running is still up), the rest, the modules that read a lane run
-    (`concurrent_recordings.lane_run`: the lane has had the rest's length to finish them); last the tests that
-    measure the whole process, once the recordings' threads are done. Whole modules move, so a module's fixtures
-    are set up once."""
-    from tests.pipelines.concurrent_recordings import LANE, RECORDERS
+    live recording that leaves members up until read (`concurrent_recording_read_early`), the rest, the tests that
+    read another recording or a lane run (`concurrent_recordings.lane_run`: the recordings and the lane have had the
+    rest's length to finish them); last the tests that measure the whole process, once the recordings' threads are
+    done. Modules move whole, so a module's fixtures are set up once, except that a late module's tests that read
+    nothing of the recordings or the lane run with the rest (its module fixtures then serve one group or the other)."""
+    from tests.pipelines.concurrent_recordings import LANE, READ_EARLY, RECORDERS
 
     jvm_modules = {item.nodeid.split("::")[0] for item in items if _starts_a_jvm(item)}
-    reading = {recorder.__module__ for recorder in RECORDERS}
-    in_lane = {recorder.__module__ for recorder in LANE}
+    reading = {recorder.__module__ for recorder in READ_EARLY}
+    in_lane = {recorder.__module__ for recorder in (*LANE, *RECORDERS)} - reading
 
     def place(item: pytest.Item) -> int:
         module = getattr(item, "module", None)
@@ -48,7 +49,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.nodeid.startswith("tests/transforms/"):
             return 1
         if module is not None and module.__name__ in in_lane:
-            return 4
+            return 4 if "concurrent_recordings" in getattr(item, "fixturenames", ()) else 3
         return 2 if module is not None and module.__name__ in reading else 3
 
     items.sort(key=place)  # stable

@@ -56,9 +56,20 @@ RECORDERS: list[Recorder] = []
 
 
 def concurrent_recording(recorder: Recorder) -> Recorder:
-    """Registers a module's recording; its module reads it with `ConcurrentRecordings.result(recorder)`."""
+    """Registers a module's recording; its module reads it with `ConcurrentRecordings.result(recorder)`, after the
+    session's own tests (`tests/conftest.py`): the session does not wait for a recording still running."""
     RECORDERS.append(recorder)
     return recorder
+
+
+READ_EARLY: list[Recorder] = []
+
+
+def concurrent_recording_read_early(recorder: Recorder) -> Recorder:
+    """A recording that leaves members up until its module has read it (the module stops them): the module is
+    placed before the session's own tests, so the members do not take the cores for the whole run."""
+    READ_EARLY.append(recorder)
+    return concurrent_recording(recorder)
 
 
 LANE: list[Recorder] = []

@@ -33,7 +33,11 @@ from rebalance_radar.pipelines.stages.detect import DetectStage, KafkaDetectorSo
 from rebalance_radar.pipelines.stages.sources import kafka_stream
 from rebalance_radar.pipelines.storage.tables import TableCatalog
 from rebalance_radar.transforms.schemas import DETECTIONS, REBALANCES, DetectionKind
-from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
+from tests.pipelines.concurrent_recordings import (
+    ConcurrentRecordings,
+    RecordingContext,
+    concurrent_recording_read_early,
+)
 from tests.pipelines.group_member import (
     STATISTICS_INTERVAL_S,
     CoordinatorLog,
@@ -422,7 +426,7 @@ class Scenarios:
             time.sleep(2.0)
 
 
-@concurrent_recording
+@concurrent_recording_read_early
 def record_scenarios(context: RecordingContext) -> Recording:
     """Every scenario on the run's broker, the broker log shipped and a clock ticking on the telemetry topic; the
     static members of the healthy fleet are left up (a static member's close sends no LeaveGroup: the broker would
