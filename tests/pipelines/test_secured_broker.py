@@ -167,28 +167,35 @@ def test_a_principal_without_read_on_consumer_offsets_is_told_which_acl_is_missi
     assert_no_password(output, secured, "the missing-ACL error")
 
 
-def test_wrong_credentials_and_a_missing_describe_on_groups_are_sentences(
-    secured: SecuredCluster, tmp_path: Path
-) -> None:
+def refused_commands(secured: SecuredCluster, tmp_path: Path) -> RefusedCommands:
+    """`radar run` with a wrong password, and the group poller of a principal without Describe on the groups."""
     wrong = "not-" + secured.users["radar"].password
-    done = subprocess.run(
+    run = subprocess.run(
         radar_command("--data-dir", str(tmp_path / "data"), "run"),
         env=secured.radar_env("radar", password=wrong),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    output = done.stdout + done.stderr
-    assert done.returncode == 2, output
-    assert "refused User:radar" in output and "expired or changed?" in output, output
-    assert "Traceback" not in output and wrong not in output
-    assert_no_password(output, secured, "the refused-credentials error")
-    env = secured.radar_env("nogroups")
-    done = subprocess.run(
-        radar_command("poll-groups", "--once", "--group", "any"), env=env, capture_output=True, text=True, timeout=120
+    poll = subprocess.run(
+        radar_command("poll-groups", "--once", "--group", "any"),
+        env=secured.radar_env("nogroups"),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    output = done.stdout + done.stderr
-    assert done.returncode == 2, output
+    return RefusedCommands(wrong, run, poll)
+
+
+def test_wrong_credentials_and_a_missing_describe_on_groups_are_sentences(secured_run: SecuredRun) -> None:
+    secured, refused = secured_run.cluster, secured_run.refused_commands
+    output = refused.run.stdout + refused.run.stderr
+    assert refused.run.returncode == 2, output
+    assert "refused User:radar" in output and "expired or changed?" in output, output
+    assert "Traceback" not in output and refused.wrong_password not in output
+    assert_no_password(output, secured, "the refused-credentials error")
+    output = refused.poll.stdout + refused.poll.stderr
+    assert refused.poll.returncode == 2, output
     assert "User:nogroups may not describe group *" in output and "Traceback" not in output, output
     assert_no_password(output, secured, "the missing-describe error")
 
@@ -244,6 +251,15 @@ def test_clock_ticks_that_cannot_be_written_are_said_on_the_status_line(secured:
 
 
 @dataclass(frozen=True)
+class RefusedCommands:
+    """The two commands the secured cluster refuses (`refused_commands`), run in the lane."""
+
+    wrong_password: str
+    run: subprocess.CompletedProcess[str]
+    poll: subprocess.CompletedProcess[str]
+
+
+@dataclass(frozen=True)
 class SecuredRun:
     """What the lane's `radar run` on the secured cluster left for the tests (`record_run_on_the_secured_cluster`)."""
 
@@ -254,13 +270,14 @@ class SecuredRun:
     run_returncode: int | None
     polled: subprocess.CompletedProcess[str]
     refused: str
+    refused_commands: RefusedCommands
 
 
 @lane_run
 def record_run_on_the_secured_cluster(context: RecordingContext) -> SecuredRun:
     """The secured cluster, kept up for the module's tests until the session ends, and on it, in the suite's lane
     (`concurrent_recordings.lane_run`): `radar run`, two members (one with the agent), the group poller and an
-    end-offsets poller without Describe on the members' topic; a member expires."""
+    end-offsets poller without Describe on the members' topic; a member expires. Then the commands it refuses."""
     stack = ExitStack()
     context.at_teardown(stack.close)
     secured = stack.enter_context(secured_cluster(context.config, context.tmp_path_factory))
@@ -327,7 +344,8 @@ def record_run_on_the_secured_cluster(context: RecordingContext) -> SecuredRun:
     finally:
         for started in members:
             started.stop()
-    return SecuredRun(secured, group, config, run.output, run.returncode, polled, end_offsets.problem() or "")
+    refused = refused_commands(secured, context.tmp_path_factory.mktemp("secured-refused"))
+    return SecuredRun(secured, group, config, run.output, run.returncode, polled, end_offsets.problem() or "", refused)
 
 
 @pytest.fixture(scope="module")
