@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import time
 import uuid
 from pathlib import Path
@@ -58,6 +59,9 @@ def test_stop_leaves_no_process(radar_config: RadarConfig, tmp_path: Path) -> No
     pid = broker.pid
     assert pid is not None and broker.is_running()
     assert broker.log_file == tmp_path / "broker" / "logs" / "server.log"
+    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    assert shlex.split(radar_config.broker.java_options)  # the suite's C1 options (tests/suite_jvm.py)
+    assert all(option in arguments for option in shlex.split(radar_config.broker.java_options)), arguments
     broker.stop()
     broker.stop()  # idempotent
     assert not broker.is_running()
