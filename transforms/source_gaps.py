@@ -8,7 +8,6 @@ says so: its start and end offsets per partition. Reading them here makes each s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -40,13 +39,8 @@ class SourceGap:
 
 
 def kafka_offsets(value: object) -> PartitionOffsets | None:
-    """A progress offset (JSON text, or the JSON as parsed) as Kafka partition offsets; None when absent or not a
-    Kafka source's."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
+    """A progress report's offset, as its JSON parses (Spark writes an offset it cannot parse as a string), as Kafka
+    partition offsets; None when absent or not a Kafka source's."""
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         return None
     return value

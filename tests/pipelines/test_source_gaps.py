@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,8 @@ NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def gaps(start: str | None, end: str | None) -> list[tuple[str, int, str, int, int | None]]:
-    found = source_gaps(kafka_offsets(start), kafka_offsets(end), cluster="c", query="q", batch_id=7, detected_at=NOW)
+    start_offsets, end_offsets = (kafka_offsets(None if text is None else json.loads(text)) for text in (start, end))
+    found = source_gaps(start_offsets, end_offsets, cluster="c", query="q", batch_id=7, detected_at=NOW)
     return [(g.src_topic, g.src_partition, g.kind, g.from_offset, g.to_offset) for g in found]
 
 
