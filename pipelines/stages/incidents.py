@@ -22,7 +22,12 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
 from rebalance_radar.pipelines.config import OWN_GROUP_PREFIX, RadarConfig
 from rebalance_radar.pipelines.stages.detection_turn import write_turn
 from rebalance_radar.pipelines.storage.data_dir_locks import writing
-from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables, merge_retrying_conflicts
+from rebalance_radar.pipelines.storage.tables import (
+    TableCatalog,
+    ensure_tables,
+    log_says_empty,
+    merge_retrying_conflicts,
+)
 from rebalance_radar.transforms.incidents.inputs import COORDINATOR_EVENT_KINDS, MEMBER_EVENT_KINDS
 from rebalance_radar.transforms.incidents.linking import IncidentSettings, incident_rows_of
 from rebalance_radar.transforms.schemas import DETECTIONS, HEARTBEAT_EVENTS, INCIDENTS, REBALANCES, TableSchema
@@ -46,12 +51,13 @@ def incident_settings(config: RadarConfig) -> IncidentSettings:
 
 
 def _read(spark: SparkSession, config: RadarConfig, table: TableSchema) -> DataFrame | None:
-    """A table as a batch read; None when it does not exist yet (nothing to link)."""
+    """A table as a batch read; None when it does not exist yet or its log says it is empty (nothing to link, and no
+    Spark job to find that out)."""
     catalog = TableCatalog(config)
     location = catalog.location(table)
     if location is None:
         return spark.read.table(catalog.name(table)) if spark.catalog.tableExists(catalog.name(table)) else None
-    if not (location / "_delta_log").is_dir():
+    if not (location / "_delta_log").is_dir() or log_says_empty(config, table):
         return None
     return spark.read.format("delta").load(str(location))
 
@@ -133,8 +139,12 @@ def merge_incidents(
     spark: SparkSession, config: RadarConfig, rows: list[dict[str, Any]], *, recomputed_from_ms: float | None
 ) -> None:
     """MERGE on incident_id: new ids inserted, known ids updated, and the cluster's incidents that start at or after
-    `recomputed_from_ms` (None: all of them) and are not among `rows` deleted."""
+    `recomputed_from_ms` (None: all of them) and are not among `rows` deleted. No rows into a table whose log says
+    it is empty change nothing: no MERGE (a replay with no incident, most of them)."""
     from delta.tables import DeltaTable
+
+    if not rows and log_says_empty(config, INCIDENTS):
+        return
 
     catalog = TableCatalog(config)
     location = catalog.location(INCIDENTS)

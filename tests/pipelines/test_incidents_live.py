@@ -30,7 +30,6 @@ from rebalance_radar.emitters.log_shipper import start_shipper
 from rebalance_radar.pipelines.config import KafkaConfig, RadarConfig
 from rebalance_radar.pipelines.formats.capture import run_capture
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
-from rebalance_radar.transforms.incidents.linking import IncidentSettings
 from rebalance_radar.transforms.schemas import INCIDENTS, IncidentCause
 from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
 from tests.pipelines.ingest_support import isolated_config, table
@@ -44,7 +43,10 @@ MOVED_GROUPS = 3
 WAVE_GROUPS = 3
 DEPLOYMENT = "checkout"
 """The deployment rolling out: its pods' client ids are `checkout-7f9c8d6b5-<pod>`, as a Kubernetes pod is named."""
-WAVE_AFTER_S = IncidentSettings().window_ms / 1000 + 5
+WINDOW_MS = 30_000
+"""The replay's `incidents.window_ms`: half the default, as far apart as the scenario's events may be on a loaded
+machine (each wave's rebalances are seconds apart), so the waits between its waves are half a default window's."""
+WAVE_AFTER_S = WINDOW_MS / 1000 + 5
 """The wave starts a window after the restart's last rebalance: two incidents, not one chain."""
 UNRELATED = ("ledger-writer", "search-indexer", "mail-sender")
 """Three applications with nothing in common but the moment they scale out (every member runs on 127.0.0.1, and a
@@ -261,6 +263,7 @@ def replayed(
 
     restart: Restart = concurrent_recordings.result(record_broker_restart)
     config = isolated_config(radar_config, tmp_path_factory.mktemp("incidents-data"))
+    config = config.model_copy(update={"incidents": config.incidents.model_copy(update={"window_ms": WINDOW_MS})})
     began = time.monotonic()
     run_replay(config, [str(restart.dump)])
     restart.timings["replay_s"] = time.monotonic() - began
