@@ -13,10 +13,12 @@ module that reads one.
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
@@ -62,6 +64,16 @@ def concurrent_recording(recorder: Recorder) -> Recorder:
     return recorder
 
 
+BESIDE_THE_LANE: list[Recorder] = []
+
+
+def concurrent_recording_beside_the_lane(recorder: Recorder) -> Recorder:
+    """A recording the lane does not wait for: its timing holds with the lane's processes beside it (they yield the
+    cores to it, `LANE_NICE`), and it is the longest, so the lane starts when the others end."""
+    BESIDE_THE_LANE.append(recorder)
+    return concurrent_recording(recorder)
+
+
 READ_EARLY: list[Recorder] = []
 
 
@@ -77,8 +89,8 @@ LANE: list[Recorder] = []
 
 def lane_run(recorder: Recorder) -> Recorder:
     """Registers a module's run of radar subprocesses (a cluster, a crash loop): the lane runs them one at a time
-    once the recordings are done, beside the tests of the run's own session, which leave a core waiting on Spark's
-    triggers and Kafka's timeouts; its module reads it with `ConcurrentRecordings.result(recorder)` and is placed
+    once the recordings are done, beside the tests of the run's own session, yielding the cores to them
+    (`LANE_NICE`) and taking what they leave waiting on Spark's triggers and Kafka's timeouts; its module reads it with `ConcurrentRecordings.result(recorder)` and is placed
     last, so the lane has had the run's length to finish it."""
     LANE.append(recorder)
     return recorder
@@ -99,15 +111,18 @@ class ConcurrentRecordings:
         self._futures: dict[Recorder, Future[Any]] = {
             recorder: self._pool.submit(recorder, context) for recorder in chosen
         }
-        recordings = list(self._futures.values())
+        recordings = [future for recorder, future in self._futures.items() if recorder not in BESIDE_THE_LANE]
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lane")
-        for recorder in (r for r in LANE if r.__module__ in selected_modules):
+        lane = [r for r in LANE if r.__module__ in selected_modules]
+        for recorder in lane:
             self._futures[recorder] = self._lane.submit(self._after, recordings, recorder, context)
+        self._lane_sessions = LaneSessions() if lane else None
 
     @staticmethod
     def _after(recordings: list[Future[Any]], recorder: Recorder, context: RecordingContext) -> Any:
-        """A lane run, once the recordings (whose waits on Kafka's clocks must not share the cores) are done."""
+        """A lane run, once the recordings whose waits on Kafka's clocks must not share the cores are done."""
         wait(recordings)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LANE_NICE)  # inherited by what it starts
         return recorder(context)
 
     def result(self, recorder: Recorder, timeout_s: float = 600.0) -> Any:
@@ -119,7 +134,70 @@ class ConcurrentRecordings:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._lane.shutdown(wait=True)
+        if self._lane_sessions is not None:
+            self._lane_sessions.stop()
         self.context.teardown()
+
+
+LANE_NICE = 5
+"""The lane's processes yield the cores to the session's tests (the run's longer path; the lane has time to spare) and
+take what those leave while they wait: the lane's thread runs at this nice value, which every process it starts
+inherits."""
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+class LaneSessions:
+    """Where the kernel schedules each session as one group (`sched_autogroup`, Linux), a process of the lane that
+    starts a session of its own (a radar JVM, a standalone cluster) would take a group's share whatever its nice
+    value: each such session of a process at `LANE_NICE` below this one is given the group nice value too."""
+
+    def __init__(self, interval_s: float = 0.5) -> None:
+        self._stop = threading.Event()
+        self._interval_s = interval_s
+        self._done: set[int] = set()
+        self._thread = threading.Thread(target=self._run, name="lane-sessions", daemon=True)
+        if AUTOGROUP.is_file():
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self.renice()
+
+    def renice(self) -> None:
+        stats = dict(_process_stats())
+        ours = os.getpid()
+        for pid, (parent, session, nice) in stats.items():
+            if pid in self._done or session != pid or nice != LANE_NICE:
+                continue
+            ancestor, hops = parent, 0
+            while ancestor in stats and ancestor != ours and hops < 8:
+                ancestor, hops = stats[ancestor][0], hops + 1
+            if ancestor != ours:
+                continue
+            try:
+                Path(f"/proc/{pid}/autogroup").write_text(f"{LANE_NICE}\n")
+                self._done.add(pid)
+            except OSError:  # gone, or asked again too soon (the kernel's rate limit): the next round
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+
+def _process_stats() -> list[tuple[int, tuple[int, int, int]]]:
+    """(pid, (parent, session, nice)) of every process readable in /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        found.append((int(entry.name), (int(fields[1]), int(fields[3]), int(fields[16]))))
+    return found
 
 
 class BrokerInBackground:

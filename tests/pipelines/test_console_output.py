@@ -8,6 +8,8 @@ import csv
 import io
 import json
 import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -145,28 +147,39 @@ def test_fitted_table_drops_the_droppable_columns_in_order() -> None:
     assert shown == ("x", "y", "z", "summary")
 
 
-@pytest.mark.parametrize(
-    ("argv", "said"),
-    [
-        (["detections", "--format", "xml"], r"radar detections: argument --format: invalid choice: 'xml'"),
-        (["watch", "--interval", "soon"], r"radar watch: argument --interval: invalid float value: 'soon'"),
-        (["detectons"], r"radar: argument command: invalid choice: 'detectons'"),
-        (["watch", "--data-dir", "/nonexistent/radar-data"], r"No detections table under /nonexistent/radar-data"),
-        (["watch", "--interval", "0"], r"--interval 0 is not a number of seconds above 0"),
-        (["groups", "--data-dir", "/nonexistent/radar-data"], r"No detections table under /nonexistent/radar-data"),
-        (["detections", "--format", "csv", "--data-dir", "/nonexistent/radar-data"], r"No detections table"),
-        (
-            ["sql", "SELEC 1", "--data-dir", "/nonexistent/radar-data"],
-            r"The SQL does not parse near \"1\"",
-        ),
-        (
-            ["sql", "SELECT * FROM nosuch", "--data-dir", "/nonexistent/radar-data"],
-            r"DuckDB: Catalog Error: .*nosuch",
-        ),
-    ],
-)
-def test_a_mistake_is_one_line_at_once_without_a_jvm(argv: list[str], said: str) -> None:
-    done = radar_without_a_jvm(*argv)
+MISTAKES: list[tuple[list[str], str]] = [
+    (["detections", "--format", "xml"], r"radar detections: argument --format: invalid choice: 'xml'"),
+    (["watch", "--interval", "soon"], r"radar watch: argument --interval: invalid float value: 'soon'"),
+    (["detectons"], r"radar: argument command: invalid choice: 'detectons'"),
+    (["watch", "--data-dir", "/nonexistent/radar-data"], r"No detections table under /nonexistent/radar-data"),
+    (["watch", "--interval", "0"], r"--interval 0 is not a number of seconds above 0"),
+    (["groups", "--data-dir", "/nonexistent/radar-data"], r"No detections table under /nonexistent/radar-data"),
+    (["detections", "--format", "csv", "--data-dir", "/nonexistent/radar-data"], r"No detections table"),
+    (
+        ["sql", "SELEC 1", "--data-dir", "/nonexistent/radar-data"],
+        r"The SQL does not parse near \"1\"",
+    ),
+    (
+        ["sql", "SELECT * FROM nosuch", "--data-dir", "/nonexistent/radar-data"],
+        r"DuckDB: Catalog Error: .*nosuch",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def mistakes_answered() -> dict[tuple[str, ...], subprocess.CompletedProcess[str]]:
+    """Every mistake's command, all started at once: each is a Python start-up, and one after another they took most
+    of this module's time while the run's brokers start beside it."""
+    with ThreadPoolExecutor(max_workers=len(MISTAKES), thread_name_prefix="mistake") as pool:
+        answers = {tuple(argv): pool.submit(radar_without_a_jvm, *argv) for argv, _said in MISTAKES}
+    return {argv: answer.result() for argv, answer in answers.items()}
+
+
+@pytest.mark.parametrize(("argv", "said"), MISTAKES)
+def test_a_mistake_is_one_line_at_once_without_a_jvm(
+    argv: list[str], said: str, mistakes_answered: dict[tuple[str, ...], subprocess.CompletedProcess[str]]
+) -> None:
+    done = mistakes_answered[tuple(argv)]
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     lines = plain_lines(done.stderr)

@@ -9,8 +9,9 @@ captured into a dump and `radar replay` writes `incidents`: one incident must na
 three groups, two (the start, the rollout) the deployment's client-id prefix, with its three, and one the three
 unrelated groups as unexplained.
 
-The recording runs beside the others (`tests.pipelines.concurrent_recordings`): the cluster is its own, and only the
-replay needs the run's SparkSession.
+The recording runs beside the others (`tests.pipelines.concurrent_recordings`), and beside the lane once they are done
+(each wave's rebalances are seconds apart, a window is 30 s): the cluster is its own, and only the replay needs the
+run's SparkSession.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ from rebalance_radar.pipelines.config import KafkaConfig, RadarConfig
 from rebalance_radar.pipelines.formats.capture import run_capture
 from rebalance_radar.pipelines.local.topics import ensure_offsets_topic
 from rebalance_radar.transforms.schemas import INCIDENTS, IncidentCause
-from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, concurrent_recording
+from tests.pipelines.concurrent_recordings import (
+    ConcurrentRecordings,
+    RecordingContext,
+    concurrent_recording_beside_the_lane,
+)
 from tests.pipelines.ingest_support import isolated_config, table
 from tests.pipelines.kraft_cluster import NODES, KraftCluster
 from tests.polling import wait_for
@@ -175,7 +180,7 @@ def _loaded_elsewhere(cluster: KraftCluster, broker: int, groups: list[str]) -> 
     )
 
 
-@concurrent_recording
+@concurrent_recording_beside_the_lane
 def record_broker_restart(context: RecordingContext) -> Restart:
     timings: dict[str, float] = {}
     began = time.monotonic()
