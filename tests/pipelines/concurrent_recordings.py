@@ -90,8 +90,9 @@ LANE: list[Recorder] = []
 def lane_run(recorder: Recorder) -> Recorder:
     """Registers a module's run of radar subprocesses (a cluster, a crash loop): the lane runs them one at a time
     once the recordings are done, beside the tests of the run's own session, yielding the cores to them
-    (`LANE_NICE`) and taking what they leave waiting on Spark's triggers and Kafka's timeouts; its module reads it with `ConcurrentRecordings.result(recorder)` and is placed
-    last, so the lane has had the run's length to finish it."""
+    (`LANE_NICE`) and taking what they leave waiting on Spark's triggers and Kafka's timeouts; its module reads it
+    with `ConcurrentRecordings.result(recorder)` and is placed last, so the lane has had the run's length to finish
+    it."""
     LANE.append(recorder)
     return recorder
 
