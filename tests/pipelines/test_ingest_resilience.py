@@ -62,8 +62,15 @@ def running() -> Iterator[list[RunningQueries]]:
         queries.stop()
 
 
+RUNNING_TRIGGER = "2 seconds"
+"""The running ingest's trigger: `radar run`'s kind, at a fifth of its interval, since each step of these tests waits
+for the next batch."""
+
+
 def start_running_ingest(spark: SparkSession, config: RadarConfig, bootstrap: str, topic: str) -> RunningQueries:
-    """Both queries with the processing-time trigger of `radar run`, over `__consumer_offsets` and `topic`."""
+    """Both queries with a processing-time trigger, as `radar run` has, over `__consumer_offsets` and `topic`."""
+    ingest = config.ingest.model_copy(update={"trigger_interval": RUNNING_TRIGGER})
+    config = config.model_copy(update={"ingest": ingest})
     source = kafka_stream(spark, config, [config.kafka.offsets_topic, topic], bootstrap)
     return IngestStage(
         spark, config, source, checkpoint_name="running", telemetry_topics=(topic,), from_kafka=True
@@ -113,7 +120,7 @@ class Flood:
                     producer.produce(self.topic, value=value, partition=index % 2)
                     self.produced += 1
                 producer.poll(0)
-                time.sleep(0.2)
+                time.sleep(0.5)  # the pace: a flood ingest must keep reading beside, not a load test
         except Exception as error:  # surfaced by the test
             self.errors.append(repr(error))
         finally:
