@@ -38,7 +38,6 @@ from rebalance_radar.pipelines.runtime.session import (
     with_extra_conf,
     with_local_conf,
 )
-from tests.pipelines.concurrent_recordings import ConcurrentRecordings, RecordingContext, lane_run
 
 pytestmark = pytest.mark.spark
 
@@ -355,21 +354,12 @@ except SparkSessionError as error:
 """
 
 
-@lane_run
-def session_without_the_connector_jars(context: RecordingContext) -> subprocess.CompletedProcess[str]:
-    """A process of its own (its JVM starts without the jars), run in the lane beside the session's tests."""
-    folder = context.tmp_path_factory.mktemp("no-jars")
-    return subprocess.run(
-        [sys.executable, "-c", _NO_JARS_SESSION], cwd=folder, capture_output=True, text=True, timeout=180
-    )
-
-
-def test_a_session_without_the_connector_jars_is_told_so_in_one_sentence(
-    concurrent_recordings: ConcurrentRecordings,
-) -> None:
+def test_a_session_without_the_connector_jars_is_told_so_in_one_sentence(tmp_path: Path) -> None:
     """Spark starts a session whose jars are missing with only a WARN: the check (public API: a Kafka relation
     described without connecting, a Delta read of a missing path) says which formats do not resolve and what to do."""
-    done: subprocess.CompletedProcess[str] = concurrent_recordings.result(session_without_the_connector_jars)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_JARS_SESSION], cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
     said = done.stdout.strip()
     assert done.returncode == 0, done.stderr[-2000:]
     assert said.startswith("format('kafka') does not resolve; format('delta') does not resolve. The connector jars")
