@@ -59,6 +59,7 @@ from rebalance_radar.transforms.schemas import (
     GROUP_METADATA,
     GROUP_RECORDS,
     HEARTBEAT_EVENTS,
+    INCIDENTS,
     MEMBER_STRUCT_DDL,
     OFFSET_COMMITS,
     PARSED_TELEMETRY_BATCH,
@@ -802,6 +803,26 @@ def test_a_new_detection_stream_reads_every_commit_once_after_an_optimize(
     assert len(table_rows) == len(s.rows) > 0
     assert commits_rows == snapshot_rows == table_rows
     assert commits_jobs < snapshot_jobs, (commits_jobs, snapshot_jobs)
+
+
+def test_incidents_of_empty_tables_read_nothing_and_merge_nothing(spark: SparkSession, config: RadarConfig) -> None:
+    """A replay with nothing to link across groups (most of them): no Spark job reads the empty inputs, and no MERGE
+    is committed to `incidents`."""
+    from deltalake import DeltaTable
+
+    from rebalance_radar.pipelines.stages.incidents import refresh_incidents
+
+    context = spark.sparkContext
+    group = f"incidents-{config.data_dir.name}"
+    context.setJobGroup(group, "the incidents of empty tables")
+    try:
+        assert refresh_incidents(spark, config) == 0
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    assert context.statusTracker().getJobIdsForGroup(group) == []
+    location = TableCatalog(config).location(INCIDENTS)
+    assert location is not None
+    assert [commit["operation"] for commit in DeltaTable(str(location)).history()] == ["CREATE TABLE"]
 
 
 def test_the_run_summary_counts_detections_and_reads_no_empty_table(spark: SparkSession, config: RadarConfig) -> None:
