@@ -141,9 +141,8 @@ class ConcurrentRecordings:
 
 
 LANE_NICE = 5
-"""The lane's processes yield the cores to the session's tests (the run's longer path; the lane has time to spare) and
-take what those leave while they wait: the lane's thread runs at this nice value, which every process it starts
-inherits."""
+"""The lane's processes yield the cores to the session's tests (the run's longer path) and take what those leave while
+they wait: the lane's thread runs at this nice value, which every process it starts inherits."""
 AUTOGROUP = Path("/proc/self/autogroup")
 
 

@@ -49,8 +49,8 @@ WAVE_GROUPS = 3
 DEPLOYMENT = "checkout"
 """The deployment rolling out: its pods' client ids are `checkout-7f9c8d6b5-<pod>`, as a Kubernetes pod is named."""
 WINDOW_MS = 30_000
-"""The replay's `incidents.window_ms`: half the default, as far apart as the scenario's events may be on a loaded
-machine (each wave's rebalances are seconds apart), so the waits between its waves are half a default window's."""
+"""The replay's `incidents.window_ms`: half the default, still far wider than the gaps within a wave on a loaded machine
+(its rebalances are seconds apart), so the waits between the waves, a window each, are half the default's."""
 WAVE_AFTER_S = WINDOW_MS / 1000 + 5
 """The wave starts a window after the restart's last rebalance: two incidents, not one chain."""
 UNRELATED = ("ledger-writer", "search-indexer", "mail-sender")
