@@ -1,31 +1,22 @@
-"""The processes a command started, read from /proc: what the long-running benchmarks sample (`soak`, `idle_run`)."""
+"""The processes a command started (psutil): what the long-running benchmarks sample (`soak`, `idle_run`)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+import psutil
 
 
 def descendants(root: int) -> dict[int, str]:
     """pid -> command line (arguments joined by spaces) of every process below `root`."""
-    parent, command = {}, {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                raw = (entry / "cmdline").read_bytes()
-                command[int(entry.name)] = raw.replace(b"\0", b" ").decode(errors="replace")
-            except (OSError, IndexError, ValueError):
-                continue
-    found, stack = {}, [root]
-    while stack:
-        pid = stack.pop()
-        for child, up in parent.items():
-            if up == pid:
-                found[child] = command.get(child, "")
-                stack.append(child)
+    try:
+        below = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return {}
+    found = {}
+    for process in below:
+        try:
+            found[process.pid] = " ".join(process.cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
     return found
 
 
@@ -44,18 +35,15 @@ def radar_part(command: str) -> str:
 def rss_bytes(pid: int) -> int:
     """A process's resident memory; 0 once it has gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+        return psutil.Process(pid).memory_info().rss
+    except psutil.NoSuchProcess:
+        return 0
 
 
 def cpu_seconds(pid: int) -> float:
     """A process's CPU time so far (user + system); 0 once it has gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+    return times.user + times.system

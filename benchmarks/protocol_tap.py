@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from benchmarks.agent import produce_topic, read_all
+from benchmarks.process_tree import cpu_seconds
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.emitters.protocol_tap import advertise_through
 from rebalance_radar.pipelines.config import DEFAULT_CONF_PATH, load_config
@@ -66,12 +67,6 @@ def commit_latencies_ms(bootstrap: str, topic: str, commits: int) -> list[float]
         latencies.append((time.perf_counter() - started) * 1000)
     consumer.close()
     return latencies
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (Linux /proc), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], fraction: float) -> float:

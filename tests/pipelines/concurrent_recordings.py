@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import psutil
 import pytest
 
 from rebalance_radar.pipelines.config import RadarConfig
@@ -164,40 +165,19 @@ class LaneSessions:
             self.renice()
 
     def renice(self) -> None:
-        stats = dict(_process_stats())
-        ours = os.getpid()
-        for pid, (parent, session, nice) in stats.items():
-            if pid in self._done or session != pid or nice != LANE_NICE:
-                continue
-            ancestor, hops = parent, 0
-            while ancestor in stats and ancestor != ours and hops < 8:
-                ancestor, hops = stats[ancestor][0], hops + 1
-            if ancestor != ours:
-                continue
+        for process in psutil.Process().children(recursive=True):
             try:
-                Path(f"/proc/{pid}/autogroup").write_text(f"{LANE_NICE}\n")
-                self._done.add(pid)
-            except OSError:  # gone, or asked again too soon (the kernel's rate limit): the next round
+                if process.pid in self._done or os.getsid(process.pid) != process.pid or process.nice() != LANE_NICE:
+                    continue
+                Path(f"/proc/{process.pid}/autogroup").write_text(f"{LANE_NICE}\n")
+                self._done.add(process.pid)
+            except (OSError, psutil.Error):  # gone, or asked again too soon (the kernel's rate limit): the next round
                 pass
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-
-
-def _process_stats() -> list[tuple[int, tuple[int, int, int]]]:
-    """(pid, (parent, session, nice)) of every process readable in /proc."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        found.append((int(entry.name), (int(fields[1]), int(fields[3]), int(fields[16]))))
-    return found
 
 
 class BrokerInBackground:

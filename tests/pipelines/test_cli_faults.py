@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from pyspark.sql import SparkSession
 
@@ -239,26 +240,19 @@ def test_second_ctrl_c_quits_at_once(concurrent_recordings: ConcurrentRecordings
 
 
 def python_workers_of(root: int) -> list[int]:
-    """The pids of Spark's Python workers below `root`: the processes a worker daemon forked (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    commands: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    """The pids of Spark's Python workers below `root`: the processes a worker daemon forked."""
+    found = []
+    try:
+        below = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return found
+    for process in below:
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, IndexError, ValueError):
+            parent = " ".join(process.parent().cmdline())
+        except (psutil.Error, AttributeError):  # gone, or its parent gone
             continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        for child in children.get(pid, []):
-            stack.append(child)
-            parent = commands.get(pid, "")
-            if "pyspark.worker" in parent or "pyspark.daemon" in parent:  # forked by a daemon: a task's worker
-                found.append(child)
+        if "pyspark.worker" in parent or "pyspark.daemon" in parent:  # forked by a daemon: a task's worker
+            found.append(process.pid)
     return found
 
 

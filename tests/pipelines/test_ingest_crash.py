@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
@@ -133,16 +134,11 @@ def checkpoint_ends(config: RadarConfig, query: str, topic: str) -> dict[tuple[s
 
 
 def child_pids(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (from /proc)."""
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            children.append(int(stat.parent.name))
-    return children
+    """The processes whose parent is `pid`."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children()]
+    except psutil.NoSuchProcess:
+        return []
 
 
 def kill_radar(pid: int) -> None:
