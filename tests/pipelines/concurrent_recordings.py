@@ -114,11 +114,12 @@ class ConcurrentRecordings:
             recorder: self._pool.submit(recorder, context) for recorder in chosen
         }
         recordings = [future for recorder, future in self._futures.items() if recorder not in BESIDE_THE_LANE]
+        self._recordings = recordings
         self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lane")
-        lane = [r for r in LANE if r.__module__ in selected_modules]
-        for recorder in lane:
+        self._lane_runs = [r for r in LANE if r.__module__ in selected_modules]
+        for recorder in self._lane_runs:
             self._futures[recorder] = self._lane.submit(self._after, recordings, recorder, context)
-        self._lane_sessions = LaneSessions() if lane else None
+        self._lane_sessions = LaneSessions() if self._lane_runs else None
 
     @staticmethod
     def _after(recordings: list[Future[Any]], recorder: Recorder, context: RecordingContext) -> Any:
@@ -128,10 +129,29 @@ class ConcurrentRecordings:
         return recorder(context)
 
     def result(self, recorder: Recorder, timeout_s: float = 600.0) -> Any:
-        """The recording's result (its exception, raised here, fails the module's tests)."""
+        """The recording's result (its exception, raised here, fails the module's tests). A lane run the lane has
+        not started is run here, at once; while the lane runs the one asked for, this thread runs the lane's last
+        waiting one meanwhile (its reader comes later), rather than leave a core idle while the lane ends alone."""
         if recorder not in self._futures:
             raise KeyError(f"{recorder.__qualname__} was not started: is its module among the selected tests?")
+        if recorder in self._lane_runs:
+            self._run_here(recorder)
+            while not self._futures[recorder].done() and any(self._run_here(r) for r in reversed(self._lane_runs)):
+                pass
         return self._futures[recorder].result(timeout=timeout_s)
+
+    def _run_here(self, recorder: Recorder) -> bool:
+        """Runs a lane run in this thread if the lane has not started it (its future cancelled, a new one set)."""
+        if not self._futures[recorder].cancel():
+            return False
+        wait(self._recordings)
+        here: Future[Any] = Future()
+        self._futures[recorder] = here
+        try:
+            here.set_result(recorder(self.context))
+        except Exception as failure:  # raised to its reader, as the lane's future would
+            here.set_exception(failure)
+        return True
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
