@@ -93,7 +93,7 @@ def lane_run(recorder: Recorder) -> Recorder:
     once the recordings are done, beside the tests of the run's own session, yielding the cores to them
     (`LANE_NICE`) and taking what they leave waiting on Spark's triggers and Kafka's timeouts; its module reads it
     with `ConcurrentRecordings.result(recorder)` and is placed last, so the lane has had the run's length to finish
-    it."""
+    it. A reader that comes before the lane has started it runs it itself (`ConcurrentRecordings.result`)."""
     LANE.append(recorder)
     return recorder
 
