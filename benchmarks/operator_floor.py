@@ -1,21 +1,18 @@
-"""Spark's two stateful Python operators side by side on the detector's own input: what each costs before any rule.
+"""Where detection's time goes, on the same rows in one process: Spark's stateful Python operator, its mechanics, rules.
 
     python -m benchmarks.operator_floor [--rows 400000] [--groups 200]
     python -m benchmarks.operator_floor --from-data-dir DIR   # the rows of a replay: `radar replay --data-dir DIR`
 
-Issue #50 asks detection for 50k records/s per core; the row-based `transformWithState` the detection query runs reads
-about 8k rows/s per core with a tracker that only parses each row (`benchmarks.detect`'s `floor`). This measures
-whether the operator's other flavour, `transformWithStateInPandas` (Arrow batches in, pandas frames to the
-processor), would lift that floor, and what the detection query adds around the operator, on the same rows in the
-same process. The rows: synthetic `heartbeat_events` (as `benchmarks.detect` writes them), or, with `--from-data-dir`,
-a copy of the detector's source tables of a replayed data dir (a replay of `benchmarks.ingest --write-dump`'s mix is
-what issue #50's detection figure is about). They are read as the detection query reads its sources
-(`detector_input`, packed by `packed_detector_input`), grouped by the detector's key, and handed to a processor of
-each flavour that parses every packed row (`json.loads`, as the tracker does) and keeps and emits nothing; the sink is
-`noop`, the trigger availableNow. Each flavour runs twice (the first run of each also warms its code); the figures are
-the second runs. Then the detection query itself runs on the same rows, first with `benchmarks.detect.FloorTracker`
-(its mechanics: the watermark, event-time timers, each key's rows kept in its state until the watermark reaches them,
-the routed output), then with the real trackers (the rules and the gold writes).
+Issue #50 asks detection for 50k records/s per core; this says whether the operator itself allows it, and which part
+of the detection query costs what. The rows: synthetic `heartbeat_events` (as `benchmarks.detect` writes them), or,
+with `--from-data-dir`, a copy of the detector's source tables of a replayed data dir (a replay of `benchmarks.ingest
+--write-dump`'s mix is what the issue's figure is about). They are read and packed as the detection query reads them
+(`detector_input`, `packed_detector_input`), grouped by its key, and handed to a processor of each operator flavour,
+`transformWithState` (rows) and `transformWithStateInPandas` (pandas frames), that parses every packed row
+(`json.loads`, as the tracker does) and keeps and emits nothing; `noop` sink, availableNow. Each flavour runs twice
+(the first run also warms its code); the figures are the second runs. Then the detection query itself runs on the
+same rows with `benchmarks.detect.FloorTracker` (its mechanics: watermark, event-time timers, each key's rows kept in
+state until the watermark reaches them, the routed output), then with the real trackers (the rules, the gold writes).
 Prints one JSON object and writes it to `benchmarks/results/operator_floor-<UTC start>.json`.
 """
 
