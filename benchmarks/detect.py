@@ -39,6 +39,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - Spark's own convention
+from pyspark.sql.streaming import StreamingQuery
 
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
@@ -87,12 +88,16 @@ def run_query(spark: SparkSession, config: RadarConfig, binding: TrackerBinding,
     wall_s = time.perf_counter() - started
     if query.exception() is not None:
         raise RuntimeError(f"detection query failed: {query.exception()}")
-    progress = [p for p in query.recentProgress]
+    return {"first_batch_done_s": round(first_batch_s or wall_s, 2), **query_figures(query, wall_s)}
+
+
+def query_figures(query: StreamingQuery, wall_s: float) -> dict[str, Any]:
+    """An ended query's wall time, batches, input rows and rows/s over its batches' own time (from its progress)."""
+    progress = list(query.recentProgress)
     rows = sum(int(p.numInputRows or 0) for p in progress)
     batch_ms = sum(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
     return {
         "wall_s": round(wall_s, 2),
-        "first_batch_done_s": round(first_batch_s or wall_s, 2),
         "batches": len(progress),
         "input_rows": rows,
         "batches_ms": batch_ms,

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import TimerValues
 
-from benchmarks.detect import FloorTracker, run_query, write_heartbeats
+from benchmarks.detect import FloorTracker, query_figures, run_query, write_heartbeats
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.session import build_spark_session
@@ -56,7 +56,7 @@ class RowsFloor(StatefulProcessor):
     """The row flavour: each row a `Row`, each packed text parsed; nothing kept, nothing emitted."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
+        pass
 
     def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:  # noqa: N802, N803
         for row in rows:
@@ -71,7 +71,7 @@ class PandasFloor(StatefulProcessor):
     """The pandas flavour: the key's rows as pandas frames, each packed text parsed; nothing kept, nothing emitted."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
+        pass
 
     def handleInputRows(  # noqa: N802
         self,
@@ -109,17 +109,7 @@ def floor_query(spark: SparkSession, config: RadarConfig, flavour: str, name: st
     wall_s = time.perf_counter() - started
     if query.exception() is not None:
         raise RuntimeError(f"the {flavour} floor query failed: {query.exception()}")
-    progress = list(query.recentProgress)
-    rows = sum(int(p.numInputRows or 0) for p in progress)
-    batch_ms = sum(int(p.durationMs.get("triggerExecution", 0)) for p in progress)
-    return {
-        "flavour": flavour,
-        "wall_s": round(wall_s, 2),
-        "batches": len(progress),
-        "input_rows": rows,
-        "batches_ms": batch_ms,
-        "rows_per_s": round(rows / (batch_ms / 1000), 1) if batch_ms else None,
-    }
+    return {"flavour": flavour, **query_figures(query, wall_s)}
 
 
 def main() -> int:
