@@ -333,11 +333,14 @@ def python_decode_only(records: list[Record], limit: int = 50_000) -> dict[str, 
     return measured(time.perf_counter() - started, len(sample))
 
 
-def write_dump(records: list[Record], path: Path) -> None:
+def write_dump(records: list[Record], path: Path, *, step_ms: int = 0) -> None:
+    """The records as a dump of two partitions; the n-th record's timestamp `BASE_TS + n * step_ms` (0: all one
+    instant, which decoding does not mind; a replay's detection runs on event time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
         for offset, (key, value) in enumerate(records):
-            out.write(dump_line(DumpRecord("__consumer_offsets", offset % 2, offset // 2, BASE_TS, key, value)) + "\n")
+            record = DumpRecord("__consumer_offsets", offset % 2, offset // 2, BASE_TS + offset * step_ms, key, value)
+            out.write(dump_line(record) + "\n")
 
 
 def produce(bootstrap: str, topic: str, records: list[Record]) -> None:

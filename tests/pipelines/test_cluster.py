@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 
 from rebalance_radar.pipelines.config import RadarConfig
 from rebalance_radar.pipelines.local.broker import EmbeddedKafka
+from rebalance_radar.pipelines.local.standalone_cluster import StandaloneCluster
 from rebalance_radar.pipelines.stages.ingest import OFFSETS_QUERY
 from rebalance_radar.pipelines.stages.streams import failure_log_of
 from rebalance_radar.pipelines.storage.delta_log import dataset_of
@@ -54,7 +55,7 @@ from tests.pipelines.ingest_support import (
     wait_for,
 )
 from tests.pipelines.radar_run_process import RadarRun, radar_command
-from tests.pipelines.standalone_cluster import StandaloneCluster
+from tests.suite_jvm import QUICK_JAVA_OPTIONS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -125,7 +126,9 @@ def run_on_the_cluster(context: RecordingContext) -> ClusterRuns:
     """Both commands on one standalone cluster, in the lane (`concurrent_recordings.lane_run`): the replay of the
     incident dump, then `radar run` against the run's broker with a Worker killed mid-run."""
     folder = context.tmp_path_factory.mktemp("cluster-runs")
-    with StandaloneCluster(context.tmp_path_factory.mktemp("spark-cluster")) as cluster:
+    with StandaloneCluster(
+        context.tmp_path_factory.mktemp("spark-cluster"), daemon_java_options=QUICK_JAVA_OPTIONS
+    ) as cluster:
         replay, live = Outcome(), Outcome()
         try:
             replay.value = replay_on(cluster, folder)

@@ -1,6 +1,6 @@
-"""A real Spark standalone cluster for the `cluster` tests: a Master and Workers started from pyspark's own
-`bin/spark-class` (nothing downloaded), each Worker in a process group of its own so a test can kill it with its
-executors, as a lost machine would be.
+"""A real Spark standalone cluster on this machine, for the `cluster` tests and the benchmarks' cluster runs: a
+Master and Workers started from pyspark's own `bin/spark-class` (nothing downloaded), each Worker in a process group
+of its own so a test can kill it with its executors, as a lost machine would be.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pyspark
 
-from tests.suite_jvm import QUICK_JAVA_OPTIONS
-
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -32,8 +30,11 @@ def free_port() -> int:
 class StandaloneCluster:
     """`with StandaloneCluster(folder) as cluster:` a Master on loopback and `workers` Workers of `cores` cores."""
 
-    def __init__(self, folder: Path, *, workers: int = 2, cores: int = 1, memory: str = "2g") -> None:
+    def __init__(
+        self, folder: Path, *, workers: int = 2, cores: int = 1, memory: str = "2g", daemon_java_options: str = ""
+    ) -> None:
         self.folder = folder
+        self.daemon_java_options = daemon_java_options  # the Master's and Workers' own JVMs (not the executors')
         self.workers, self.cores, self.memory = workers, cores, memory
         self.port, self.web_port = free_port(), free_port()
         self.master: subprocess.Popen[bytes] | None = None
@@ -48,7 +49,7 @@ class StandaloneCluster:
             **os.environ,
             "SPARK_HOME": str(SPARK_HOME),
             "SPARK_WORKER_DIR": str(self.folder / f"{name}-work"),
-            "SPARK_DAEMON_JAVA_OPTS": QUICK_JAVA_OPTIONS,
+            "SPARK_DAEMON_JAVA_OPTS": self.daemon_java_options,
         }
         log = (self.folder / f"{name}.log").open("wb")
         return subprocess.Popen(
