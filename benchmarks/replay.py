@@ -9,9 +9,13 @@ is `radar replay`'s own code (`run_replay`: ingest queries, sealed time, detecti
 on a dump of `benchmarks.ingest`'s realistic mix, one record a millisecond, into a data dir of its own, in a session
 warmed by a small replay first; its phases come from `RADAR_PROFILE`. The baseline, `raw_delta`, is the same dump's
 records parsed and written untouched into one Delta table (`benchmarks.ingest.timed_passthrough`), in the same
-process. `standalone` is a Master and `--workers` Workers of one core each on this machine; each master's run is a
-child process of its own (a session's master is fixed for its JVM). Prints one JSON object and writes it to
-`benchmarks/results/replay-<UTC start>.json`.
+process. The design's floor, `floor`, on the same dumps in the same process: the offsets query's rows decoded and
+routed with nothing written (`benchmarks.ingest.dump_decode`), plus the replayed detector rows through Spark's
+stateful Python operator with a processor that only parses each row (`benchmarks.operator_floor`, row flavour):
+what a replay could not beat were every write, every rule and every fixed cost free, so `ceiling_...` says whether
+a target is within the design's reach. `standalone` is a Master and `--workers` Workers of one core each on this
+machine; each master's run is a child process of its own (a session's master is fixed for its JVM). Prints one JSON
+object and writes it to `benchmarks/results/replay-<UTC start>.json`.
 """
 
 from __future__ import annotations
@@ -27,7 +31,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.ingest import isolated, marginal, progress, realistic_mix, timed_passthrough, write_dump
+from benchmarks.ingest import (
+    dump_decode,
+    isolated,
+    marginal,
+    measured,
+    progress,
+    realistic_mix,
+    timed_floor,
+    timed_passthrough,
+    write_dump,
+)
+from benchmarks.operator_floor import floor_query
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
@@ -78,16 +93,22 @@ def run(config: RadarConfig, count: int, fixed_count: int) -> dict[str, Any]:
         dump = config.data_dir / f"{label}.jsonl"
         write_dump(records[:size], dump, step_ms=RECORD_STEP_MS)
         raw = timed_passthrough(spark, replay_stream(spark, [dump]), isolated(config, f"{label}_raw"), label)
-        replay = timed_replay(isolated(config, label), dump, profile)
+        replayed = isolated(config, label)
+        replay = timed_replay(replayed, dump, profile)
+        decode = timed_floor(replay_stream(spark, [dump]), isolated(config, f"{label}_floor"), label, dump_decode, size)
+        operator = floor_query(spark, replayed, "rows", label)
+        floor = measured(decode["seconds"] + operator["wall_s"], size)
+        floor |= {"ingest_decode_s": decode["seconds"], "operator_parse_s": operator["wall_s"]}
         replay["records"] = size
         replay["records_per_s"] = round(size / replay["seconds"])
         detect_s = replay["phases_s"].get("detect query")
         replay["detect_query_records_per_s"] = round(size / detect_s) if detect_s else None
-        result[label] = {"raw_delta": raw, "replay": replay}
+        result[label] = {"raw_delta": raw, "replay": replay, "floor": floor}
         progress(f"{config.spark.master}: {label} {result[label]}")
     fixed, large = result["fixed"], result["large"]
     result["replay_marginal_records_per_s"] = marginal(fixed["replay"], large["replay"])
     result["raw_delta_marginal_records_per_s"] = marginal(fixed["raw_delta"], large["raw_delta"])
+    result["ceiling_marginal_records_per_s"] = marginal(fixed["floor"], large["floor"])
     ratio = large["replay"]["records_per_s"] / large["raw_delta"]["records_per_s"]
     result["ratio_replay_to_raw_delta"] = round(ratio, 3)
     cores = spark.sparkContext.defaultParallelism
