@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import TimerValues
@@ -41,6 +42,7 @@ from rebalance_radar.pipelines.runtime.session import build_spark_session
 from rebalance_radar.pipelines.stages.detect import (
     DETECTOR_KEY,
     DETECTOR_ROW,
+    DETECTOR_TIME,
     SOURCE_TABLES,
     TrackerBinding,
     default_binding,
@@ -50,6 +52,9 @@ from rebalance_radar.pipelines.stages.detect import (
 from rebalance_radar.pipelines.storage.tables import TableCatalog, ensure_tables
 
 OUTPUT_DDL = "parsed LONG"
+# The processors below go to the executors by value: a cluster's executors have radar's package (`addPyFile`), not
+# the checkout's `benchmarks`.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 class RowsFloor(StatefulProcessor):
@@ -110,6 +115,42 @@ def floor_query(spark: SparkSession, config: RadarConfig, flavour: str, name: st
     if query.exception() is not None:
         raise RuntimeError(f"the {flavour} floor query failed: {query.exception()}")
     return {"flavour": flavour, **query_figures(query, wall_s)}
+
+
+def rules_alone(spark: SparkSession, config: RadarConfig) -> dict[str, Any]:
+    """The trackers alone, outside Spark, on one core: every detector row of `config`'s tables (packed as the
+    detection query packs them), each group's rows given to its tracker in one go and decided at the newest event
+    time, in this process. No operator, no state store, no timers, no output rows written; its CPU seconds are what
+    the rules and the parsing of each row cost, the floor of detection in Python per core."""
+    packed = packed_detector_input(detector_input(spark, config, streaming=False)).toArrow().to_pylist()
+    binding = default_binding()
+    thresholds = binding.thresholds(**config.detect.threshold_overrides())
+    by_key: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    newest = 0
+    for row in packed:
+        time_ms = row[DETECTOR_TIME]
+        if time_ms is None:
+            continue
+        newest = max(newest, time_ms)
+        if row["group_id"] is not None:  # the clock's rows only move time
+            by_key.setdefault((row["cluster"], row["group_id"]), []).append((time_ms, row[DETECTOR_ROW]))
+    started_cpu, started = time.process_time(), time.perf_counter()
+    emitted = 0
+    for (cluster, group_id), rows in by_key.items():
+        tracker = binding.tracker(cluster, group_id, thresholds)
+        tracker.accept_packed(rows)
+        output = tracker.advance_to(newest)
+        emitted += len(output.rebalances) + len(output.detections) + len(output.lag)
+    cpu_s = time.process_time() - started_cpu
+    rows_in = sum(len(rows) for rows in by_key.values())
+    return {
+        "rows": rows_in,
+        "groups": len(by_key),
+        "cpu_s": round(cpu_s, 2),
+        "wall_s": round(time.perf_counter() - started, 2),
+        "rows_per_cpu_s": round(rows_in / cpu_s) if cpu_s else None,
+        "rows_emitted": emitted,
+    }
 
 
 def main() -> int:

@@ -11,11 +11,13 @@ warmed by a small replay first; its phases come from `RADAR_PROFILE`. The baseli
 records parsed and written untouched into one Delta table (`benchmarks.ingest.timed_passthrough`), in the same
 process. The design's floor, `floor`, on the same dumps in the same process: the offsets query's rows decoded and
 routed with nothing written (`benchmarks.ingest.dump_decode`), plus the replayed detector rows through Spark's
-stateful Python operator with a processor that only parses each row (`benchmarks.operator_floor`, row flavour):
-what a replay could not beat were every write, every rule and every fixed cost free, so `ceiling_...` says whether
-a target is within the design's reach. `standalone` is a Master and `--workers` Workers of one core each on this
-machine; each master's run is a child process of its own (a session's master is fixed for its JVM). Prints one JSON
-object and writes it to `benchmarks/results/replay-<UTC start>.json`.
+stateful Python operator with a processor that only parses each row (`benchmarks.operator_floor`, row flavour): what
+a replay could not beat were every write, every rule and every fixed cost free, so `ceiling_...` says whether a
+target is within the design's reach. `rules_alone` (`benchmarks.operator_floor.rules_alone`): the large replay's
+detector rows through the trackers in this process, outside Spark, on one core: the rules' own cost per core.
+`standalone` is a Master and `--workers` Workers of one core each on this machine; each master's run is a child
+process of its own (a session's master is fixed for its JVM). Prints one JSON object and writes it to
+`benchmarks/results/replay-<UTC start>.json`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from benchmarks.ingest import (
     timed_passthrough,
     write_dump,
 )
-from benchmarks.operator_floor import floor_query
+from benchmarks.operator_floor import floor_query, rules_alone
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
@@ -104,6 +106,8 @@ def run(config: RadarConfig, count: int, fixed_count: int) -> dict[str, Any]:
         detect_s = replay["phases_s"].get("detect query")
         replay["detect_query_records_per_s"] = round(size / detect_s) if detect_s else None
         result[label] = {"raw_delta": raw, "replay": replay, "floor": floor}
+        if label == "large":
+            result[label]["rules_alone"] = rules_alone(spark, replayed)
         progress(f"{config.spark.master}: {label} {result[label]}")
     fixed, large = result["fixed"], result["large"]
     result["replay_marginal_records_per_s"] = marginal(fixed["replay"], large["replay"])
