@@ -23,7 +23,7 @@ The broker cannot take writes into its own `__consumer_offsets`, so broker -> si
 bytes into an ordinary topic and points the offsets query at it (`kafka.offsets_topic`).
 
     python -m benchmarks.ingest --records 300000 [--data-dir DIR] [--conf conf/local.yml] [--warm-rounds 4]
-    python -m benchmarks.ingest --records 100000 --masters 'local[1]' 'local[2]' --catch-up 2000000 \\
+    python -m benchmarks.ingest --records 100000 --masters 'local[2]' standalone --catch-up 2000000 \\
         --catch-up-caps 100000 400000
 
 `--write-dump PATH` writes the mix of `--records` as a dump file and stops: a large replay, end to end, is then
@@ -54,6 +54,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
+from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, each_master
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
 from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
@@ -188,11 +189,16 @@ def input_rows(query: StreamingQuery) -> int:
     return sum(p["numInputRows"] for p in query.recentProgress)
 
 
-def timed_passthrough(spark: SparkSession, source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
-    """Same source filter as the offsets query, written raw; timed from start to termination."""
+def timed_passthrough(
+    spark: SparkSession, source: DataFrame, config: RadarConfig, name: str, *, ended: list[float] | None = None
+) -> dict[str, Any]:
+    """Same source filter as the offsets query, written raw; timed from start to termination (the epoch time of
+    which is appended to `ended`, when given)."""
     path = config.data_dir / "passthrough" / name
     writer = offsets_rows(source, config).writeStream.foreachBatch(passthrough_writer(path))
     seconds, _ = run_to_end(writer, config.checkpoint_dir / f"passthrough-{name}")
+    if ended is not None:
+        ended.append(time.time())
     return measured(seconds, delta_rows(spark, path))
 
 
@@ -487,7 +493,7 @@ def progress(line: str) -> None:
 def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
     """One child process per Spark master (a session's master is fixed for its JVM), each a whole run."""
     runs: dict[str, Any] = {}
-    for master in args.masters:
+    for label, master in each_master(args.masters, args.workers):
         command = [
             sys.executable,
             "-m",
@@ -504,18 +510,19 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
             str(args.warm_rounds),
             "--no-out",  # the parent writes one result for all masters
         ]
-        if master == args.masters[-1]:
+        if len(runs) == len(args.masters) - 1:  # the last master's run
             command += ["--catch-up", str(args.catch_up), "--catch-up-caps", *map(str, args.catch_up_caps)]
         else:
             command += ["--catch-up", "0"]
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
         if child.returncode != 0:
-            raise RuntimeError(f"the {master} run exited {child.returncode}; its stderr is above")
-        runs[master] = json.loads(child.stdout)
-    if len(args.masters) > 1:
-        first, last = (runs[m] for m in (args.masters[0], args.masters[-1]))
+            raise RuntimeError(f"the {label} run exited {child.returncode}; its stderr is above")
+        runs[label] = json.loads(child.stdout)
+    if len(runs) > 1:
+        labels = list(runs)
+        first, last = runs[labels[0]], runs[labels[-1]]
         runs["scaling"] = {
-            f"{kind}_to_silver_{args.masters[-1]}_vs_{args.masters[0]}": round(
+            f"{kind}_to_silver_{labels[-1]}_vs_{labels[0]}": round(
                 last[f"{kind}_to_silver"]["records_per_s"] / first[f"{kind}_to_silver"]["records_per_s"], 2
             )
             for kind in ("dump", "broker")
@@ -540,12 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[100_000],
         help="maxOffsetsPerTrigger values the backlog is drained with, one run each",
     )
-    parser.add_argument(
-        "--masters",
-        nargs="+",
-        default=None,
-        help="run everything once per Spark master, each in its own process (local[1] local[2])",
-    )
+    parser.add_argument("--masters", nargs="+", default=None, help=MASTERS_HELP)
+    parser.add_argument("--workers", type=int, default=2, help=f"the Workers of '{STANDALONE}', one core each")
     parser.add_argument(
         "--warm-rounds",
         type=int,

@@ -46,10 +46,10 @@ from benchmarks.ingest import (
 )
 from benchmarks.operator_floor import floor_query, rules_alone
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
+from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, each_master
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
 
-STANDALONE = "standalone"
 TARGET_MARGINAL_RECORDS_PER_S = 40_000
 RECORD_STEP_MS = 1  # a record a millisecond: the dump spans event time as a fleet's commits do
 
@@ -126,22 +126,12 @@ def run(config: RadarConfig, count: int, fixed_count: int) -> dict[str, Any]:
 
 
 def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
-    """One child process per master; `standalone` runs against a cluster this process starts and stops."""
-    from rebalance_radar.pipelines.local.standalone_cluster import StandaloneCluster
-
+    """One child process per master (`benchmarks.spark_masters`)."""
     runs: dict[str, Any] = {}
-    for master in args.masters:
+    for label, url in each_master(args.masters, args.workers):
         command = [sys.executable, "-m", "benchmarks.replay", "--records", str(args.records)]
-        command += ["--fixed-records", str(args.fixed_records), "--conf", args.conf, "--no-out"]
-        if master == STANDALONE:
-            label = f"{STANDALONE} {args.workers} x 1 core"
-            with (
-                tempfile.TemporaryDirectory(prefix="radar-bench-cluster-") as folder,
-                StandaloneCluster(Path(folder), workers=args.workers, cores=1) as cluster,
-            ):
-                runs[label] = child_run([*command, "--master", cluster.url], label)
-        else:
-            runs[master] = child_run([*command, "--master", master], master)
+        command += ["--fixed-records", str(args.fixed_records), "--conf", args.conf, "--no-out", "--master", url]
+        runs[label] = child_run(command, label)
     return runs
 
 
@@ -165,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "--masters",
         nargs="+",
         default=None,
-        help=f"each in its own process: a Spark master URL, or '{STANDALONE}' (a cluster started here)",
+        help=MASTERS_HELP,
     )
     parser.add_argument("--workers", type=int, default=2, help=f"the Workers of '{STANDALONE}', one core each")
     parser.add_argument("--master", default=None, help="this process's Spark master (default: the config's)")
