@@ -14,7 +14,9 @@ pays its JIT compilation, which a long-running monitor pays once.
 dropped, decoded and routed (`decode_noop`). No write can make ingest faster than its floor, so `ceiling` says what
 the ratios could reach if every Delta write cost nothing; `ceiling.ratio_to_raw_delta` also keeps bronze's write,
 the baseline's own (the floor plus what the pass-through spends beyond `noop`): what the design could reach were
-silver's writes free.
+silver's writes free. `decode_plain_appends` decodes as the floor does and writes bronze and every silver table as a
+bare Delta append (no transaction id, no offset bookkeeping, no checks): `ceiling.ratio_to_raw_delta_plain_appends`
+is what the design reaches with its tables written at Delta's own cost.
 `dump_replay_ingest` is the large dump's ingest as `radar replay` runs it: the offsets and telemetry queries over the
 same files (`ingest_dumps`); `dump_to_silver`, like every other run, times the offsets query alone.
 Every timed run writes into its own empty tables; "marginal" is the large run's records beyond a small run of the
@@ -227,6 +229,29 @@ def kafka_exchange(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
 def kafka_decode(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
     """A Kafka batch decoded and routed as the offsets query does it, before the cache and the writes."""
     return route_offsets(batch, spread=False)
+
+
+def timed_plain_appends(source: DataFrame, config: RadarConfig, name: str) -> dict[str, Any]:
+    """The offsets query's tables written as bare Delta appends: each Kafka batch decoded and routed once (cached,
+    as the offsets query caches it), then bronze and every silver table appended to a table of its own with no
+    transaction id, no offset bookkeeping and no checks: what the writes themselves cost beside the decode."""
+    from rebalance_radar.pipelines.stages.ingest import split_decoded
+
+    root = config.data_dir / "plain_appends" / name
+
+    def append_all(batch: DataFrame, batch_id: int) -> None:
+        routed = route_offsets(batch, spread=False).persist()
+        try:
+            received = {row["target"] for row in routed.select("target").distinct().collect()}  # one job, as ingest's
+            tables = {name: rows for name, rows in split_decoded(routed, config).items() if name in received}
+            for table, rows in {**tables, OFFSETS_RAW.name: batch}.items():
+                rows.write.format("delta").mode("append").save(str(root / table))
+        finally:
+            routed.unpersist()
+
+    writer = offsets_rows(source, config).writeStream.foreachBatch(append_all)
+    seconds, query = run_to_end(writer, config.checkpoint_dir / f"plain-appends-{name}")
+    return measured(seconds, input_rows(query))
 
 
 def dump_parse(batch: DataFrame, held: list[DataFrame]) -> DataFrame:
@@ -451,6 +476,7 @@ def run(
                     floor: timed_floor(stream, own, f"{label}_{floor}", body)
                     for floor, body in (("exchange_noop", kafka_exchange), ("decode_noop", kafka_decode))
                 }
+                result["broker_floors"]["decode_plain_appends"] = timed_plain_appends(stream, own, label)
                 progress(f"{config.spark.master}: {label} floors {result['broker_floors']}")
         result["max_offsets_per_trigger"] = config.kafka.max_offsets_per_trigger
     for kind in ("dump", "broker"):
@@ -482,6 +508,8 @@ def run(
     bronze_write_s = max(raw_delta_s - result["broker_noop"]["seconds"], 0.0)
     result["ceiling"]["ratio_to_raw_delta_writes_free"] = round(raw_delta_s / floor_s, 3)
     result["ceiling"]["ratio_to_raw_delta"] = round(raw_delta_s / (floor_s + bronze_write_s), 3)
+    plain_s = result["broker_floors"]["decode_plain_appends"]["seconds"]
+    result["ceiling"]["ratio_to_raw_delta_plain_appends"] = round(raw_delta_s / plain_s, 3)
     result["target"] = {"ratio_broker_decode_vs_passthrough": TARGET_RATIO_TO_RAW_DELTA}
     return result
 
