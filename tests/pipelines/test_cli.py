@@ -31,4 +31,4 @@ def test_global_options_keep_their_defaults_and_the_later_one_wins() -> None:
 
 
 # `radar replay --input X --data-dir D` as users type it, writing under D: test_cli_faults' `replayed_data_dir` (in
-# this process) and its `test_replay_works_with_a_broken_python3_first_on_path` (the console script).
+# this process) and test_data_dirs' `test_replay_works_with_a_broken_python3_first_on_path` (the console script).

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -378,60 +377,6 @@ def test_data_dir_is_relative_to_the_conf_file_from_any_folder(tmp_path: Path, m
 
 
 CompletedReplay = subprocess.CompletedProcess[str]
-
-
-@lane_run
-def replay_with_a_broken_python3_first_on_path(context: RecordingContext) -> tuple[Path, CompletedReplay]:
-    """The replay, in the suite's lane (`concurrent_recordings.lane_run`); the test reads what it left."""
-    tmp_path = context.tmp_path_factory.mktemp("broken-python")
-    stub = tmp_path / "bin"
-    stub.mkdir()
-    (stub / "python3").write_text("#!/bin/sh\necho 'not the python radar runs in' >&2\nexit 1\n")
-    (stub / "python3").chmod(0o755)
-    (stub / "python").symlink_to(stub / "python3")
-    # Hadoop's shell commands, counted: writing the tables must start none (`pipelines.runtime.local_runtime`)
-    started = tmp_path / "started.log"
-    for command in ("chmod", "readlink", "stat", "ls"):
-        real = shutil.which(command)
-        assert real is not None, command
-        (stub / command).write_text(f'#!/bin/sh\necho "{command} $*" >> {started}\nexec {real} "$@"\n')
-        (stub / command).chmod(0o755)
-    script = Path(sys.executable).parent / "radar"
-    assert script.is_file(), f"the console script is not next to {sys.executable}"
-    temp = tmp_path / "tmp"  # the process's temp folder: its Python sockets' folder is made there
-    temp.mkdir()
-    env = radar_env(PATH=f"{stub}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(temp))
-    env.pop("PYSPARK_PYTHON", None)
-    env.pop("PYSPARK_DRIVER_PYTHON", None)
-    done = subprocess.run(
-        [str(script), "replay", "--input", str(SAMPLE), "--data-dir", str(tmp_path / "data")],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return tmp_path, done
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_replay_works_with_a_broken_python3_first_on_path(concurrent_recordings: ConcurrentRecordings) -> None:
-    tmp_path, done = concurrent_recordings.result(replay_with_a_broken_python3_first_on_path, timeout_s=1200)
-    started, temp = tmp_path / "started.log", tmp_path / "tmp"
-    print(done.stderr)  # what a user sees (pytest -s), as pasted in the README
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "offset_commits=7" in done.stderr
-    assert not [line for line in done.stderr.splitlines() if any(noise in line for noise in SPARK_NOISE)]
-    # no spark-warehouse, derby.log, .radar
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "data", "started.log", "tmp"]
-    assert (tmp_path / "data" / "tables" / "offset_commits" / "_delta_log").is_dir()  # under --data-dir
-    # the JVM copies its connector jars (Spark's `chmod a+x` of each); nothing under the data dir started a command
-    started_commands = started.read_text().splitlines()
-    assert any(line.startswith("chmod a+x ") for line in started_commands)  # the counter counts
-    assert [line for line in started_commands if str(tmp_path / "data") in line] == []
-    # the Unix sockets of its Python workers and accumulator server went with it (Spark leaves them without stop())
-    assert list(temp.iterdir()) == []
 
 
 @lane_run

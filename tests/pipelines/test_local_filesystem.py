@@ -1,7 +1,7 @@
 """Hadoop's local file system without a process per file (`pipelines.runtime.local_runtime`): the session's FileSystem
 and FileContext are the compiled classes, and they answer as Hadoop's own: the same permissions on new files and
 folders, the same link status for links, files and absent paths. (That `radar replay` writes its tables without
-starting `chmod` or `readlink` is `test_cli_faults.test_replay_works_with_a_broken_python3_first_on_path`'s.)"""
+starting `chmod` or `readlink` is `test_data_dirs.test_replay_works_with_a_broken_python3_first_on_path`'s.)"""
 
 from __future__ import annotations
 
