@@ -37,9 +37,9 @@ def read_only_mount(folder: Path) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class BrokenPythonReplay:
     """What the first replay left, read before the data dir moves: its working folder's entries, the commands that
-    its processes started through PATH (`started.log`), and what is left in its temp folder."""
+    its processes started through PATH (`started.log`), what is left in its temp folder, and whether its tables
+    are under its data dir."""
 
-    folder: Path
     entries: list[str]
     started_commands: list[str]
     temp_left: list[str]
@@ -104,7 +104,6 @@ def replay_move_and_read_only(context: RecordingContext) -> MovedDataDir:
     replays = [broken_python_replay(tmp_path, first)]
     started, temp = tmp_path / "started.log", tmp_path / "tmp"
     broken_python = BrokenPythonReplay(
-        tmp_path,
         sorted(p.name for p in tmp_path.iterdir()),
         started.read_text().splitlines() if started.is_file() else [],
         sorted(p.name for p in temp.iterdir()),
