@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +39,14 @@ CONF = REPO_ROOT / "conf" / "local.yml"
 CAUGHT_UP_TIMEOUT_S = 1800.0
 
 
-@dataclass
 class TreeSamples:
     """A process and the processes below it (less a broker among them), sampled: CPU seconds and peak memory."""
 
-    root: int
-    peak_rss_bytes: int = 0
-    cpu_s: float = 0.0
-    _cpu_by_pid: dict[int, float] = field(default_factory=dict)
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.peak_rss_bytes = 0
+        self.cpu_s = 0.0
+        self._cpu_by_pid: dict[int, float] = {}
 
     def sample(self) -> None:
         pids = [self.root, *(pid for pid, command in descendants(self.root).items() if radar_part(command) != "broker")]

@@ -245,7 +245,7 @@ def timed_plain_appends(source: DataFrame, config: RadarConfig, name: str) -> di
         routed = route_offsets(records, spread=False).persist()
         try:
             received = {row["target"] for row in routed.select("target").distinct().collect()}  # one job, as ingest's
-            tables = {name: rows for name, rows in split_decoded(routed, config).items() if name in received}
+            tables = {table: rows for table, rows in split_decoded(routed, config).items() if table in received}
             for table, rows in {**tables, OFFSETS_RAW.name: records}.items():
                 started = time.perf_counter()
                 rows.write.format("delta").mode("append").save(str(root / table))
