@@ -291,10 +291,17 @@ def timed_floor(
 
 
 def timed_ingest(
-    spark: SparkSession, source: DataFrame, config: RadarConfig, name: str, *, from_kafka: bool = False
+    spark: SparkSession,
+    source: DataFrame,
+    config: RadarConfig,
+    name: str,
+    *,
+    records: int,
+    from_kafka: bool = False,
 ) -> dict[str, Any]:
     """The real offsets query (decode + bronze + every silver table), timed from start to termination; the tables
-    are created before the clock starts (the pass-through's one table is created by its first write)."""
+    are created before the clock starts (the pass-through's one table is created by its first write). Its rate is
+    by the rows bronze gained, or by `records` (the records the source holds) when bronze is turned off."""
     bronze = TableCatalog(config).location(OFFSETS_RAW)
     assert bronze is not None
     ensure_tables(spark, config)
@@ -306,7 +313,8 @@ def timed_ingest(
     queries = stage.start()
     queries.await_all()
     seconds = time.perf_counter() - started
-    result = measured(seconds, delta_rows(spark, bronze) - before)
+    written = delta_rows(spark, bronze) - before if config.ingest.bronze_enabled else records
+    result = measured(seconds, written)
     batches = [p for q in queries for p in q.recentProgress if OFFSETS_QUERY in q.name and p["numInputRows"]]
     if batches:
         result["micro_batches"] = len(batches)
@@ -419,7 +427,7 @@ def run(
         result["python_decode_only"] = python_decode_only(records)  # needs a session only to parse the DDL
         warm = config.data_dir / "warmup.jsonl"  # JVM, Python workers and Delta warm before timing
         write_dump(records[:2000], warm)
-        timed_ingest(spark, replay_stream(spark, [warm]), isolated(config, "warmup"), "warmup")
+        timed_ingest(spark, replay_stream(spark, [warm]), isolated(config, "warmup"), "warmup", records=2_000)
         progress(f"{config.spark.master}: warm")
 
         for label, size in (("dump_fixed", fixed_count), ("dump", count)):
@@ -430,7 +438,7 @@ def run(
                     spark, replay_stream(spark, [dump]), isolated(config, "dump_passthrough"), "dump"
                 )
             result[f"{label}_to_silver"] = timed_ingest(
-                spark, replay_stream(spark, [dump]), isolated(config, label), label
+                spark, replay_stream(spark, [dump]), isolated(config, label), label, records=size
             )
             progress(f"{config.spark.master}: {label} {result[f'{label}_to_silver']}")
             result[f"{label}_floors"] = {
@@ -464,7 +472,7 @@ def run(
                 result["broker_passthrough"] = timed_passthrough(spark, stream, own, "broker")
             if label.startswith(WARM):
                 noop = timed_noop(stream, own, label)
-                ingested = timed_ingest(spark, stream, own, label, from_kafka=True)
+                ingested = timed_ingest(spark, stream, own, label, records=size, from_kafka=True)
                 floor = timed_floor(stream, own, label, kafka_decode)
                 result.setdefault("broker_warm", []).append(
                     {"noop_s": noop["seconds"], "to_silver_s": ingested["seconds"], "decode_noop_s": floor["seconds"],
@@ -474,7 +482,7 @@ def run(
                 progress(f"{config.spark.master}: {label} {result['broker_warm'][-1]}")
                 continue
             key = f"{label}_to_silver" if not label.startswith("catch_up") else label
-            result[key] = timed_ingest(spark, stream, own, label, from_kafka=True)
+            result[key] = timed_ingest(spark, stream, own, label, records=size, from_kafka=True)
             progress(f"{config.spark.master}: {label} {result[key]}")
             if label == "broker":
                 result["broker_floors"] = {
