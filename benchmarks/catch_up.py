@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=3_000_000)
     parser.add_argument("--partitions", type=int, default=4, help="the backlog topic's partitions")
     parser.add_argument("--sample-s", type=float, default=0.5)
+    parser.add_argument("--work-dir", type=Path, default=None, help="keep the run's files here (default: removed)")
     parser.add_argument("--raw-delta-of", default=None, help=argparse.SUPPRESS)  # the baseline's own process
     parser.add_argument("--bootstrap", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
@@ -186,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(CONF)
     with tempfile.TemporaryDirectory(prefix="radar-bench-catch-up-") as scratch:
-        folder = Path(scratch)
+        folder = args.work_dir or Path(scratch)  # kept when named: radar run's log, its data dir, the broker's
+        folder.mkdir(parents=True, exist_ok=True)
         with EmbeddedKafka(config.broker, folder / "broker", spark=config.spark) as broker:
             bootstrap = broker.bootstrap_servers
             tag = int(time.time())
