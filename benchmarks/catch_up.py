@@ -30,12 +30,10 @@ from typing import Any
 import psutil
 
 from benchmarks.ingest import produce, progress, realistic_mix, timed_passthrough
-from benchmarks.process_tree import cpu_seconds, descendants, radar_part, rss_bytes
+from benchmarks.process_tree import CONF, RADAR, cpu_seconds, descendants, radar_part, rss_bytes
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
-from rebalance_radar.pipelines.config import REPO_ROOT, RadarConfig, load_config
+from rebalance_radar.pipelines.config import RadarConfig, load_config
 
-RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
-CONF = REPO_ROOT / "conf" / "local.yml"
 CAUGHT_UP_TIMEOUT_S = 1800.0
 
 

@@ -25,11 +25,9 @@ from pathlib import Path
 from rebalance_radar.pipelines.config import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT))
-from benchmarks.process_tree import cpu_seconds, descendants, radar_part
+from benchmarks.process_tree import CONF, RADAR, cpu_seconds, descendants, radar_part
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
 
-RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
-CONF = REPO_ROOT / "conf" / "local.yml"
 PARTS = ("jvm", "python", "python_workers", "broker")
 
 

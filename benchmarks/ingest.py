@@ -39,7 +39,6 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +55,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import StructType
 
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
-from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, each_master
+from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, child_figures, each_master
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.formats.dump import DumpRecord, dump_line
 from rebalance_radar.pipelines.local.sample_dump import consumer_members, example_value
@@ -555,10 +554,7 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
             command += ["--catch-up", str(args.catch_up), "--catch-up-caps", *map(str, args.catch_up_caps)]
         else:
             command += ["--catch-up", "0"]
-        child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-        if child.returncode != 0:
-            raise RuntimeError(f"the {label} run exited {child.returncode}; its stderr is above")
-        runs[label] = json.loads(child.stdout)
+        runs[label] = child_figures(command, label)
     if len(runs) > 1:
         labels = list(runs)
         first, last = runs[labels[0]], runs[labels[-1]]

@@ -1,8 +1,16 @@
-"""The processes a command started (psutil): what the long-running benchmarks sample (`soak`, `idle_run`)."""
+"""The processes a command started (psutil): what the long-running benchmarks sample (`soak`, `idle_run`,
+`catch_up`), and the `radar` command they start, as a user starts it."""
 
 from __future__ import annotations
 
+import sys
+
 import psutil
+
+from rebalance_radar.pipelines.config import REPO_ROOT
+
+RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
+CONF = REPO_ROOT / "conf" / "local.yml"
 
 
 def descendants(root: int) -> dict[int, str]:

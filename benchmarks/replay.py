@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +45,7 @@ from benchmarks.ingest import (
 )
 from benchmarks.operator_floor import floor_query, rules_alone
 from benchmarks.result_file import add_out_arguments, started_now, write_run_result
-from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, each_master
+from benchmarks.spark_masters import MASTERS_HELP, STANDALONE, child_figures, each_master
 from rebalance_radar.pipelines.config import RadarConfig, load_config
 from rebalance_radar.pipelines.runtime.phases import PROFILE_ENV
 
@@ -131,15 +130,8 @@ def run_per_master(args: argparse.Namespace) -> dict[str, Any]:
     for label, url in each_master(args.masters, args.workers):
         command = [sys.executable, "-m", "benchmarks.replay", "--records", str(args.records)]
         command += ["--fixed-records", str(args.fixed_records), "--conf", args.conf, "--no-out", "--master", url]
-        runs[label] = child_run(command, label)
+        runs[label] = child_figures(command, label)
     return runs
-
-
-def child_run(command: list[str], label: str) -> dict[str, Any]:
-    child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-    if child.returncode != 0:
-        raise RuntimeError(f"the {label} run exited {child.returncode}; its stderr is above")
-    return json.loads(child.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:

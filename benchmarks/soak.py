@@ -46,11 +46,9 @@ from rebalance_radar.transforms.schemas import TABLES
 from rebalance_radar.transforms.wire.coordinator_records import encode_coordinator_record
 
 OFFSETS_TOPIC = "soak.consumer_offsets"
-RADAR = (sys.executable, "-m", "rebalance_radar.pipelines.cli")
-CONF = REPO_ROOT / "conf" / "local.yml"
 sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.ingest import generation_members  # noqa: E402 - the same members the ingest benchmark writes
-from benchmarks.process_tree import descendants, radar_part, rss_bytes  # noqa: E402 - as the line above
+from benchmarks.process_tree import CONF, RADAR, descendants, radar_part, rss_bytes  # noqa: E402 - as the line above
 from benchmarks.result_file import default_path, started_now, write_result  # noqa: E402 - as the line above
 
 

@@ -3,9 +3,12 @@ and one-core Workers started on this machine for the child's run (`pipelines/loc
 
 from __future__ import annotations
 
+import json
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 STANDALONE = "standalone"
 MASTERS_HELP = f"each in its own process: a Spark master URL, or '{STANDALONE}' (a cluster started here)"
@@ -24,3 +27,11 @@ def each_master(masters: list[str], workers: int = 2) -> Iterator[tuple[str, str
             StandaloneCluster(Path(folder), workers=workers, cores=1) as cluster,
         ):
             yield f"{STANDALONE} {workers} x 1 core", cluster.url
+
+
+def child_figures(command: list[str], label: str) -> dict[str, Any]:
+    """Run one master's child (`command`, its stderr shown as it goes) and read the JSON it prints."""
+    child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if child.returncode != 0:
+        raise RuntimeError(f"the {label} run exited {child.returncode}; its stderr is above")
+    return json.loads(child.stdout)
